@@ -1,0 +1,364 @@
+"""Project decoded topic records into the read-model tables.
+
+The Kafka consumer loop decodes a batch and calls `Projector.apply`; one batch is one
+transaction, so committing the consumer offsets after `apply` returns gives at-least-once
+projection. Redelivery is harmless because every write is idempotent:
+
+- latest-state topics (objects) upsert by key only when the record's offset is >= the stored
+  one. A key always hashes to the same partition, so offsets order its records and a redelivered
+  older record never overwrites a newer one. A tombstone sets `deleted` and the offset and keeps
+  the row (with the manifest it had), so `apply --wait` can observe the delete.
+- event topics insert or ignore by the event's id: under at-least-once the same id is the same
+  content.
+
+Upserts use the dialect's `INSERT .. ON CONFLICT` (SQLite and PostgreSQL), one statement per
+table and kind of write. Records the read model cannot represent (unknown topic, unexpected
+schema, undecoded value, tombstone without key or on an event topic) are skipped and logged;
+dead-lettering them is the consumer's job, not the projection's.
+"""
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table
+from sqlalchemy.dialects import postgresql, sqlite
+
+from state.models import (
+    Actuation,
+    ActuationAck,
+    DeadLetter,
+    Decision,
+    LatestObject,
+    Node,
+    NodeResource,
+    Pod,
+)
+from state.topics import resolve_topics
+
+logger = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedRecord:
+    """One consumed record. `schema`/`value` are the decoded record (Avro record name and dict),
+    both None for a tombstone; `raw` is the undecoded value, None for a tombstone, so a record
+    with `raw` but no `value` is one the consumer could not decode."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: str | None
+    schema: str | None
+    value: dict[str, Any] | None
+    raw: bytes | None
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value is None and self.raw is None
+
+
+@dataclass(frozen=True)
+class _LatestState:
+    """How one latest-state topic maps to its table."""
+
+    table: Table
+    kinds: frozenset[str]
+    key_columns: tuple[str, ...]
+    row: Callable[[str, ProjectedRecord], Row]
+    tombstone_row: Callable[[str, ProjectedRecord], Row]
+
+
+@dataclass(frozen=True)
+class _Events:
+    """How one event topic maps to its table."""
+
+    table: Table
+    kind: str
+    row: Callable[[ProjectedRecord], Row]
+
+
+def _split_key(key: str) -> tuple[str | None, str]:
+    namespace, _, name = key.rpartition("/")
+    return namespace or None, name
+
+
+def _position(record: ProjectedRecord) -> Row:
+    return {
+        "source_partition": record.partition,
+        "source_offset": record.offset,
+        "updated_ms": record.timestamp_ms,
+    }
+
+
+def _pod_row(_topic: str, record: ProjectedRecord) -> Row:
+    value = record.value
+    namespace, name = _split_key(record.key)
+    metadata = value["metadata"]
+    return {
+        "key": record.key,
+        "namespace": metadata.get("namespace") or namespace or "",
+        "name": metadata.get("name") or name,
+        "uid": metadata.get("uid"),
+        "node_name": value.get("nodeName"),
+        "phase": value.get("phase"),
+        "manifest": value["manifest"],
+        "deleted": False,
+        **_position(record),
+    }
+
+
+def _pod_tombstone(_topic: str, record: ProjectedRecord) -> Row:
+    namespace, name = _split_key(record.key)
+    return {"key": record.key, "namespace": namespace or "", "name": name, "deleted": True, **_position(record)}
+
+
+def _node_row(_topic: str, record: ProjectedRecord) -> Row:
+    return {"name": record.key, "manifest": record.value["manifest"], "deleted": False, **_position(record)}
+
+
+def _node_tombstone(_topic: str, record: ProjectedRecord) -> Row:
+    return {"name": record.key, "deleted": True, **_position(record)}
+
+
+def _object_row(topic: str, record: ProjectedRecord) -> Row:
+    namespace, name = _split_key(record.key)
+    metadata = record.value["metadata"]
+    return {
+        "topic": topic,
+        "key": record.key,
+        "kind": record.schema,
+        "namespace": metadata.get("namespace") or namespace,
+        "name": metadata.get("name") or name,
+        "manifest": record.value["manifest"],
+        "record": {field: v for field, v in record.value.items() if field != "manifest"},
+        "deleted": False,
+        **_position(record),
+    }
+
+
+def _object_tombstone(topic: str, record: ProjectedRecord) -> Row:
+    namespace, name = _split_key(record.key)
+    return {
+        "topic": topic,
+        "key": record.key,
+        "namespace": namespace,
+        "name": name,
+        "deleted": True,
+        **_position(record),
+    }
+
+
+def _causation(causation: Mapping[str, Any]) -> Row:
+    return {
+        "inbox_topic": causation["inboxTopic"],
+        "inbox_partition": causation["inboxPartition"],
+        "inbox_offset": causation["inboxOffset"],
+        "source_topic": causation["sourceTopic"],
+        "source_partition": causation["sourcePartition"],
+        "source_offset": causation["sourceOffset"],
+    }
+
+
+def _topic_position(record: ProjectedRecord) -> Row:
+    return {"topic_partition": record.partition, "topic_offset": record.offset}
+
+
+def _decision_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    pod = value["pod"]
+    return {
+        "decision_id": value["decisionId"],
+        "pod_key": f"{pod['namespace']}/{pod['name']}",
+        "pod_uid": pod.get("uid"),
+        "domain": value["domain"],
+        "result": value["result"],
+        "node_name": value.get("nodeName"),
+        "reason": value.get("reason"),
+        "message": value.get("message", ""),
+        "filter_results": list(value.get("filterResults", [])),
+        "scores": list(value.get("scores", [])),
+        "timestamp_ms": value["timestamp"],
+        **_causation(value["causation"]),
+        **_topic_position(record),
+    }
+
+
+def _node_resource_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    return {
+        "decision_id": value["decisionId"],
+        "node_name": value["nodeName"],
+        "capacity": dict(value.get("capacity", {})),
+        "allocatable": dict(value.get("allocatable", {})),
+        "message": value.get("message", ""),
+        "timestamp_ms": value["timestamp"],
+        **_causation(value["causation"]),
+        **_topic_position(record),
+    }
+
+
+def _actuation_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    return {
+        "decision_id": value["decisionId"],
+        "node_name": value["nodeName"],
+        "sequence": value["sequence"],
+        "target_kind": value["targetKind"],
+        "target_id": value["targetId"],
+        "mechanism": value["mechanism"],
+        "values": dict(value.get("values", {})),
+        "signature": value.get("signature"),
+        "timestamp_ms": value["timestamp"],
+        **_causation(value["causation"]),
+        **_topic_position(record),
+    }
+
+
+def _actuation_ack_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    return {
+        "actuation_id": value["actuationId"],
+        "sequence": value["sequence"],
+        "node_name": value["nodeName"],
+        "applied": value["applied"],
+        "values": dict(value.get("values", {})),
+        "error": value.get("error"),
+        "timestamp_ms": value["timestamp"],
+        **_topic_position(record),
+    }
+
+
+def _dead_letter_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    return {
+        "stage": value["stage"],
+        "source_topic": value["sourceTopic"],
+        "source_partition": value["sourcePartition"],
+        "source_offset": value["sourceOffset"],
+        "key": value.get("key"),
+        "payload": value.get("payload"),
+        "reason": value["reason"],
+        "timestamp_ms": value["timestamp"],
+    }
+
+
+def _objects(*kinds: str) -> _LatestState:
+    return _LatestState(LatestObject.__table__, frozenset(kinds), ("topic", "key"), _object_row, _object_tombstone)
+
+
+_LATEST_STATE: Mapping[str, _LatestState] = {
+    "pods": _LatestState(Pod.__table__, frozenset({"Pod"}), ("key",), _pod_row, _pod_tombstone),
+    "nodes": _LatestState(Node.__table__, frozenset({"Node"}), ("name",), _node_row, _node_tombstone),
+    "configs": _objects("ConfigMap"),
+    "quotas": _objects("ElasticQuota", "ElasticQuotaProfile"),
+    "reservations": _objects("Reservation"),
+    "devices": _objects("Device"),
+    "nodemetrics": _objects("NodeMetric"),
+}
+
+_EVENTS: Mapping[str, _Events] = {
+    "decisions": _Events(Decision.__table__, "SchedulingDecision", _decision_row),
+    "noderesources": _Events(NodeResource.__table__, "NodeResource", _node_resource_row),
+    "actuations": _Events(Actuation.__table__, "Actuation", _actuation_row),
+    "actuation-acks": _Events(ActuationAck.__table__, "ActuationAck", _actuation_ack_row),
+    "deadletters": _Events(DeadLetter.__table__, "DeadLetter", _dead_letter_row),
+}
+
+_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+
+
+class Projector:
+    """Writes batches of decoded records into the read model of `engine`.
+
+    `topics` maps logical topic names to real ones (see state.topics); unspecified names keep
+    their defaults.
+    """
+
+    def __init__(self, engine: Engine, topics: Mapping[str, str] | None = None) -> None:
+        if engine.dialect.name not in _INSERTS:
+            raise ValueError(f"read model supports {sorted(_INSERTS)}, not {engine.dialect.name!r}")
+        self._engine = engine
+        self._insert = _INSERTS[engine.dialect.name]
+        self.topics = resolve_topics(topics)
+        self._logical = {real: logical for logical, real in self.topics.items()}
+
+    def apply(self, batch: Sequence[ProjectedRecord]) -> int:
+        """Project `batch` in one transaction; return how many records were accepted (the rest
+        were skipped and logged). Applying the same batch again leaves the same rows."""
+        latest: dict[str, dict[str, ProjectedRecord]] = {}
+        events: dict[str, dict[tuple, Row]] = {}
+        accepted = 0
+        for record in batch:
+            logical = self._logical.get(record.topic)
+            reason = _reject_reason(logical, record)
+            if reason is not None:
+                logger.warning(
+                    "read model skips %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
+                )
+                continue
+            accepted += 1
+            if logical in _LATEST_STATE:
+                newest = latest.setdefault(logical, {})
+                if record.key not in newest or newest[record.key].offset <= record.offset:
+                    newest[record.key] = record
+            else:
+                spec = _EVENTS[logical]
+                row = spec.row(record)
+                events.setdefault(logical, {}).setdefault(_primary_key(spec.table, row), row)
+        with self._engine.begin() as connection:
+            for logical, records in latest.items():
+                self._upsert_latest(connection, logical, records.values())
+            for logical, rows in events.items():
+                table = _EVENTS[logical].table
+                statement = self._insert(table).on_conflict_do_nothing(
+                    index_elements=[column.name for column in table.primary_key]
+                )
+                connection.execute(statement, list(rows.values()))
+        return accepted
+
+    def _upsert_latest(self, connection: Connection, logical: str, records: Iterable[ProjectedRecord]) -> None:
+        spec = _LATEST_STATE[logical]
+        records = list(records)
+        live = [spec.row(logical, record) for record in records if not record.is_tombstone]
+        deleted = [spec.tombstone_row(logical, record) for record in records if record.is_tombstone]
+        for rows in (live, deleted):
+            if not rows:
+                continue
+            statement = self._insert(spec.table)
+            updated = [name for name in rows[0] if name not in spec.key_columns]
+            statement = statement.on_conflict_do_update(
+                index_elements=list(spec.key_columns),
+                set_={name: statement.excluded[name] for name in updated},
+                where=spec.table.c.source_offset <= statement.excluded.source_offset,
+            )
+            connection.execute(statement, rows)
+
+
+def _primary_key(table: Table, row: Row) -> tuple:
+    return tuple(row[column.name] for column in table.primary_key)
+
+
+def _reject_reason(logical: str | None, record: ProjectedRecord) -> str | None:
+    """Why the read model cannot represent `record`, or None when it can."""
+    if logical in _LATEST_STATE:
+        if record.key is None:
+            return "record without key"
+        if record.is_tombstone:
+            return None
+        kinds = _LATEST_STATE[logical].kinds
+    elif logical in _EVENTS:
+        if record.is_tombstone:
+            return "tombstone on an event topic"
+        kinds = frozenset({_EVENTS[logical].kind})
+    else:
+        return "topic is not projected"
+    if record.value is None:
+        return "value was not decoded"
+    if record.schema not in kinds:
+        return f"unexpected schema {record.schema!r}"
+    return None

@@ -1,0 +1,248 @@
+"""Read the read model back as plain dicts: Kubernetes-shaped objects for `koord get`, and the
+progress checks behind `koord apply --wait`.
+
+Objects come back as the user applied them, with only what koordstream decided merged in:
+
+- a pod whose latest decision (highest decisions-topic offset; decisions are keyed by pod, so
+  one partition orders them) placed it on a node gets `spec.nodeName` and the condition
+  PodScheduled=True; an Unschedulable one gets PodScheduled=False with the decision's message
+  and phase Pending. koordstream runs no kubelet, so a placed pod keeps the phase it was applied
+  with, Pending by default, as a bound pod not yet started has in Kubernetes. Decisions about a
+  previous pod with the same name (another uid) are ignored.
+- a node's `status.capacity` / `status.allocatable` are overlaid with its latest NodeResource,
+  formatted as Kubernetes quantity strings.
+"""
+
+import base64
+import json
+from typing import Any
+
+from sqlalchemy import Engine, and_, exists, func, or_, select
+from sqlalchemy.orm import Session
+
+from state.models import DeadLetter, Decision, LatestObject, Node, NodeResource, Pod
+from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
+
+POD_SCHEDULED = "PodScheduled"
+
+_MILLI_CPU_RESOURCES = frozenset({"cpu", "requests.cpu", "limits.cpu"})
+_BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def get_pods(engine: Engine, namespace: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+    """Live pods as Kubernetes Pod objects with scheduling results merged in, sorted by
+    namespace and name."""
+    filters = [Pod.deleted.is_(False)]
+    if namespace is not None:
+        filters.append(Pod.namespace == namespace)
+    if name is not None:
+        filters.append(Pod.name == name)
+    rank = func.row_number().over(
+        partition_by=Decision.pod_key, order_by=(Decision.topic_offset.desc(), Decision.timestamp_ms.desc())
+    )
+    same_pod = or_(Decision.pod_uid.is_(None), Pod.uid.is_(None), Decision.pod_uid == Pod.uid)
+    ranked = (
+        select(Decision.decision_id, rank.label("rank"))
+        .join(Pod, and_(Pod.key == Decision.pod_key, same_pod))
+        .where(*filters)
+        .subquery()
+    )
+    latest = select(Decision).join(ranked, ranked.c.decision_id == Decision.decision_id).where(ranked.c.rank == 1)
+    with Session(engine) as session:
+        decisions = {decision.pod_key: decision for decision in session.scalars(latest)}
+        pods = session.scalars(select(Pod).where(*filters).order_by(Pod.namespace, Pod.name)).all()
+        return [_pod_object(pod, decisions.get(pod.key)) for pod in pods]
+
+
+def _pod_object(pod: Pod, decision: Decision | None) -> dict[str, Any]:
+    obj = json.loads(pod.manifest)
+    obj["metadata"]["namespace"] = pod.namespace
+    status = obj["status"] = obj.get("status") or {}
+    status["phase"] = status.get("phase") or "Pending"
+    if decision is None:
+        return obj
+    if decision.result == "Unschedulable":
+        condition = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": decision.message,
+        }
+        status["phase"] = "Pending"
+    elif decision.node_name is not None:
+        obj["spec"] = {**(obj.get("spec") or {}), "nodeName": decision.node_name}
+        condition = {"type": POD_SCHEDULED, "status": "True"}
+    else:
+        return obj
+    others = [c for c in status.get("conditions") or [] if c.get("type") != POD_SCHEDULED]
+    status["conditions"] = [*others, condition]
+    return obj
+
+
+def get_nodes(engine: Engine, name: str | None = None) -> list[dict[str, Any]]:
+    """Live nodes as Kubernetes Node objects with the latest NodeResource's capacity and
+    allocatable overlaid (other resources and fields unchanged), sorted by name."""
+    filters = [Node.deleted.is_(False)]
+    if name is not None:
+        filters.append(Node.name == name)
+    rank = func.row_number().over(
+        partition_by=NodeResource.node_name,
+        order_by=(NodeResource.topic_offset.desc(), NodeResource.timestamp_ms.desc()),
+    )
+    ranked = (
+        select(NodeResource.decision_id, rank.label("rank"))
+        .join(Node, Node.name == NodeResource.node_name)
+        .where(*filters)
+        .subquery()
+    )
+    latest = (
+        select(NodeResource)
+        .join(ranked, ranked.c.decision_id == NodeResource.decision_id)
+        .where(ranked.c.rank == 1)
+    )
+    with Session(engine) as session:
+        resources = {resource.node_name: resource for resource in session.scalars(latest)}
+        nodes = session.scalars(select(Node).where(*filters).order_by(Node.name)).all()
+        return [_node_object(node, resources.get(node.name)) for node in nodes]
+
+
+def _node_object(node: Node, resource: NodeResource | None) -> dict[str, Any]:
+    obj = json.loads(node.manifest)
+    if resource is None:
+        return obj
+    status = obj["status"] = obj.get("status") or {}
+    for field, quantities in (("capacity", resource.capacity), ("allocatable", resource.allocatable)):
+        if quantities:
+            overlaid = status[field] = status.get(field) or {}
+            for resource_name, value in quantities.items():
+                overlaid[resource_name] = _format_quantity(resource_name, value)
+    return obj
+
+
+def _format_quantity(resource_name: str, value: int) -> str:
+    """Kubernetes quantity string of a canonical value: cpu milli-cores as "1500m" or "2";
+    byte resources (memory, storage, hugepages) as the largest exact binary suffix ("1536Mi"),
+    else a plain integer, which is also how counts and Koordinator's batch/mid cpu are shown."""
+    if resource_name in _MILLI_CPU_RESOURCES:
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    tail = resource_name.rsplit("/", 1)[-1].rsplit(".", 1)[-1]
+    if value and (tail.endswith(("memory", "storage")) or tail.startswith("hugepages-")):
+        for suffix, factor in _BINARY_SUFFIXES:
+            if value % factor == 0:
+                return f"{value // factor}{suffix}"
+    return str(value)
+
+
+def get_decisions(engine: Engine, pod_key: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """SchedulingDecisions in the Avro record layout plus their topic position, oldest first;
+    `limit` keeps the newest `limit` of them (like `tail`)."""
+    statement = select(Decision).order_by(
+        Decision.timestamp_ms.desc(), Decision.topic_partition.desc(), Decision.topic_offset.desc()
+    )
+    if pod_key is not None:
+        statement = statement.where(Decision.pod_key == pod_key)
+    if limit is not None:
+        statement = statement.limit(limit)
+    with Session(engine) as session:
+        return [_decision_record(decision) for decision in reversed(session.scalars(statement).all())]
+
+
+def _decision_record(decision: Decision) -> dict[str, Any]:
+    namespace, _, name = decision.pod_key.partition("/")
+    return {
+        "decisionId": decision.decision_id,
+        "domain": decision.domain,
+        "pod": {"namespace": namespace, "name": name, "uid": decision.pod_uid},
+        "result": decision.result,
+        "nodeName": decision.node_name,
+        "reason": decision.reason,
+        "message": decision.message,
+        "filterResults": decision.filter_results,
+        "scores": decision.scores,
+        "causation": {
+            "inboxTopic": decision.inbox_topic,
+            "inboxPartition": decision.inbox_partition,
+            "inboxOffset": decision.inbox_offset,
+            "sourceTopic": decision.source_topic,
+            "sourcePartition": decision.source_partition,
+            "sourceOffset": decision.source_offset,
+        },
+        "timestamp": decision.timestamp_ms,
+        "topicPartition": decision.topic_partition,
+        "topicOffset": decision.topic_offset,
+    }
+
+
+def get_deadletters(engine: Engine) -> list[dict[str, Any]]:
+    """DeadLetters in the Avro record layout, oldest first. `key` is shown as UTF-8 text (Kafka
+    keys are names; invalid bytes are backslash-escaped) and `payload` as base64, the usual
+    text form of binary data in Kubernetes-style output (like a Secret's data)."""
+    statement = select(DeadLetter).order_by(
+        DeadLetter.timestamp_ms, DeadLetter.source_topic, DeadLetter.source_partition, DeadLetter.source_offset
+    )
+    with Session(engine) as session:
+        return [
+            {
+                "sourceTopic": letter.source_topic,
+                "sourcePartition": letter.source_partition,
+                "sourceOffset": letter.source_offset,
+                "key": None if letter.key is None else letter.key.decode("utf-8", "backslashreplace"),
+                "payload": None if letter.payload is None else base64.b64encode(letter.payload).decode("ascii"),
+                "reason": letter.reason,
+                "stage": letter.stage,
+                "timestamp": letter.timestamp_ms,
+            }
+            for letter in session.scalars(statement)
+        ]
+
+
+def object_progress(engine: Engine, topic_logical_name: str, key: str) -> tuple[int, int, bool] | None:
+    """(source partition, source offset, deleted) of the record the read model holds for `key`
+    on a latest-state topic, or None if none was projected yet."""
+    if topic_logical_name not in LATEST_STATE_TOPICS:
+        raise ValueError(f"{topic_logical_name!r} is not a latest-state topic; known: {sorted(LATEST_STATE_TOPICS)}")
+    with Session(engine) as session:
+        if topic_logical_name == "pods":
+            row = session.get(Pod, key)
+        elif topic_logical_name == "nodes":
+            row = session.get(Node, key)
+        else:
+            row = session.get(LatestObject, (topic_logical_name, key))
+        return None if row is None else (row.source_partition, row.source_offset, row.deleted)
+
+
+def pod_decided_since(
+    engine: Engine,
+    pod_key: str,
+    source_partition: int,
+    source_offset: int,
+    *,
+    source_topic: str | None = DEFAULT_TOPICS["pods"],
+) -> bool:
+    """Whether a decision for `pod_key` was caused by the source record at (`source_topic`,
+    `source_partition`, `source_offset`) or a later one on that partition. The topic matters:
+    offsets of different topics are not comparable. None accepts any source topic."""
+    return _caused_since(engine, Decision, Decision.pod_key == pod_key, source_topic, source_partition, source_offset)
+
+
+def node_resource_since(
+    engine: Engine,
+    node: str,
+    source_partition: int,
+    source_offset: int,
+    *,
+    source_topic: str | None = DEFAULT_TOPICS["nodes"],
+) -> bool:
+    """Whether a NodeResource for `node` was caused by the source record at (`source_topic`,
+    `source_partition`, `source_offset`) or a later one on that partition."""
+    return _caused_since(
+        engine, NodeResource, NodeResource.node_name == node, source_topic, source_partition, source_offset
+    )
+
+
+def _caused_since(engine, model, subject, source_topic, source_partition, source_offset) -> bool:
+    conditions = [subject, model.source_partition == source_partition, model.source_offset >= source_offset]
+    if source_topic is not None:
+        conditions.append(model.source_topic == source_topic)
+    with Session(engine) as session:
+        return bool(session.scalar(select(exists().where(*conditions))))

@@ -1,0 +1,58 @@
+"""Router: forwards source events into the aggregates' inboxes.
+
+Each source record is decoded and checked once here; a good one is wrapped
+unchanged in an InboxEvent (with its topic, partition, offset and timestamp)
+and sent to every inbox that needs it (``streams.routing``); a bad one goes
+to the dead-letter topic with its reason.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from streams import routing, validation
+from streams.app import raw_topic
+from streams.agents.deadletters import send_dead_letter
+from streams.schemas import codec
+from streams.topology import Topology
+
+STAGE = "router"
+
+
+def register(app: faust.App, topology: Topology) -> None:
+    ids = {topology.name(source_id): source_id for source_id in routing.KIND_BY_SOURCE}
+    sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", "inbox-scheduling")}
+    dead_letters = raw_topic(app, topology.name("deadletters"))
+    node_partitions = topology.spec("inbox-node").partitions
+
+    @app.agent(sources, name="koord-router")
+    async def route(stream):
+        async for event in stream.events():
+            message = event.message
+            source_id = ids[message.topic]
+            key = message.key.decode() if message.key else None
+            try:
+                kind, record, reason = _decode(source_id, key, message.value)
+            except codec.CodecError as error:
+                kind, record, reason = None, None, f"undecodable record: {error}"
+            if reason is None and key is None:
+                reason = "record has no key (the key must name the object)"
+            if reason is not None:
+                await send_dead_letter(dead_letters, STAGE, message, reason)
+                continue
+            envelope = codec.encode("InboxEvent", {
+                "sourceTopic": message.topic, "sourcePartition": message.partition,
+                "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
+                "key": key, "payload": message.value,
+            })
+            for target in routing.routes(source_id, key, kind, record, node_partitions):
+                await inboxes[target.inbox].send(key=target.key.encode(), value=envelope, partition=target.partition)
+
+
+def _decode(source_id: str, key: str | None, value: bytes | None) -> tuple[str, dict | None, str | None]:
+    if value is None:
+        return routing.kind_of_deletion(source_id, key or ""), None, None
+    kind, record = codec.decode(value)
+    found = validation.problems(source_id, key, kind, record)
+    return kind, record, "; ".join(found) if found else None

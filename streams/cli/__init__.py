@@ -1,0 +1,21 @@
+"""``koord``: the command line, a thin shell over the core and the topics."""
+
+from __future__ import annotations
+
+import click
+
+from streams.cli import apply, get, simulate, topics, up
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """koordstream: Koordinator's co-location control plane on Kafka."""
+
+
+for module in (up, topics, apply, get, simulate):
+    for command in module.COMMANDS:
+        cli.add_command(command)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,108 @@
+"""``koord apply`` and ``koord delete``: Kubernetes objects onto the source topics.
+
+Every document is validated before anything is produced, so an invalid file
+applies nothing. ``--wait`` returns once each applied object has gone
+through the aggregates and is visible in the read model: a Pod when a
+scheduling decision caused by it is projected, a Node when its NodeResource
+is, any other object when the read model holds that version. Progress is
+read from the source offsets carried by every output, never from consumer
+lag (``streams.broker.tansu_workarounds`` says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import click
+
+from state import queries
+from streams.cli import context
+from streams.kafka import produce
+from streams.objects import ManifestError, load_and_validate, parse_delete_target
+from streams.schemas import codec
+
+POLL_S = 0.1
+
+
+@click.command()
+@click.option("-f", "--filename", "source", required=True, help="File, directory, or - for stdin.")
+@click.option("--dry-run", is_flag=True, help="Validate and print; produce nothing.")
+@click.option("--wait", is_flag=True, help="Return when the objects are through the aggregates and in the read model.")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds --wait waits.")
+def apply(source: str, dry_run: bool, wait: bool, timeout: float) -> None:
+    """Apply Kubernetes-form objects (YAML or JSON, multi-document)."""
+    try:
+        records = load_and_validate(source)
+    except ManifestError as error:
+        raise click.ClickException(str(error)) from None
+    if dry_run:
+        for record in records:
+            click.echo(f"{record.kind.lower()}/{record.key} valid (dry run)")
+        return
+    config = context.settings()
+    topology = context.topology(config)
+    names = topology.names()
+    sent = [(names[record.topic], record.key, codec.encode(record.schema, record.record)) for record in records]
+    placed = asyncio.run(produce(context.bootstrap(config), sent))
+    targets = []
+    for record, meta in zip(records, placed):
+        click.echo(f"{record.kind.lower()}/{record.key} applied")
+        targets.append((record.kind, record.topic, record.key, names[record.topic], meta.partition, meta.offset))
+    if wait:
+        _wait(config, targets, timeout)
+
+
+@click.command()
+@click.argument("kind", required=False)
+@click.argument("name", required=False)
+@click.option("-f", "--filename", "source", help="Delete the objects of this file.")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("--wait", is_flag=True)
+@click.option("--timeout", default=60.0, show_default=True)
+def delete(kind: str | None, name: str | None, source: str | None, namespace: str, wait: bool, timeout: float) -> None:
+    """Delete objects: `koord delete -f FILE` or `koord delete KIND NAME`."""
+    try:
+        if source:
+            targets = [(r.kind, r.topic, r.key) for r in load_and_validate(source)]
+        elif kind and name:
+            targets = [parse_delete_target(kind, name, namespace)]
+        else:
+            raise click.UsageError("give -f FILE, or KIND and NAME")
+    except ManifestError as error:
+        raise click.ClickException(str(error)) from None
+    config = context.settings()
+    names = context.topology(config).names()
+    placed = asyncio.run(produce(context.bootstrap(config), [(names[topic], key, None) for _, topic, key in targets]))
+    for (target_kind, topic, key), meta in zip(targets, placed):
+        click.echo(f"{target_kind.lower()}/{key} deleted")
+    if wait:
+        _wait(config, [(k, t, key, names[t], m.partition, m.offset) for (k, t, key), m in zip(targets, placed)], timeout)
+
+
+def _visible(engine, kind: str, topic_id: str, key: str, topic: str, partition: int, offset: int) -> bool:
+    if kind == "Pod":
+        return queries.pod_decided_since(engine, key, partition, offset, source_topic=topic)
+    if kind == "Node":
+        return queries.node_resource_since(engine, key, partition, offset, source_topic=topic)
+    progress = queries.object_progress(engine, topic_id, key)
+    return progress is not None and progress[0] == partition and progress[1] >= offset
+
+
+def _wait(config, targets, timeout: float) -> None:
+    engine = context.read_model(config)
+    deadline = time.monotonic() + timeout
+    pending = list(targets)
+    while pending:
+        pending = [t for t in pending if not _visible(engine, *t)]
+        if not pending:
+            break
+        if time.monotonic() > deadline:
+            missing = ", ".join(f"{kind.lower()}/{key}" for kind, _, key, *_ in pending)
+            raise click.ClickException(
+                f"timed out after {timeout:g}s waiting for {missing} to reach the read model "
+                f"(is the worker and projection running? `koord status`)")
+        time.sleep(POLL_S)
+
+
+COMMANDS = (apply, delete)

@@ -1,0 +1,119 @@
+"""``koord get`` (the read model) and ``koord watch decisions`` (the stream)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+
+import click
+
+from state import queries
+from streams import kafka
+from streams.cli import context
+from streams.cli.output import FORMATS, emit
+from streams.schemas import codec
+
+
+def _condition(pod: dict, field: str) -> str:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled":
+            return condition.get(field) or ""
+    return ""
+
+
+POD_COLUMNS = (
+    ("NAMESPACE", lambda p: p["metadata"].get("namespace", "")),
+    ("NAME", lambda p: p["metadata"]["name"]),
+    ("STATUS", lambda p: (p.get("status") or {}).get("phase") or ("Scheduled" if p["spec"].get("nodeName") else "Pending")),
+    ("NODE", lambda p: p["spec"].get("nodeName") or "<none>"),
+)
+POD_WIDE = (("REASON", lambda p: _condition(p, "reason")), ("MESSAGE", lambda p: _condition(p, "message")))
+NODE_COLUMNS = (
+    ("NAME", lambda n: n["metadata"]["name"]),
+    ("CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get("cpu", "")),
+    ("MEMORY", lambda n: (n.get("status") or {}).get("allocatable", {}).get("memory", "")),
+    ("BATCH-CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get("kubernetes.io/batch-cpu", "<none>")),
+    ("BATCH-MEMORY", lambda n: (n.get("status") or {}).get("allocatable", {}).get("kubernetes.io/batch-memory", "<none>")),
+)
+DECISION_COLUMNS = (
+    ("POD", lambda d: f"{d['pod']['namespace']}/{d['pod']['name']}"),
+    ("RESULT", lambda d: d["result"]),
+    ("NODE", lambda d: d.get("nodeName") or "<none>"),
+    ("MESSAGE", lambda d: d.get("message") or ""),
+)
+DECISION_WIDE = (("ID", lambda d: d["decisionId"]),
+                 ("CAUSE", lambda d: "{sourceTopic}[{sourcePartition}]@{sourceOffset}".format(**d["causation"])))
+DEADLETTER_COLUMNS = (
+    ("TOPIC", lambda d: f"{d['sourceTopic']}[{d['sourcePartition']}]@{d['sourceOffset']}"),
+    ("STAGE", lambda d: d["stage"]),
+    ("REASON", lambda d: d["reason"]),
+)
+
+
+@click.command()
+@click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "decisions", "deadletters"]))
+@click.argument("name", required=False)
+@click.option("-n", "--namespace", default=None, help="Pods: only this namespace.")
+@click.option("-o", "--output", type=FORMATS, default="table")
+def get(resource: str, name: str | None, namespace: str | None, output: str) -> None:
+    """Show pods, nodes, decisions or dead letters from the read model."""
+    engine = context.read_model()
+    if resource in ("pods", "pod", "po"):
+        items = queries.get_pods(engine, namespace=namespace if namespace or not name else "default", name=name)
+        columns, wide = POD_COLUMNS, POD_WIDE
+    elif resource in ("nodes", "node", "no"):
+        items, columns, wide = queries.get_nodes(engine, name=name), NODE_COLUMNS, ()
+    elif resource == "decisions":
+        pod_key = f"{namespace or 'default'}/{name}" if name else None
+        items, columns, wide = queries.get_decisions(engine, pod_key=pod_key), DECISION_COLUMNS, DECISION_WIDE
+    else:
+        items, columns, wide = queries.get_deadletters(engine), DEADLETTER_COLUMNS, ()
+    if name and not items and resource not in ("decisions",):
+        raise click.ClickException(f'{resource} "{name}" not found')
+    emit(items, output, single=bool(name) and resource not in ("decisions",), columns=columns, wide_columns=wide)
+
+
+async def print_decisions(bootstrap: str, topology, fmt: str, from_beginning: bool, stop: asyncio.Event) -> None:
+    """Print the decision stream until ``stop`` is set."""
+    consumer = kafka.consumer(bootstrap, [topology.name("decisions")], None, from_beginning)
+    await consumer.start()
+    try:
+        while not stop.is_set():
+            batches = await consumer.getmany(timeout_ms=200)
+            for messages in batches.values():
+                for message in messages:
+                    try:
+                        _, decision = codec.decode(message.value)
+                    except codec.CodecError as error:
+                        click.echo(f"undecodable decision at offset {message.offset}: {error}", err=True)
+                        continue
+                    if fmt == "json":
+                        click.echo(json.dumps(decision, default=lambda b: b.hex()))
+                    else:
+                        node = decision.get("nodeName") or "-"
+                        click.echo(f"{decision['pod']['namespace']}/{decision['pod']['name']}  "
+                                   f"{decision['result']}  {node}  {decision.get('message') or ''}".rstrip())
+    finally:
+        await consumer.stop()
+
+
+@click.command()
+@click.argument("stream", type=click.Choice(["decisions"]))
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@click.option("--from-beginning", is_flag=True, help="Start at the first decision, not the next one.")
+def watch(stream: str, output: str, from_beginning: bool) -> None:
+    """Subscribe to the decision stream (Ctrl-C stops)."""
+    config = context.settings()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await print_decisions(context.bootstrap(config), context.topology(config), output, from_beginning, stop)
+
+    asyncio.run(main())
+
+
+COMMANDS = (get, watch)

@@ -1,0 +1,217 @@
+"""``koord up|down|status`` and the long-running processes they supervise.
+
+``koord up`` starts, in order: the broker (embedded Tansu unless
+KOORD_BROKER is set), the topic topology, the Faust worker, the read-model
+projection and the simulator; then prints the decision stream until Ctrl-C
+or SIGTERM, and stops everything in reverse order. ``--detach`` runs the
+same supervisor in the background with its state in KOORD_HOME.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import click
+
+from streams import supervision
+from streams.broker import embedded
+from streams.cli import context
+from streams.cli.get import print_decisions
+from streams.kafka import admin_client
+from streams.topology import apply as apply_topology
+
+EMBEDDED_WARNING = "The embedded broker (Tansu) keeps topics in memory only: `koord down` loses them."
+READY_TIMEOUT_S = 90
+
+
+@click.command()
+@click.option("--detach", is_flag=True, help="Run in the background; stop with `koord down`.")
+@click.option("--nodes", default=5, show_default=True, help="Simulated nodes (0: no simulator).")
+@click.option("--pods-per-node", default=4, show_default=True, help="Simulated pods per node at steady state.")
+@click.option("--seed", default=1, show_default=True, help="Simulator random seed.")
+def up(detach: bool, nodes: int, pods_per_node: int, seed: int) -> None:
+    """Start the broker (embedded by default), worker, projection and a simulated cluster."""
+    config = context.settings()
+    home = config.home
+    home.mkdir(parents=True, exist_ok=True)
+    state = context.up_state(home)
+    if state and supervision.pid_alive(state["pid"]):
+        raise click.ClickException(f"koordstream is already running (pid {state['pid']}); `koord down` stops it")
+    if detach:
+        _detach(home, nodes, pods_per_node, seed)
+        return
+    sys.exit(_supervise(config, nodes, pods_per_node, seed))
+
+
+def _detach(home, nodes: int, pods_per_node: int, seed: int) -> None:
+    (home / context.STATE_FILE).unlink(missing_ok=True)
+    log = open(home / "up.log", "ab")
+    proc = subprocess.Popen(
+        supervision.koord_command("up", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed)),
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        state = context.up_state(home)
+        if state and state.get("ready"):
+            click.echo(f"koordstream is up in the background (pid {proc.pid}), bootstrap {state['bootstrap']}")
+            if state["embedded"]:
+                click.echo(EMBEDDED_WARNING)
+            click.echo(f"logs in {home}; `koord status`, `koord watch decisions`, `koord down`")
+            return
+        if proc.poll() is not None:
+            raise click.ClickException(f"koord up exited with code {proc.returncode}; see {home / 'up.log'}")
+        time.sleep(0.2)
+    proc.terminate()
+    raise click.ClickException(f"koordstream did not become ready in {READY_TIMEOUT_S}s; see {home / 'up.log'}")
+
+
+def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
+    home = config.home
+    stop = {"signal": None}
+
+    def on_signal(signum, _frame):
+        stop["signal"] = signum
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    children: list[tuple[str, subprocess.Popen]] = []
+    state_path = home / context.STATE_FILE
+    try:
+        if config.broker:
+            bootstrap, embedded_broker = config.broker, False
+        else:
+            port = embedded.free_loopback_port()
+            bootstrap, embedded_broker = f"127.0.0.1:{port}", True
+            broker = embedded.start_tansu(port, home / "broker.log")
+            children.append(("broker", broker))
+            embedded.wait_for_metadata(bootstrap, proc=broker)
+        topology = context.topology(config)
+        asyncio.run(_apply_topics(bootstrap, topology))
+        env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home.resolve()),
+               "KOORD_DATABASE_URL": config.resolved_database_url}
+        children.append(("worker", supervision.spawn(supervision.koord_command("worker"), home / "worker.log", env)))
+        children.append(("projection", supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)))
+        if nodes > 0:
+            children.append(("simulator", supervision.spawn(
+                supervision.koord_command("simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
+                                          "--seed", str(seed)), home / "simulator.log", env)))
+        state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "ready": True,
+                 "database_url": config.resolved_database_url, "home": str(home.resolve()),
+                 "processes": {name: {"pid": proc.pid, "log": str((home / f"{name}.log").resolve())}
+                               for name, proc in children}}
+        state_path.write_text(json.dumps(state, indent=2))
+        _banner(state)
+        return _run_until_stopped(bootstrap, topology, children, stop)
+    finally:
+        supervision.stop([proc for _, proc in reversed(children)])
+        state_path.unlink(missing_ok=True)
+        click.echo("koordstream stopped", err=True)
+
+
+def _banner(state: dict) -> None:
+    click.echo(f"koordstream is up: bootstrap {state['bootstrap']}"
+               f" ({'embedded Tansu' if state['embedded'] else 'KOORD_BROKER'}), read model {state['database_url']}",
+               err=True)
+    if state["embedded"]:
+        click.echo(EMBEDDED_WARNING, err=True)
+    click.echo(f"logs in {state['home']}; Ctrl-C stops everything. Decisions follow:", err=True)
+
+
+def _run_until_stopped(bootstrap, topology, children, stop) -> int:
+    async def loop() -> int:
+        stopped = asyncio.Event()
+        printer = asyncio.create_task(print_decisions(bootstrap, topology, "table", False, stopped))
+        try:
+            while stop["signal"] is None:
+                for name, proc in children:
+                    if proc.poll() is not None:
+                        click.echo(f"{name} exited with code {proc.returncode}; stopping", err=True)
+                        return 1
+                await asyncio.sleep(0.3)
+            return 0
+        finally:
+            stopped.set()
+            await asyncio.wait_for(printer, timeout=10)
+
+    return asyncio.run(loop())
+
+
+async def _apply_topics(bootstrap: str, topology) -> None:
+    async with admin_client(bootstrap) as admin:
+        await apply_topology(admin, topology)
+
+
+@click.command()
+def down() -> None:
+    """Stop what `koord up --detach` started."""
+    home = context.settings().home
+    state = context.up_state(home)
+    if not state or not supervision.pid_alive(state["pid"]):
+        (home / context.STATE_FILE).unlink(missing_ok=True)
+        raise click.ClickException("koordstream is not running")
+    os.kill(state["pid"], signal.SIGTERM)
+    if not supervision.wait_gone(state["pid"], 60):
+        raise click.ClickException(f"pid {state['pid']} did not stop within 60s")
+    click.echo("koordstream stopped")
+
+
+@click.command()
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+def status(output: str) -> None:
+    """Report the running processes and the bootstrap servers in use."""
+    config = context.settings()
+    state = context.up_state(config.home)
+    running = bool(state and supervision.pid_alive(state["pid"]))
+    report = {"running": running, "bootstrap": (state or {}).get("bootstrap") or config.broker,
+              "embedded": bool(state and state.get("embedded")),
+              "database_url": (state or {}).get("database_url") or config.resolved_database_url,
+              "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"])}
+                            for name, proc in ((state or {}).get("processes") or {}).items()} if running else {}}
+    if output == "json":
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"koordstream: {'running' if running else 'not running'}")
+    click.echo(f"bootstrap: {report['bootstrap'] or '-'}{' (embedded, in memory only)' if report['embedded'] else ''}")
+    click.echo(f"read model: {report['database_url']}")
+    for name, proc in report["processes"].items():
+        click.echo(f"  {name:<11} pid {proc['pid']:<8} {'alive' if proc['alive'] else 'DEAD'}  log {proc['log']}")
+
+
+@click.command()
+@click.option("-l", "--loglevel", default="info", show_default=True)
+def worker(loglevel: str) -> None:
+    """Run a Faust worker (routers and aggregates) against KOORD_BROKER."""
+    from faust.worker import Worker
+
+    from streams.app import create_app
+
+    config = context.settings()
+    app = create_app(context.bootstrap(config), context.topology(config))
+    Worker(app, loglevel=loglevel).execute_from_commandline()
+
+
+@click.command()
+def project() -> None:
+    """Run the read-model projection (output and object topics into SQL)."""
+    from streams.agents.projection import run_projection
+
+    config = context.settings()
+    engine = context.read_model(config)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await run_projection(context.bootstrap(config), context.topology(config), engine, stop)
+
+    asyncio.run(main())
+
+
+COMMANDS = (up, down, status, worker, project)

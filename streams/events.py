@@ -1,0 +1,56 @@
+"""What a decision-maker reads and what every output carries back.
+
+An :class:`InboxEvent` is one record of an aggregate's inbox, decoded: the
+source object (or its deletion) plus where it came from. :class:`Causation`
+ties each output to the inbox record that produced it, and
+:func:`decision_id` names an output stably, so replaying the same inbox gives
+the same ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+
+@dataclasses.dataclass(frozen=True)
+class Causation:
+    inbox_topic: str
+    inbox_partition: int
+    inbox_offset: int
+    source_topic: str
+    source_partition: int
+    source_offset: int
+
+    def to_record(self) -> dict:
+        return {
+            "inboxTopic": self.inbox_topic, "inboxPartition": self.inbox_partition,
+            "inboxOffset": self.inbox_offset, "sourceTopic": self.source_topic,
+            "sourcePartition": self.source_partition, "sourceOffset": self.source_offset,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class InboxEvent:
+    """A source event as the aggregate sees it.
+
+    ``kind`` is the Avro record name of ``record`` (``Pod``, ``Node``, ...),
+    or the kind implied by the source topic when the object was deleted
+    (``record`` is then None). ``timestamp_ms`` is the only clock decisions use.
+    """
+
+    causation: Causation
+    timestamp_ms: int
+    key: str
+    kind: str
+    record: dict | None
+
+    @property
+    def deleted(self) -> bool:
+        return self.record is None
+
+
+def decision_id(causation: Causation, index: int) -> str:
+    """Stable id of the ``index``-th output produced by one inbox record."""
+    text = f"{causation.inbox_topic}|{causation.inbox_partition}|{causation.inbox_offset}|{index}"
+    return hashlib.sha256(text.encode()).hexdigest()[:24]

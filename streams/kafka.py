@@ -1,0 +1,56 @@
+"""Kafka clients for the CLI and the non-Faust processes (aiokafka).
+
+One place builds client settings, so TLS/SASL configuration added later
+applies to every client alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import AsyncIterator, Sequence
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.structs import RecordMetadata
+
+SESSION_TIMEOUT_MS = 10_000
+"""Consumer-group session timeout; see ``streams.app.SESSION_TIMEOUT_S``."""
+
+
+def client_settings(bootstrap: str) -> dict:
+    return {"bootstrap_servers": bootstrap.split(",")}
+
+
+@contextlib.asynccontextmanager
+async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
+    admin = AIOKafkaAdminClient(**client_settings(bootstrap), request_timeout_ms=10_000)
+    await admin.start()
+    try:
+        yield admin
+    finally:
+        await admin.close()
+
+
+@contextlib.asynccontextmanager
+async def producer(bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
+    client = AIOKafkaProducer(**client_settings(bootstrap), acks="all", linger_ms=5)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.stop()
+
+
+async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None]]) -> list[RecordMetadata]:
+    """Send (topic, key, value) records in order; return where each landed."""
+    async with producer(bootstrap) as client:
+        futures = [await client.send(topic, key=key.encode(), value=value) for topic, key, value in records]
+        return [await future for future in futures]
+
+
+def consumer(bootstrap: str, topics: Sequence[str], group_id: str | None, from_beginning: bool) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        *topics, **client_settings(bootstrap), group_id=group_id, enable_auto_commit=False,
+        auto_offset_reset="earliest" if from_beginning else "latest",
+        session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=2_000,
+    )

@@ -1,0 +1,1 @@
+"""The node aggregate's pure core: node resources (batch/mid allocatable)."""

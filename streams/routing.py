@@ -1,0 +1,51 @@
+"""Which inbox each source event goes to: the routers' pure rules.
+
+The node aggregate is keyed by node name; the scheduling aggregate by
+scheduling domain (one domain, ``default``, until quota trees add more).
+Config changes concern every node, so they go to every node-inbox partition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+DEFAULT_DOMAIN = "default"
+
+KIND_BY_SOURCE = {
+    "nodes": ("Node",),
+    "pods": ("Pod",),
+    "nodemetrics": ("NodeMetric",),
+    "devices": ("Device",),
+    "quotas": ("ElasticQuota", "ElasticQuotaProfile"),
+    "reservations": ("Reservation",),
+    "configs": ("ConfigMap",),
+}
+"""The record kinds each source topic (by topology id) may carry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    inbox: str
+    key: str
+    partition: int | None = None
+
+
+def kind_of_deletion(source_id: str, key: str) -> str:
+    """The kind a tombstone on ``source_id`` deletes (quotas: by key shape)."""
+    kinds = KIND_BY_SOURCE[source_id]
+    return kinds[0]
+
+
+def routes(source_id: str, key: str, kind: str, record: dict | None, node_inbox_partitions: int) -> list[Route]:
+    if kind == "Node":
+        return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
+    if kind == "Pod":
+        out = [Route("inbox-scheduling", DEFAULT_DOMAIN)]
+        if record is not None and record.get("nodeName"):
+            out.append(Route("inbox-node", record["nodeName"]))
+        return out
+    if kind in ("NodeMetric", "Device"):
+        return [Route("inbox-node", key)]
+    if kind == "ConfigMap":
+        return [Route("inbox-node", key, p) for p in range(node_inbox_partitions)]
+    return [Route("inbox-scheduling", DEFAULT_DOMAIN)]

@@ -1,0 +1,1 @@
+"""The scheduling-domain aggregate's pure core: framework, plugins, state."""

@@ -1,0 +1,1 @@
+"""Scheduler plugins, one module each; see ``streams.scheduler.registry``."""

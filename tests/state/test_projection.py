@@ -1,0 +1,159 @@
+"""Tests of state.projection: idempotent, offset-ordered projection of decoded records."""
+
+import pytest
+from sqlalchemy import select
+
+from state.models import Base, LatestObject, Node, Pod
+from state.projection import _EVENTS, _LATEST_STATE, Projector
+from state.queries import get_decisions, object_progress
+from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
+
+
+def snapshot(engine) -> dict[str, list]:
+    with engine.connect() as connection:
+        return {
+            name: sorted((tuple(row) for row in connection.execute(select(table))), key=repr)
+            for name, table in Base.metadata.tables.items()
+        }
+
+
+def stored_manifest(engine, logical: str, key: str) -> str:
+    if logical == "pods":
+        statement = select(Pod.manifest).where(Pod.key == key)
+    elif logical == "nodes":
+        statement = select(Node.manifest).where(Node.name == key)
+    else:
+        statement = select(LatestObject.manifest).where(LatestObject.topic == logical, LatestObject.key == key)
+    with engine.connect() as connection:
+        return connection.execute(statement).scalar_one()
+
+
+def test_every_topic_has_one_projection():
+    assert set(_LATEST_STATE) == LATEST_STATE_TOPICS
+    assert set(_LATEST_STATE) | set(_EVENTS) == set(DEFAULT_TOPICS)
+
+
+def test_projecting_a_batch_twice_leaves_the_same_rows(projector, read_model, records):
+    batch = [
+        records.node("node-a", 1),
+        records.pod("web", 2),
+        records.pod("web", 3, phase="Pending"),
+        records.tombstone("koord.pods", "default/gone", 4),
+        records.quota("team-a", 5),
+        records.config("slo-controller-config", 6, data={"colocation-config": "{}"}),
+        records.decision("d-1", "default/web", "Scheduled", 7, node_name="node-a"),
+        records.node_resource("nr-1", "node-a", 8, allocatable={"kubernetes.io/batch-cpu": 1500}),
+        records.actuation("a-1", "node-a", 9),
+        records.ack("a-1", "node-a", 10),
+        records.dead_letter(11),
+    ]
+
+    assert projector.apply(batch) == len(batch)
+    once = snapshot(read_model)
+    assert projector.apply(batch) == len(batch)
+
+    assert snapshot(read_model) == once
+    assert all(once[name] for name in Base.metadata.tables)
+
+
+@pytest.mark.parametrize(
+    ("logical", "key", "build"),
+    [
+        pytest.param("pods", "default/web", lambda r, offset, v: r.pod("web", offset, phase=v), id="pods"),
+        pytest.param("nodes", "node-a", lambda r, offset, v: r.node("node-a", offset, status={"v": v}), id="nodes"),
+        pytest.param(
+            "configs",
+            "koordinator-system/slo",
+            lambda r, offset, v: r.config("slo", offset, data={"v": v}),
+            id="configs",
+        ),
+    ],
+)
+@pytest.mark.parametrize("same_batch", [pytest.param(False, id="later-batch"), pytest.param(True, id="same-batch")])
+def test_older_object_record_is_ignored(projector, read_model, records, logical, key, build, same_batch):
+    newer, older = build(records, 10, "newer"), build(records, 5, "older")
+
+    if same_batch:
+        projector.apply([newer, older])
+    else:
+        projector.apply([newer])
+        projector.apply([older])
+
+    assert object_progress(read_model, logical, key) == (0, 10, False)
+    assert stored_manifest(read_model, logical, key) == newer.value["manifest"]
+
+
+@pytest.mark.parametrize(
+    ("sequence", "expected"),
+    [
+        pytest.param([("record", 3), ("tombstone", 4)], (0, 4, True), id="record-then-tombstone"),
+        pytest.param([("tombstone", 4)], (0, 4, True), id="tombstone-first"),
+        pytest.param([("record", 3), ("tombstone", 4), ("record", 5)], (0, 5, False), id="recreated"),
+        pytest.param([("record", 5), ("tombstone", 4)], (0, 5, False), id="stale-tombstone"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("logical", "topic", "key", "build"),
+    [
+        pytest.param("pods", "koord.pods", "default/web", lambda r, offset: r.pod("web", offset), id="pods"),
+        pytest.param("nodes", "koord.nodes", "node-a", lambda r, offset: r.node("node-a", offset), id="nodes"),
+        pytest.param("quotas", "koord.quotas", "default/q", lambda r, offset: r.quota("q", offset), id="quotas"),
+    ],
+)
+def test_tombstone_marks_deleted(projector, read_model, records, sequence, expected, logical, topic, key, build):
+    for kind, offset in sequence:
+        projector.apply([build(records, offset) if kind == "record" else records.tombstone(topic, key, offset)])
+
+    assert object_progress(read_model, logical, key) == expected
+
+
+def test_tombstone_keeps_the_last_manifest(projector, read_model, records):
+    pod = records.pod("web", 3)
+    projector.apply([pod])
+    projector.apply([records.tombstone("koord.pods", "default/web", 4)])
+
+    assert stored_manifest(read_model, "pods", "default/web") == pod.value["manifest"]
+
+
+def test_quota_profile_replaces_quota_under_the_same_key(projector, read_model, records):
+    projector.apply([records.quota("team", 1), records.quota("team", 2, schema="ElasticQuotaProfile")])
+
+    with read_model.connect() as connection:
+        rows = connection.execute(select(LatestObject.kind, LatestObject.record)).all()
+    assert [(kind, sorted(record)) for kind, record in rows] == [
+        ("ElasticQuotaProfile", ["metadata", "nodeSelector", "quotaTreeId"])
+    ]
+
+
+def test_redelivered_decision_id_keeps_the_first_row(projector, read_model, records):
+    projector.apply([records.decision("d-1", "default/web", "Scheduled", 3, node_name="node-a")])
+    projector.apply([records.decision("d-1", "default/web", "Scheduled", 9, node_name="node-b")])
+
+    assert [(d["nodeName"], d["topicOffset"]) for d in get_decisions(read_model)] == [("node-a", 3)]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda r: r.record("koord.other", "k", "Pod", r.pod("web", 1).value, 1), id="unknown-topic"),
+        pytest.param(lambda r: r.record("koord.pods", "a", "Node", r.node("a", 1).value, 1), id="wrong-schema"),
+        pytest.param(lambda r: r.record("koord.pods", "default/web", None, None, 1), id="undecoded"),
+        pytest.param(lambda r: r.tombstone("koord.decisions", "default/web", 1), id="tombstone-on-event-topic"),
+        pytest.param(lambda r: r.tombstone("koord.pods", None, 1), id="tombstone-without-key"),
+    ],
+)
+def test_unrepresentable_records_are_skipped(projector, read_model, records, build):
+    empty = snapshot(read_model)
+
+    assert projector.apply([build(records)]) == 0
+    assert snapshot(read_model) == empty
+
+
+def test_topic_mapping_selects_the_projected_topics(read_model, records):
+    projector = Projector(read_model, topics={"pods": "prod.pods"})
+    default_topic = records.pod("web", 1)
+    renamed = records.record("prod.pods", "default/api", "Pod", records.pod("api", 2).value, 2)
+
+    assert projector.apply([default_topic, renamed]) == 1
+    assert object_progress(read_model, "pods", "default/web") is None
+    assert object_progress(read_model, "pods", "default/api") == (0, 2, False)

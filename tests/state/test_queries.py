@@ -1,0 +1,261 @@
+"""Tests of state.queries: Kubernetes-shaped reads and the `apply --wait` progress checks."""
+
+import base64
+import json
+
+import pytest
+
+from state.queries import (
+    _format_quantity,
+    get_deadletters,
+    get_decisions,
+    get_nodes,
+    get_pods,
+    node_resource_since,
+    object_progress,
+    pod_decided_since,
+)
+
+SCHEDULED = {"type": "PodScheduled", "status": "True"}
+
+
+@pytest.mark.parametrize(
+    ("pod", "decisions", "node_name", "status"),
+    [
+        pytest.param({}, [], None, {"phase": "Pending"}, id="no-decision"),
+        pytest.param(
+            {}, [("Scheduled", 3, "node-a", "", None)], "node-a", {"phase": "Pending", "conditions": [SCHEDULED]},
+            id="scheduled",
+        ),
+        pytest.param(
+            {"node_name": "node-b", "phase": "Running"},
+            [("Bound", 3, "node-b", "", None)],
+            "node-b",
+            {"phase": "Running", "conditions": [SCHEDULED]},
+            id="bound",
+        ),
+        pytest.param(
+            {},
+            [("Unschedulable", 3, None, "0/3 nodes are available: 3 Insufficient cpu.", None)],
+            None,
+            {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                    }
+                ],
+            },
+            id="unschedulable",
+        ),
+        pytest.param(
+            {},
+            [("Unschedulable", 3, None, "no fit", None), ("Scheduled", 8, "node-a", "", None)],
+            "node-a",
+            {"phase": "Pending", "conditions": [SCHEDULED]},
+            id="latest-decision-wins",
+        ),
+        pytest.param(
+            {"uid": "uid-new"}, [("Scheduled", 3, "node-a", "", "uid-old")], None, {"phase": "Pending"},
+            id="decision-for-earlier-pod-ignored",
+        ),
+        pytest.param(
+            {"phase": "Succeeded"},
+            [("Scheduled", 3, "node-a", "", None), ("Released", 9, "node-a", "", None)],
+            "node-a",
+            {"phase": "Succeeded", "conditions": [SCHEDULED]},
+            id="released-keeps-node",
+        ),
+    ],
+)
+def test_get_pods_merges_latest_decision(projector, read_model, records, pod, decisions, node_name, status):
+    applied = records.pod("web", 1, **pod)
+    projector.apply(
+        [applied]
+        + [
+            records.decision(f"d-{offset}", "default/web", result, offset, node_name=node, message=message, uid=uid)
+            for result, offset, node, message, uid in decisions
+        ]
+    )
+
+    [got] = get_pods(read_model)
+
+    manifest = json.loads(applied.value["manifest"])
+    assert got["spec"].get("nodeName") == node_name
+    assert got["status"] == status
+    assert (got["metadata"], got["spec"]["containers"]) == (manifest["metadata"], manifest["spec"]["containers"])
+
+
+def test_get_pods_filters_sorts_and_hides_deleted(projector, read_model, records):
+    projector.apply(
+        [
+            records.pod("b", 1),
+            records.pod("a", 2, namespace="kube-system"),
+            records.pod("a", 3),
+            records.pod("c", 4),
+            records.tombstone("koord.pods", "default/c", 5),
+        ]
+    )
+
+    def names(**filters):
+        return [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in get_pods(read_model, **filters)]
+
+    assert names() == [("default", "a"), ("default", "b"), ("kube-system", "a")]
+    assert names(namespace="default") == [("default", "a"), ("default", "b")]
+    assert names(name="a") == [("default", "a"), ("kube-system", "a")]
+    assert names(name="c") == []
+
+
+def test_get_nodes_overlays_latest_node_resource(projector, read_model, records):
+    status = {
+        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+    node = records.node("node-a", 1, status=status)
+    projector.apply(
+        [
+            node,
+            records.node("node-b", 2),
+            records.node("node-gone", 3),
+            records.tombstone("koord.nodes", "node-gone", 4),
+            records.node_resource("nr-old", "node-a", 5, allocatable={"kubernetes.io/batch-cpu": 1}),
+            records.node_resource(
+                "nr-new",
+                "node-a",
+                6,
+                capacity={"cpu": 4000, "memory": 8 * 2**30},
+                allocatable={
+                    "cpu": 3500,
+                    "memory": 7 * 2**30 + 2**29,
+                    "kubernetes.io/batch-cpu": 1500,
+                    "kubernetes.io/batch-memory": 2**30 + 1,
+                },
+            ),
+        ]
+    )
+
+    got_a, got_b = get_nodes(read_model)
+
+    expected = json.loads(node.value["manifest"])
+    expected["status"]["allocatable"] = {
+        "cpu": "3500m",
+        "memory": "7680Mi",
+        "pods": "110",
+        "kubernetes.io/batch-cpu": "1500",
+        "kubernetes.io/batch-memory": "1073741825",
+    }
+    assert got_a == expected
+    assert got_b == json.loads(records.node("node-b", 2).value["manifest"])
+    assert [n["metadata"]["name"] for n in get_nodes(read_model, name="node-b")] == ["node-b"]
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "text"),
+    [
+        pytest.param("cpu", 1500, "1500m", id="milli-cpu"),
+        pytest.param("cpu", 2000, "2", id="whole-cpu"),
+        pytest.param("limits.cpu", 250, "250m", id="quota-cpu"),
+        pytest.param("memory", 2**30, "1Gi", id="gibibyte"),
+        pytest.param("memory", 1536 * 2**20, "1536Mi", id="mebibytes"),
+        pytest.param("memory", 1000, "1000", id="not-binary"),
+        pytest.param("memory", 0, "0", id="zero"),
+        pytest.param("kubernetes.io/mid-memory", 2**20, "1Mi", id="mid-memory"),
+        pytest.param("ephemeral-storage", 10 * 2**30, "10Gi", id="storage"),
+        pytest.param("hugepages-2Mi", 4 * 2**20, "4Mi", id="hugepages"),
+        pytest.param("kubernetes.io/batch-cpu", 2000, "2000", id="batch-cpu-is-plain"),
+        pytest.param("pods", 1024, "1024", id="count-is-plain"),
+    ],
+)
+def test_format_quantity(resource, value, text):
+    assert _format_quantity(resource, value) == text
+
+
+def test_get_decisions_filters_and_keeps_the_newest(projector, read_model, records):
+    projector.apply(
+        [
+            records.decision("d-1", "default/web", "Unschedulable", 1, message="no fit"),
+            records.decision("d-2", "default/api", "Scheduled", 2, node_name="node-a"),
+            records.decision("d-3", "default/web", "Scheduled", 3, node_name="node-b"),
+        ]
+    )
+
+    assert [d["decisionId"] for d in get_decisions(read_model)] == ["d-1", "d-2", "d-3"]
+    assert [d["decisionId"] for d in get_decisions(read_model, pod_key="default/web")] == ["d-1", "d-3"]
+    [newest] = get_decisions(read_model, limit=1)
+    assert newest == {
+        "decisionId": "d-3",
+        "domain": "default",
+        "pod": {"namespace": "default", "name": "web", "uid": None},
+        "result": "Scheduled",
+        "nodeName": "node-b",
+        "reason": None,
+        "message": "",
+        "filterResults": [],
+        "scores": [{"node": "node-b", "score": 87}],
+        "causation": {
+            "inboxTopic": "koord.inbox.scheduling",
+            "inboxPartition": 0,
+            "inboxOffset": 3,
+            "sourceTopic": "koord.pods",
+            "sourcePartition": 0,
+            "sourceOffset": 3,
+        },
+        "timestamp": 1_700_000_000_003,
+        "topicPartition": 0,
+        "topicOffset": 3,
+    }
+
+
+def test_get_deadletters_shows_payload_as_base64(projector, read_model, records):
+    projector.apply([records.dead_letter(7, payload=b"\xc3\x01\xff"), records.dead_letter(8, payload=None, key=None)])
+
+    assert get_deadletters(read_model) == [
+        {
+            "sourceTopic": "koord.pods",
+            "sourcePartition": 0,
+            "sourceOffset": offset,
+            "key": key,
+            "payload": payload,
+            "reason": "CodecError: unknown fingerprint",
+            "stage": "router",
+            "timestamp": 1_700_000_000_000 + offset,
+        }
+        for offset, key, payload in [(7, "default/web", base64.b64encode(b"\xc3\x01\xff").decode()), (8, None, None)]
+    ]
+
+
+def test_object_progress(projector, read_model, records):
+    projector.apply([records.pod("web", 4, partition=2), records.quota("team", 6)])
+
+    assert object_progress(read_model, "pods", "default/web") == (2, 4, False)
+    assert object_progress(read_model, "quotas", "default/team") == (0, 6, False)
+    assert object_progress(read_model, "pods", "default/missing") is None
+    with pytest.raises(ValueError, match="not a latest-state topic"):
+        object_progress(read_model, "decisions", "default/web")
+
+
+@pytest.mark.parametrize(
+    ("own_topic", "partition", "offset", "expected"),
+    [
+        pytest.param(True, 1, 7, True, id="caused-by-the-record"),
+        pytest.param(True, 1, 9, True, id="caused-by-a-later-record"),
+        pytest.param(True, 1, 5, False, id="caused-by-an-earlier-record"),
+        pytest.param(True, 0, 9, False, id="other-partition"),
+        pytest.param(False, 1, 9, False, id="other-source-topic"),
+    ],
+)
+def test_wait_progress_checks(projector, read_model, records, own_topic, partition, offset, expected):
+    """The waiter applied default/web and node-a at partition 1, offset 7 of their topics."""
+    pods_topic, nodes_topic = ("koord.pods", "koord.nodes") if own_topic else ("koord.configs", "koord.configs")
+    decision = records.decision("d-1", "default/web", "Scheduled", 1, source=(pods_topic, partition, offset))
+    node_resource = records.node_resource("nr-1", "node-a", 2, source=(nodes_topic, partition, offset))
+    projector.apply([decision, node_resource])
+
+    assert pod_decided_since(read_model, "default/web", 1, 7) is expected
+    assert node_resource_since(read_model, "node-a", 1, 7) is expected
+    assert pod_decided_since(read_model, "default/other", 1, 7) is False
+    assert node_resource_since(read_model, "node-b", 1, 7) is False

@@ -1,0 +1,59 @@
+"""NodeMetric: node usage, pod usage and the update time in milliseconds."""
+
+import pytest
+
+from tests.streams.objects.support import SAMPLES, problems_of, record_of
+
+
+def node_metric(update_time: str) -> str:
+    return (
+        "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata: {name: n}\n"
+        f"status: {{updateTime: {update_time}}}\n"
+    )
+
+
+def test_node_metric_fields():
+    record = record_of(SAMPLES["NodeMetric"]).record
+    assert record["nodeUsage"] == {"cpu": 12500, "memory": 64 << 30}
+    assert record["podsMetric"] == [
+        {"namespace": "shop", "name": "web-1", "uid": None, "usage": {"cpu": 800, "memory": 600 << 20}}
+    ]
+    assert record["updateTime"] == 1714557600000
+
+
+@pytest.mark.parametrize(
+    ("text", "millis"),
+    [
+        ('"1970-01-01T00:00:00Z"', 0),
+        ("1970-01-01T00:00:01.5Z", 1500),
+        ('"1970-01-01T00:00:00.123456789Z"', 123),
+        ('"1970-01-01T08:00:00+08:00"', 0),
+        ('"1970-01-01t00:00:00z"', 0),
+        ('"1969-12-31T23:59:59.250Z"', -750),
+    ],
+    ids=["epoch", "unquoted-with-fraction", "nanoseconds-truncated", "offset", "lower-case", "before-epoch"],
+)
+def test_update_time_is_rfc3339_in_milliseconds(text, millis):
+    assert record_of(node_metric(text)).record["updateTime"] == millis
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"2024-05-01"', '"2024-05-01T10:00:00"', '"2024-13-01T10:00:00Z"', '"yesterday"'],
+    ids=["date", "no-zone", "month-13", "words"],
+)
+def test_update_time_must_be_rfc3339(text):
+    (problem,) = problems_of(node_metric(text))
+    assert problem.startswith('status.updateTime: must be an RFC 3339 time such as "2024-05-01T10:00:00Z"')
+
+
+def test_pod_metric_needs_namespace_and_name():
+    text = (
+        "apiVersion: slo.koordinator.sh/v1alpha1\nkind: NodeMetric\nmetadata: {name: n}\n"
+        "status: {podsMetric: [{podUsage: {resources: {cpu: x}}}]}\n"
+    )
+    assert problems_of(text) == [
+        "status.podsMetric[0].namespace: required",
+        "status.podsMetric[0].name: required",
+        'status.podsMetric[0].podUsage.resources.cpu: not a valid quantity: "x"',
+    ]
