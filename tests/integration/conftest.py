@@ -1,0 +1,100 @@
+"""A real koordstream on the real embedded broker, started once per session.
+
+The session starts Tansu on a free loopback port, applies the topology and
+runs one Faust worker and the projection as child processes, exactly as
+``koord up`` does. Tests talk to it through the ``koord`` CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streams import supervision
+from streams.broker import embedded
+from streams.kafka import admin_client
+from streams.topology import Topology, apply, load_topology
+
+READY_TIMEOUT_S = 60
+
+
+@dataclasses.dataclass
+class Cluster:
+    bootstrap: str
+    home: Path
+    env: dict[str, str]
+    topology: Topology
+    worker: subprocess.Popen | None = None
+
+    def koord(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 90) -> subprocess.CompletedProcess:
+        result = subprocess.run([sys.executable, "-m", "streams.cli", *args], input=input, capture_output=True,
+                                text=True, env={**os.environ, **self.env}, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"koord {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def koord_json(self, *args: str) -> dict:
+        return json.loads(self.koord(*args, "-o", "json").stdout)
+
+    def start_worker(self) -> None:
+        self.worker = supervision.spawn(supervision.koord_command("worker"), self.home / "worker.log", self.env)
+
+    def stop_worker(self) -> None:
+        supervision.stop([self.worker])
+
+    def worker_log(self) -> str:
+        return (self.home / "worker.log").read_text()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory) -> Cluster:
+    home = tmp_path_factory.mktemp("koord-home")
+    port = embedded.free_loopback_port()
+    bootstrap = f"127.0.0.1:{port}"
+    broker = embedded.start_tansu(port, home / "broker.log")
+    topology = load_topology()
+    env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home),
+           "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
+    cluster = Cluster(bootstrap, home, env, topology)
+    projection = None
+    try:
+        embedded.wait_for_metadata(bootstrap, proc=broker)
+
+        async def topics():
+            async with admin_client(bootstrap) as admin:
+                await apply(admin, topology)
+
+        asyncio.run(topics())
+        cluster.start_worker()
+        projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
+        _wait_worker_ready(cluster)
+        yield cluster
+    finally:
+        supervision.stop([p for p in (projection, cluster.worker, broker) if p is not None])
+
+
+def _wait_worker_ready(cluster: Cluster, since: int = 0) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        log = cluster.worker_log()[since:] if (cluster.home / "worker.log").exists() else ""
+        if "Worker ready" in log:
+            return
+        if cluster.worker.poll() is not None:
+            raise RuntimeError(f"worker exited with {cluster.worker.returncode}:\n{log[-3000:]}")
+        time.sleep(0.2)
+    raise TimeoutError(f"worker not ready within {READY_TIMEOUT_S}s")
+
+
+def restart_worker(cluster: Cluster) -> None:
+    cluster.stop_worker()
+    since = len(cluster.worker_log())
+    cluster.start_worker()
+    _wait_worker_ready(cluster, since)
