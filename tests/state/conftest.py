@@ -39,7 +39,10 @@ def database_url(request, tmp_path):
             connection.execute(text(f'CREATE SCHEMA "{schema}"'))
     except OperationalError as error:
         admin.dispose()
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL} (set KOORD_TEST_POSTGRES_URL): {error.orig}")
+        reason = f"PostgreSQL not reachable at {POSTGRES_URL} (set KOORD_TEST_POSTGRES_URL): {error.orig}"
+        if os.environ.get("KOORD_REQUIRE_POSTGRES"):
+            pytest.fail(reason + "; KOORD_REQUIRE_POSTGRES is set, so this is a failure, not a skip")
+        pytest.skip(reason)
     try:
         yield make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
     finally:
