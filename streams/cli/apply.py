@@ -7,6 +7,12 @@ scheduling decision caused by it is projected, a Node when its NodeResource
 is, any other object when the read model holds that version. Progress is
 read from the source offsets carried by every output, never from consumer
 lag (``streams.broker.tansu_workarounds`` says why).
+
+Source topics are consumed independently, so a Pod may reach the scheduler
+before the Node applied just above it; it is then Unschedulable until the
+Node arrives and the retry places it. With ``--wait`` the result must be
+final, so the objects other than Pods are applied and waited for first, and
+the Pods after them.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from state import queries
 from streams.cli import context
 from streams.kafka import produce
 from streams.objects import ManifestError, load_and_validate, parse_delete_target
+from streams.objects.kinds import lookup
 from streams.schemas import codec
 
 POLL_S = 0.1
@@ -41,16 +48,17 @@ def apply(source: str, dry_run: bool, wait: bool, timeout: float) -> None:
             click.echo(f"{record.kind.lower()}/{record.key} valid (dry run)")
         return
     config = context.settings()
-    topology = context.topology(config)
-    names = topology.names()
-    sent = [(names[record.topic], record.key, codec.encode(record.schema, record.record)) for record in records]
-    placed = asyncio.run(produce(context.bootstrap(config), sent))
-    targets = []
-    for record, meta in zip(records, placed):
-        click.echo(f"{record.kind.lower()}/{record.key} applied")
-        targets.append((record.kind, record.topic, record.key, names[record.topic], meta.partition, meta.offset))
-    if wait:
-        _wait(config, targets, timeout)
+    names = context.topology(config).names()
+    phases = [[r for r in records if r.kind != "Pod"], [r for r in records if r.kind == "Pod"]] if wait else [records]
+    deadline = time.monotonic() + timeout
+    for phase in filter(None, phases):
+        sent = [(names[r.topic], r.key, codec.encode(r.schema, r.record)) for r in phase]
+        placed = asyncio.run(produce(context.bootstrap(config), sent))
+        for record in phase:
+            click.echo(f"{record.kind.lower()}/{record.key} applied")
+        if wait:
+            _wait(config, [(r.kind, r.topic, r.key, names[r.topic], m.partition, m.offset)
+                           for r, m in zip(phase, placed)], timeout, deadline)
 
 
 @click.command()
@@ -66,7 +74,7 @@ def delete(kind: str | None, name: str | None, source: str | None, namespace: st
         if source:
             targets = [(r.kind, r.topic, r.key) for r in load_and_validate(source)]
         elif kind and name:
-            targets = [parse_delete_target(kind, name, namespace)]
+            targets = [(lookup(kind).kind, *parse_delete_target(kind, name, namespace))]
         else:
             raise click.UsageError("give -f FILE, or KIND and NAME")
     except ManifestError as error:
@@ -74,10 +82,11 @@ def delete(kind: str | None, name: str | None, source: str | None, namespace: st
     config = context.settings()
     names = context.topology(config).names()
     placed = asyncio.run(produce(context.bootstrap(config), [(names[topic], key, None) for _, topic, key in targets]))
-    for (target_kind, topic, key), meta in zip(targets, placed):
+    for target_kind, _, key in targets:
         click.echo(f"{target_kind.lower()}/{key} deleted")
     if wait:
-        _wait(config, [(k, t, key, names[t], m.partition, m.offset) for (k, t, key), m in zip(targets, placed)], timeout)
+        _wait(config, [(k, t, key, names[t], m.partition, m.offset) for (k, t, key), m in zip(targets, placed)],
+              timeout, time.monotonic() + timeout)
 
 
 def _visible(engine, kind: str, topic_id: str, key: str, topic: str, partition: int, offset: int) -> bool:
@@ -89,9 +98,8 @@ def _visible(engine, kind: str, topic_id: str, key: str, topic: str, partition: 
     return progress is not None and progress[0] == partition and progress[1] >= offset
 
 
-def _wait(config, targets, timeout: float) -> None:
+def _wait(config, targets, timeout: float, deadline: float) -> None:
     engine = context.read_model(config)
-    deadline = time.monotonic() + timeout
     pending = list(targets)
     while pending:
         pending = [t for t in pending if not _visible(engine, *t)]

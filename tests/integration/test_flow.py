@@ -142,3 +142,35 @@ def _eventually(probe, timeout: float = 20.0):
             return value
         time.sleep(0.2)
     raise AssertionError("condition not met in time")
+
+
+@pytest.mark.parametrize("kind, record, reason", [
+    pytest.param("Pod", {"metadata": {"name": "neg", "namespace": "bad"}, "manifest": "{}", "requests": {"cpu": -500}},
+                 "requests.cpu: quantity must not be negative: -500", id="negative-request"),
+    pytest.param("Node", {"metadata": {"name": "bad/neg"}, "manifest": "{}"},
+                 "a Node record does not belong on the pods topic", id="wrong-kind-for-topic"),
+])
+def test_invalid_object_produced_directly_is_dead_lettered(cluster, kind, record, reason):
+    from streams.schemas import codec
+
+    topic = cluster.topology.name("pods")
+    placed = asyncio.run(produce(cluster.bootstrap, [(topic, "bad/neg", codec.encode(kind, record))]))[0]
+    letters = _eventually(lambda: [d for d in cluster.koord_json("get", "deadletters")["items"]
+                                   if (d["sourcePartition"], d["sourceOffset"]) == (placed.partition, placed.offset)
+                                   and d["sourceTopic"] == topic])
+    assert reason in letters[0]["reason"]
+
+
+def test_delete_releases_the_pod(cluster):
+    cluster.koord("apply", "-f", "-", "--wait", input="---\n".join([node_yaml("del-node"), pod_yaml("gone", "1", "del")]))
+    cluster.koord("delete", "pod", "gone", "-n", "del", "--wait")
+    assert cluster.koord_json("get", "pods", "-n", "del")["items"] == []
+    decisions = cluster.koord_json("get", "decisions", "gone", "-n", "del")["items"]
+    assert [d["result"] for d in decisions] == ["Scheduled", "Released"]
+
+
+def test_topics_apply_is_idempotent_and_lists_everything(cluster):
+    result = cluster.koord("topics", "apply", "--dry-run")
+    assert f"{len(cluster.topology.topics)} in sync, 0 would create, 0 drifted" in result.stdout
+    listed = json.loads(cluster.koord("topics", "list", "-o", "json").stdout)
+    assert {t["name"] for t in listed if t["exists"]} == {t.name for t in cluster.topology.topics}

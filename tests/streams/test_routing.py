@@ -1,0 +1,16 @@
+import pytest
+
+from streams.routing import DEFAULT_DOMAIN, Route, routes
+
+
+@pytest.mark.parametrize("kind, key, record, expected", [
+    pytest.param("Node", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", DEFAULT_DOMAIN)], id="node"),
+    pytest.param("Pod", "ns/p", {"nodeName": None}, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="pending-pod"),
+    pytest.param("Pod", "ns/p", {"nodeName": "n1"},
+                 [Route("inbox-scheduling", DEFAULT_DOMAIN), Route("inbox-node", "n1")], id="bound-pod"),
+    pytest.param("Pod", "ns/p", None, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="deleted-pod"),
+    pytest.param("NodeMetric", "n1", {}, [Route("inbox-node", "n1")], id="node-metric"),
+    pytest.param("ConfigMap", "ks/cfg", {}, [Route("inbox-node", "ks/cfg", p) for p in range(3)], id="config-broadcast"),
+])
+def test_routes(kind, key, record, expected):
+    assert routes("x", key, kind, record, node_inbox_partitions=3) == expected
