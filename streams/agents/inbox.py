@@ -1,8 +1,15 @@
-"""Decoding an inbox record back into the event the pure core reads."""
+"""Reading an inbox: records back into the events the pure core reads.
+
+An inbox record that does not decode (it can only come from a bug or a
+foreign producer) is dead-lettered and skipped, so the aggregate keeps going.
+"""
 
 from __future__ import annotations
 
+from typing import AsyncIterator
+
 from streams import routing
+from streams.agents.deadletters import send_dead_letter
 from streams.events import Causation, InboxEvent
 from streams.schemas import codec
 
@@ -21,3 +28,15 @@ def decode_inbox_event(message, topic_ids: dict[str, str]) -> InboxEvent:
     else:
         kind, record = codec.decode(payload)
     return InboxEvent(cause, envelope["timestamp"], envelope["key"], kind, record)
+
+
+async def inbox_events(stream, topic_ids: dict[str, str], dead_letters, stage: str) -> AsyncIterator[tuple[str, InboxEvent]]:
+    """Yield (record key, event) for each good record of an inbox stream."""
+    async for event in stream.events():
+        message = event.message
+        try:
+            inbox_event = decode_inbox_event(message, topic_ids)
+        except codec.CodecError as error:
+            await send_dead_letter(dead_letters, stage, message, f"undecodable inbox record: {error}")
+            continue
+        yield message.key.decode(), inbox_event

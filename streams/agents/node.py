@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import faust
 
-from streams.agents.inbox import decode_inbox_event
+from streams.agents.inbox import inbox_events
 from streams.app import raw_topic
-from streams.agents.deadletters import send_dead_letter
 from streams.noderesource import aggregate
 from streams.schemas import codec
 from streams.topology import Topology
@@ -21,24 +20,16 @@ STAGE = "node"
 
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-node")
-    inbox = raw_topic(app, inbox_spec.name)
     node_resources = raw_topic(app, topology.name("noderesources"))
     dead_letters = raw_topic(app, topology.name("deadletters"))
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("node-state", partitions=inbox_spec.partitions)
     """Values are JSON (Faust's table default): internal state, not a public contract."""
 
-    @app.agent(inbox, name="koord-node")
+    @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
-        async for event in stream.events():
-            message = event.message
-            key = message.key.decode()
-            try:
-                inbox_event = decode_inbox_event(message, topic_ids)
-            except codec.CodecError as error:
-                await send_dead_letter(dead_letters, STAGE, message, f"undecodable inbox record: {error}")
-                continue
-            state, outputs = aggregate.handle(table.get(key) or aggregate.initial_state(), inbox_event)
+        async for key, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
+            state, outputs = aggregate.handle(table.get(key) or aggregate.initial_state(), event)
             pending = [await node_resources.send(key=o["nodeName"].encode(), value=codec.encode("NodeResource", o))
                        for o in outputs]
             for future in pending:

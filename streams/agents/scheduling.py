@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import faust
 
-from streams.agents.inbox import decode_inbox_event
+from streams.agents.inbox import inbox_events
 from streams.app import raw_topic
-from streams.agents.deadletters import send_dead_letter
 from streams.scheduler.domain import SchedulingDomain
 from streams.schemas import codec
 from streams.topology import Topology
@@ -27,7 +26,6 @@ SEPARATOR = "|"
 
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-scheduling")
-    inbox = raw_topic(app, inbox_spec.name)
     decisions = raw_topic(app, topology.name("decisions"))
     dead_letters = raw_topic(app, topology.name("deadletters"))
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
@@ -50,19 +48,12 @@ def register(app: faust.App, topology: Topology) -> None:
     async def forget_assigned(sender, assigned, **kwargs):
         domains.clear()
 
-    @app.agent(inbox, name="koord-scheduling")
+    @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
-        async for event in stream.events():
-            message = event.message
-            domain = message.key.decode()
-            try:
-                inbox_event = decode_inbox_event(message, topic_ids)
-            except codec.CodecError as error:
-                await send_dead_letter(dead_letters, STAGE, message, f"undecodable inbox record: {error}")
-                continue
+        async for domain, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
             state = load(domain)
             pending = [await decisions.send(key=_pod_key(d).encode(), value=codec.encode("SchedulingDecision", d))
-                       for d in state.handle(inbox_event)]
+                       for d in state.handle(event)]
             for future in pending:
                 await future
             for key, value in state.take_changes().items():

@@ -95,7 +95,9 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
         asyncio.run(_apply_topics(bootstrap, topology))
         env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
-        children.append(("worker", supervision.spawn(supervision.koord_command("worker"), home / "worker.log", env)))
+        metrics_port = embedded.free_loopback_port()
+        children.append(("worker", supervision.spawn(
+            supervision.koord_command("worker", "--metrics-port", str(metrics_port)), home / "worker.log", env)))
         children.append(("projection", supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)))
         if nodes > 0:
             children.append(("simulator", supervision.spawn(
@@ -105,6 +107,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
                  "processes": {name: {"pid": proc.pid, "log": str((home / f"{name}.log").resolve())}
                                for name, proc in children}}
+        state["processes"]["worker"]["metrics"] = f"http://127.0.0.1:{metrics_port}/metrics"
         state_path.write_text(json.dumps(state, indent=2))
         _banner(state)
         return _run_until_stopped(bootstrap, topology, children, stop)
@@ -183,17 +186,23 @@ def status(output: str) -> None:
     click.echo(f"bootstrap: {report['bootstrap'] or '-'}{' (embedded, in memory only)' if report['embedded'] else ''}")
     click.echo(f"read model: {report['database_url']}")
     for name, proc in report["processes"].items():
-        click.echo(f"  {name:<11} pid {proc['pid']:<8} {'alive' if proc['alive'] else 'DEAD'}  log {proc['log']}")
+        metrics = f"  metrics {proc['metrics']}" if proc.get("metrics") else ""
+        click.echo(f"  {name:<11} pid {proc['pid']:<8} {'alive' if proc['alive'] else 'DEAD'}  log {proc['log']}{metrics}")
 
 
 @click.command()
 @click.option("-l", "--loglevel", default="info", show_default=True)
-def worker(loglevel: str) -> None:
+@click.option("--metrics-port", type=int, default=None, help="Serve Prometheus metrics on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+def worker(loglevel: str, metrics_port: int | None, metrics_host: str) -> None:
     """Run a Faust worker (routers and aggregates) against KOORD_BROKER."""
     from faust.worker import Worker
+    from prometheus_client import start_http_server
 
     from streams.app import create_app
 
+    if metrics_port is not None:
+        start_http_server(metrics_port, addr=metrics_host)
     config = context.settings()
     app = create_app(context.bootstrap(config), context.topology(config))
     Worker(app, loglevel=loglevel).execute_from_commandline()

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,20 @@ class Cluster:
     def koord_json(self, *args: str) -> dict:
         return json.loads(self.koord(*args, "-o", "json").stdout)
 
+    metrics_port: int = 0
+
     def start_worker(self) -> None:
-        self.worker = supervision.spawn(supervision.koord_command("worker"), self.home / "worker.log", self.env)
+        self.metrics_port = embedded.free_loopback_port()
+        self.worker = supervision.spawn(supervision.koord_command("worker", "--metrics-port", str(self.metrics_port)),
+                                        self.home / "worker.log", self.env)
+
+    def worker_metric(self, name: str, **labels: str) -> float:
+        """The worker's current value of a Prometheus sample (0 when absent)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                   if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()))
 
     def stop_worker(self) -> None:
         supervision.stop([self.worker])

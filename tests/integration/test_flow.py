@@ -72,6 +72,7 @@ def test_invalid_file_applies_nothing_and_names_the_field(cluster):
 
 def test_garbage_goes_to_dead_letters_and_the_stream_keeps_going(cluster):
     pods_topic = cluster.topology.name("pods")
+    counted = cluster.worker_metric("koord_dead_letters_total", stage="router", topic=pods_topic)
     placed = asyncio.run(produce(cluster.bootstrap, [(pods_topic, "default/garbage", b"\x00not avro at all")]))[0]
     cluster.koord("apply", "-f", "-", "--wait", input="---\n".join([
         node_yaml("dl-node"), pod_yaml("after-garbage", "100m", "dl")]))
@@ -83,6 +84,7 @@ def test_garbage_goes_to_dead_letters_and_the_stream_keeps_going(cluster):
                                    and d["sourcePartition"] == placed.partition])
     assert letters[0]["stage"] == "router"
     assert "undecodable record" in letters[0]["reason"]
+    assert cluster.worker_metric("koord_dead_letters_total", stage="router", topic=pods_topic) >= counted + 1
 
 
 def test_decision_decodes_with_an_independent_client_and_plain_fastavro(cluster):
