@@ -51,6 +51,8 @@ SCHEMAS = (
     "Actuation",
     "ActuationAck",
     "DeadLetter",
+    "Tick",
+    "KubeSchedulerConfiguration",
 )
 """Top-level record schemas: the values that go on topics."""
 
