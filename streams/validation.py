@@ -17,8 +17,10 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
     allowed = KIND_BY_SOURCE.get(source_id, ())
     if kind not in allowed:
         return [f"a {kind} record does not belong on the {source_id} topic (expected {', '.join(allowed)})"]
+    if "metadata" not in record:
+        return []
     found = []
-    meta = record.get("metadata") or {}
+    meta = record["metadata"]
     name = meta.get("name")
     if not name:
         found.append("metadata.name is empty")

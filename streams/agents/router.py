@@ -24,7 +24,7 @@ def register(app: faust.App, topology: Topology) -> None:
     sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
     inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", "inbox-scheduling")}
     dead_letters = raw_topic(app, topology.name("deadletters"))
-    node_partitions = topology.spec("inbox-node").partitions
+    partitions = {inbox: topology.spec(inbox).partitions for inbox in inboxes}
 
     @app.agent(sources, name="koord-router")
     async def route(stream):
@@ -46,7 +46,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
                 "key": key, "payload": message.value,
             })
-            for target in routing.routes(source_id, key, kind, record, node_partitions):
+            for target in routing.routes(source_id, key, kind, record, partitions):
                 await inboxes[target.inbox].send(key=target.key.encode(), value=envelope, partition=target.partition)
 
 

@@ -40,6 +40,8 @@ class KindSpec:
     short_names: tuple[str, ...]
     convert: Converter
     default_namespace: str = "default"
+    default_name: str | None = None
+    """Name given to a document without ``metadata.name`` (configuration files that have no metadata)."""
     """Namespace of a namespaced object that names none, as ``kubectl apply`` without ``-n``."""
 
     def accepts(self, api_version: str) -> bool:

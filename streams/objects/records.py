@@ -46,7 +46,8 @@ def to_record(doc: Document) -> ObjectRecord:
     if not isinstance(api_version, str) or not spec.accepts(api_version):
         shown = f'"{api_version}"' if isinstance(api_version, str) else type_name(api_version)
         reader.fail("apiVersion", f"{shown} is not a version of {spec.kind} (expected {spec.expected_api_versions()})")
-    metadata = read_metadata(reader, body, namespaced=spec.namespaced, default_namespace=spec.default_namespace)
+    metadata = read_metadata(reader, _named(body, spec), namespaced=spec.namespaced,
+                             default_namespace=spec.default_namespace)
     typed = spec.convert(reader, body, metadata)
     reader.json_compatible(body)
     if reader.errors:
@@ -55,6 +56,14 @@ def to_record(doc: Document) -> ObjectRecord:
     manifest = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     key = spec.key(metadata["namespace"], metadata["name"])
     return ObjectRecord(spec.kind, spec.schema, spec.topic, key, {"metadata": metadata, "manifest": manifest, **typed})
+
+
+def _named(body: dict, spec) -> dict:
+    """``body`` with the kind's default name when it has none (the manifest keeps the original)."""
+    meta = body.get("metadata")
+    if spec.default_name is None or (isinstance(meta, dict) and meta.get("name")):
+        return body
+    return {**body, "metadata": {**(meta if isinstance(meta, dict) else {}), "name": spec.default_name}}
 
 
 def load_and_validate(source: str | os.PathLike, *, stdin_text: str | None = None) -> list[ObjectRecord]:

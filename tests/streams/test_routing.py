@@ -11,6 +11,8 @@ from streams.routing import DEFAULT_DOMAIN, Route, routes
     pytest.param("Pod", "ns/p", None, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="deleted-pod"),
     pytest.param("NodeMetric", "n1", {}, [Route("inbox-node", "n1")], id="node-metric"),
     pytest.param("ConfigMap", "ks/cfg", {}, [Route("inbox-node", "ks/cfg", p) for p in range(3)], id="config-broadcast"),
+    pytest.param("Tick", "tick", {"timestamp": 1}, [Route("inbox-node", "tick", p) for p in range(3)]
+                 + [Route("inbox-scheduling", "tick", p) for p in range(2)], id="tick-everywhere"),
 ])
 def test_routes(kind, key, record, expected):
-    assert routes("x", key, kind, record, node_inbox_partitions=3) == expected
+    assert routes("x", key, kind, record, {"inbox-node": 3, "inbox-scheduling": 2}) == expected

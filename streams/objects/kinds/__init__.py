@@ -10,6 +10,7 @@ from streams.objects.kinds import (
     device,
     elasticquota,
     elasticquotaprofile,
+    kubeschedulerconfiguration,
     node,
     nodemetric,
     pod,
@@ -25,6 +26,7 @@ KINDS: dict[str, KindSpec] = {
     "ElasticQuotaProfile": elasticquotaprofile.SPEC,
     "Reservation": reservation.SPEC,
     "Device": device.SPEC,
+    "KubeSchedulerConfiguration": kubeschedulerconfiguration.SPEC,
 }
 
 

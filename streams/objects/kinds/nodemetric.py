@@ -1,4 +1,11 @@
-"""NodeMetric (slo.koordinator.sh, cluster-scoped, named after its node): node and pod usage at updateTime."""
+"""NodeMetric (slo.koordinator.sh, cluster-scoped, named after its node): node and pod usage at updateTime.
+
+Koordinator's shape: ``status.nodeMetric`` holds ``nodeUsage``, ``systemUsage``
+and ``aggregatedNodeUsages[] {usage: {avg|p50|p90|p95|p99: {resources}}, duration}``;
+``status.podsMetric[]`` and ``status.hostApplicationMetric[]`` carry usage with
+the priority and QoS class; ``status.prodReclaimableMetric.resource`` is
+koordlet's prediction when it reports one.
+"""
 
 import re
 from datetime import datetime, timedelta, timezone
@@ -13,12 +20,54 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 def convert(reader: FieldReader, body: dict, metadata: dict) -> dict:
     status = reader.mapping(body.get("status"), "status")
     node_metric = reader.mapping(status.get("nodeMetric"), "status.nodeMetric")
-    node_usage = reader.mapping(node_metric.get("nodeUsage"), "status.nodeMetric.nodeUsage")
+    reclaimable = reader.mapping(status.get("prodReclaimableMetric"), "status.prodReclaimableMetric")
     return {
-        "nodeUsage": reader.resources(node_usage.get("resources"), "status.nodeMetric.nodeUsage.resources"),
+        "nodeUsage": _resources(reader, node_metric.get("nodeUsage"), "status.nodeMetric.nodeUsage"),
+        "systemUsage": _resources(reader, node_metric.get("systemUsage"), "status.nodeMetric.systemUsage"),
+        "aggregatedNodeUsages": _aggregated(reader, node_metric.get("aggregatedNodeUsages"),
+                                            "status.nodeMetric.aggregatedNodeUsages"),
         "podsMetric": _pods_metric(reader, status.get("podsMetric"), "status.podsMetric"),
+        "hostApplicationMetric": _host_applications(reader, status.get("hostApplicationMetric"),
+                                                    "status.hostApplicationMetric"),
+        "prodReclaimable": _resources(reader, reclaimable.get("resource"), "status.prodReclaimableMetric.resource"),
         "updateTime": rfc3339_millis(reader, status.get("updateTime"), "status.updateTime"),
     }
+
+
+def _resources(reader: FieldReader, value: object, path: str) -> dict[str, int]:
+    """``{resources: {name: quantity}}`` as canonical integers."""
+    return reader.resources(reader.mapping(value, path).get("resources"), child(path, "resources"))
+
+
+def _aggregated(reader: FieldReader, value: object, path: str) -> list[dict]:
+    windows = []
+    for index, raw in enumerate(reader.sequence(value, path)):
+        window_path = item(path, index)
+        window = reader.mapping(raw, window_path)
+        usage = reader.mapping(window.get("usage"), child(window_path, "usage"))
+        usage_path = child(window_path, "usage")
+        windows.append({
+            "duration": reader.string(window.get("duration"), child(window_path, "duration"), required=True) or "",
+            **{stat: _resources(reader, usage.get(stat), child(usage_path, stat)) for stat in AGGREGATIONS},
+        })
+    return windows
+
+
+AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")
+
+
+def _host_applications(reader: FieldReader, value: object, path: str) -> list[dict]:
+    apps = []
+    for index, raw in enumerate(reader.sequence(value, path)):
+        app_path = item(path, index)
+        app = reader.mapping(raw, app_path)
+        apps.append({
+            "name": reader.string(app.get("name"), child(app_path, "name"), required=True) or "",
+            "priority": reader.string(app.get("priority"), child(app_path, "priority")),
+            "qos": reader.string(app.get("qos"), child(app_path, "qos")),
+            "usage": _resources(reader, app.get("usage"), child(app_path, "usage")),
+        })
+    return apps
 
 
 def rfc3339_millis(reader: FieldReader, value: object, path: str) -> int | None:
@@ -48,6 +97,8 @@ def _pods_metric(reader: FieldReader, value: object, path: str) -> list[dict]:
                 "name": reader.string(pod.get("name"), child(pod_path, "name"), required=True) or "",
                 "uid": None,
                 "usage": reader.resources(usage.get("resources"), child(child(pod_path, "podUsage"), "resources")),
+                "priority": reader.string(pod.get("priority"), child(pod_path, "priority")),
+                "qos": reader.string(pod.get("qos"), child(pod_path, "qos")),
             }
         )
     return pods

@@ -16,9 +16,40 @@ def test_node_metric_fields():
     record = record_of(SAMPLES["NodeMetric"]).record
     assert record["nodeUsage"] == {"cpu": 12500, "memory": 64 << 30}
     assert record["podsMetric"] == [
-        {"namespace": "shop", "name": "web-1", "uid": None, "usage": {"cpu": 800, "memory": 600 << 20}}
+        {"namespace": "shop", "name": "web-1", "uid": None, "usage": {"cpu": 800, "memory": 600 << 20},
+         "priority": None, "qos": None}
     ]
     assert record["updateTime"] == 1714557600000
+
+
+def test_full_koordinator_shape():
+    text = """apiVersion: slo.koordinator.sh/v1alpha1
+kind: NodeMetric
+metadata: {name: n}
+status:
+  nodeMetric:
+    nodeUsage: {resources: {cpu: "3", memory: 4Gi}}
+    systemUsage: {resources: {cpu: 500m}}
+    aggregatedNodeUsages:
+    - duration: 5m0s
+      usage:
+        p50: {resources: {cpu: "2"}}
+        p99: {resources: {cpu: 3500m, memory: 5Gi}}
+  podsMetric:
+  - {namespace: a, name: p, priority: koord-prod, qos: LS, podUsage: {resources: {cpu: "1"}}}
+  hostApplicationMetric:
+  - {name: nginx, priority: koord-prod, qos: LS, usage: {resources: {cpu: 200m}}}
+  prodReclaimableMetric:
+    resource: {resources: {cpu: "2", memory: 1Gi}}
+"""
+    record = record_of(text).record
+    assert record["systemUsage"] == {"cpu": 500}
+    assert record["aggregatedNodeUsages"] == [{"duration": "5m0s", "avg": {}, "p50": {"cpu": 2000}, "p90": {},
+                                               "p95": {}, "p99": {"cpu": 3500, "memory": 5 << 30}}]
+    assert record["podsMetric"][0]["priority"] == "koord-prod" and record["podsMetric"][0]["qos"] == "LS"
+    assert record["hostApplicationMetric"] == [{"name": "nginx", "priority": "koord-prod", "qos": "LS",
+                                                "usage": {"cpu": 200}}]
+    assert record["prodReclaimable"] == {"cpu": 2000, "memory": 1 << 30}
 
 
 @pytest.mark.parametrize(
