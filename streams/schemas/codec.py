@@ -53,6 +53,7 @@ SCHEMAS = (
     "DeadLetter",
     "Tick",
     "KubeSchedulerConfiguration",
+    "ElasticQuotaStatus",
 )
 """Top-level record schemas: the values that go on topics."""
 
