@@ -5,7 +5,7 @@ Two kinds of table mirror the two kinds of topic:
 - latest state (`pods`, `nodes`, `objects`): one row per topic key, replaced by newer records and
   kept with `deleted=True` after a tombstone, so `apply --wait` can see that a delete landed.
   `source_partition`/`source_offset` are the Kafka position of the record the row reflects.
-- events (`decisions`, `node_resources`, `actuations`, `actuation_acks`, `dead_letters`): one row
+- events (`decisions`, `node_resources`, `quota_statuses`, `actuations`, `actuation_acks`, `dead_letters`): one row
   per event, keyed by the event's own id so at-least-once redelivery inserts nothing new.
   `topic_partition`/`topic_offset` are the event's position on its output topic.
 
@@ -121,7 +121,28 @@ class NodeResource(Causation, Base):
     node_name: Mapped[str] = mapped_column(index=True)
     capacity: Mapped[dict[str, int]] = mapped_column(JSON)
     allocatable: Mapped[dict[str, int]] = mapped_column(JSON)
+    annotations: Mapped[dict[str, str]] = mapped_column(JSON)
     message: Mapped[str] = mapped_column(Text)
+    timestamp_ms: Mapped[int] = mapped_column(BigInteger)
+    topic_partition: Mapped[int]
+    topic_offset: Mapped[int] = mapped_column(BigInteger)
+
+
+class QuotaStatus(Causation, Base):
+    """One ElasticQuotaStatus: a quota's runtime, used and request as the scheduler computed them."""
+
+    __tablename__ = "quota_statuses"
+
+    decision_id: Mapped[str] = mapped_column(primary_key=True)
+    domain: Mapped[str]
+    namespace: Mapped[str | None] = mapped_column(nullable=True)
+    name: Mapped[str] = mapped_column(index=True)
+    parent: Mapped[str | None] = mapped_column(nullable=True)
+    min: Mapped[dict[str, int]] = mapped_column(JSON)
+    max: Mapped[dict[str, int]] = mapped_column(JSON)
+    runtime: Mapped[dict[str, int]] = mapped_column(JSON)
+    used: Mapped[dict[str, int]] = mapped_column(JSON)
+    request: Mapped[dict[str, int]] = mapped_column(JSON)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
     topic_partition: Mapped[int]
     topic_offset: Mapped[int] = mapped_column(BigInteger)

@@ -34,6 +34,7 @@ from state.models import (
     Node,
     NodeResource,
     Pod,
+    QuotaStatus,
 )
 from state.topics import resolve_topics
 
@@ -195,7 +196,23 @@ def _node_resource_row(record: ProjectedRecord) -> Row:
         "node_name": value["nodeName"],
         "capacity": dict(value.get("capacity", {})),
         "allocatable": dict(value.get("allocatable", {})),
+        "annotations": dict(value.get("annotations", {})),
         "message": value.get("message", ""),
+        "timestamp_ms": value["timestamp"],
+        **_causation(value["causation"]),
+        **_topic_position(record),
+    }
+
+
+def _quota_status_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    return {
+        "decision_id": value["decisionId"],
+        "domain": value["domain"],
+        "namespace": value.get("namespace"),
+        "name": value["name"],
+        "parent": value.get("parent"),
+        **{field: dict(value.get(field, {})) for field in ("min", "max", "runtime", "used", "request")},
         "timestamp_ms": value["timestamp"],
         **_causation(value["causation"]),
         **_topic_position(record),
@@ -264,6 +281,7 @@ _LATEST_STATE: Mapping[str, _LatestState] = {
 _EVENTS: Mapping[str, _Events] = {
     "decisions": _Events(Decision.__table__, "SchedulingDecision", _decision_row),
     "noderesources": _Events(NodeResource.__table__, "NodeResource", _node_resource_row),
+    "quotastatus": _Events(QuotaStatus.__table__, "ElasticQuotaStatus", _quota_status_row),
     "actuations": _Events(Actuation.__table__, "Actuation", _actuation_row),
     "actuation-acks": _Events(ActuationAck.__table__, "ActuationAck", _actuation_ack_row),
     "deadletters": _Events(DeadLetter.__table__, "DeadLetter", _dead_letter_row),

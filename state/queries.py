@@ -10,7 +10,11 @@ Objects come back as the user applied them, with only what koordstream decided m
   with, Pending by default, as a bound pod not yet started has in Kubernetes. Decisions about a
   previous pod with the same name (another uid) are ignored.
 - a node's `status.capacity` / `status.allocatable` are overlaid with its latest NodeResource,
-  formatted as Kubernetes quantity strings.
+  formatted as Kubernetes quantity strings, and the annotations koordstream sets (e.g. the CPU
+  normalization ratio) are merged into `metadata.annotations`.
+- an ElasticQuota carries its latest computed state as Koordinator shows it: the
+  `quota.scheduling.koordinator.sh/runtime` and `.../request` annotations (JSON resource lists)
+  and `status.used`.
 """
 
 import base64
@@ -20,13 +24,12 @@ from typing import Any
 from sqlalchemy import Engine, and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
-from state.models import DeadLetter, Decision, LatestObject, Node, NodeResource, Pod
+from state.models import DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
+from streams.objects.quantity import format_quantity
 from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
 
 POD_SCHEDULED = "PodScheduled"
 
-_MILLI_CPU_RESOURCES = frozenset({"cpu", "requests.cpu", "limits.cpu"})
-_BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 def get_pods(engine: Engine, namespace: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
@@ -110,27 +113,16 @@ def _node_object(node: Node, resource: NodeResource | None) -> dict[str, Any]:
     obj = json.loads(node.manifest)
     if resource is None:
         return obj
+    if resource.annotations:
+        metadata = obj["metadata"]
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **resource.annotations}
     status = obj["status"] = obj.get("status") or {}
     for field, quantities in (("capacity", resource.capacity), ("allocatable", resource.allocatable)):
         if quantities:
             overlaid = status[field] = status.get(field) or {}
             for resource_name, value in quantities.items():
-                overlaid[resource_name] = _format_quantity(resource_name, value)
+                overlaid[resource_name] = format_quantity(resource_name, value)
     return obj
-
-
-def _format_quantity(resource_name: str, value: int) -> str:
-    """Kubernetes quantity string of a canonical value: cpu milli-cores as "1500m" or "2";
-    byte resources (memory, storage, hugepages) as the largest exact binary suffix ("1536Mi"),
-    else a plain integer, which is also how counts and Koordinator's batch/mid cpu are shown."""
-    if resource_name in _MILLI_CPU_RESOURCES:
-        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
-    tail = resource_name.rsplit("/", 1)[-1].rsplit(".", 1)[-1]
-    if value and (tail.endswith(("memory", "storage")) or tail.startswith("hugepages-")):
-        for suffix, factor in _BINARY_SUFFIXES:
-            if value % factor == 0:
-                return f"{value // factor}{suffix}"
-    return str(value)
 
 
 def get_decisions(engine: Engine, pod_key: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -246,3 +238,56 @@ def _caused_since(engine, model, subject, source_topic, source_partition, source
         conditions.append(model.source_topic == source_topic)
     with Session(engine) as session:
         return bool(session.scalar(select(exists().where(*conditions))))
+
+
+RUNTIME_ANNOTATION = "quota.scheduling.koordinator.sh/runtime"
+REQUEST_ANNOTATION = "quota.scheduling.koordinator.sh/request"
+
+
+def get_elasticquotas(engine: Engine, namespace: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+    """ElasticQuotas with their latest computed status, sorted by namespace and name. Quotas the
+    scheduler keeps without an applied object (root, system, default) come back as minimal
+    ElasticQuota objects."""
+    filters = []
+    if namespace is not None:
+        filters.append(QuotaStatus.namespace == namespace)
+    if name is not None:
+        filters.append(QuotaStatus.name == name)
+    rank = func.row_number().over(
+        partition_by=(QuotaStatus.domain, QuotaStatus.namespace, QuotaStatus.name),
+        order_by=(QuotaStatus.timestamp_ms.desc(), QuotaStatus.topic_offset.desc()),
+    )
+    ranked = select(QuotaStatus.decision_id, rank.label("rank")).where(*filters).subquery()
+    latest = select(QuotaStatus).join(ranked, ranked.c.decision_id == QuotaStatus.decision_id).where(ranked.c.rank == 1)
+    with Session(engine) as session:
+        statuses = session.scalars(latest).all()
+        objects = {
+            row.key: row
+            for row in session.scalars(select(LatestObject).where(
+                LatestObject.topic == "quotas", LatestObject.kind == "ElasticQuota", LatestObject.deleted.is_(False)))
+        }
+        out = [_quota_object(status, objects.get(f"{status.namespace}/{status.name}")) for status in statuses]
+    return sorted(out, key=lambda q: (q["metadata"].get("namespace") or "", q["metadata"]["name"]))
+
+
+def _quota_object(status: QuotaStatus, applied: LatestObject | None) -> dict[str, Any]:
+    if applied is not None:
+        obj = json.loads(applied.manifest)
+    else:
+        obj = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+               "metadata": {"name": status.name},
+               "spec": {"min": _quantities(status.min), "max": _quantities(status.max)}}
+    metadata = obj["metadata"]
+    if status.namespace is not None:
+        metadata["namespace"] = status.namespace
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        RUNTIME_ANNOTATION: json.dumps(_quantities(status.runtime), sort_keys=True),
+        REQUEST_ANNOTATION: json.dumps(_quantities(status.request), sort_keys=True),
+    }
+    obj["status"] = {**(obj.get("status") or {}), "used": _quantities(status.used)}
+    return obj
+
+
+def _quantities(values: dict[str, int]) -> dict[str, str]:
+    return {resource: format_quantity(resource, value) for resource, value in sorted(values.items())}

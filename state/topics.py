@@ -19,6 +19,7 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
         "nodemetrics": "koord.nodemetrics",
         "decisions": "koord.decisions",
         "noderesources": "koord.noderesources",
+        "quotastatus": "koord.quotastatus",
         "actuations": "koord.actuations",
         "actuation-acks": "koord.actuation-acks",
         "deadletters": "koord.deadletters",

@@ -35,11 +35,12 @@ def create_app(bootstrap: str, topology: Topology) -> faust.App:
         web_enabled=False,
         table_standby_replicas=0,
     )
-    from streams.agents import node, router, scheduling
+    from streams.agents import node, router, scheduling, ticks
 
     router.register(app, topology)
     scheduling.register(app, topology)
     node.register(app, topology)
+    ticks.register(app, topology)
     return app
 
 

@@ -3,7 +3,9 @@
 The node aggregate is keyed by node name; the scheduling aggregate by
 scheduling domain (one domain, ``default``, until quota trees add more).
 Config changes concern every node, so they go to every node-inbox partition;
-clock ticks go to every partition of both inboxes.
+clock ticks go to every node-inbox partition and to every scheduling domain. Pods reach the node
+aggregate only through the scheduling decisions that place or release them,
+so every binding (pre-bound pods included) takes one path.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 DEFAULT_DOMAIN = "default"
+DOMAINS = (DEFAULT_DOMAIN,)
+"""The scheduling domains; each gets its own copy of every tick."""
 
 KIND_BY_SOURCE = {
     "nodes": ("Node",),
@@ -21,8 +25,14 @@ KIND_BY_SOURCE = {
     "reservations": ("Reservation",),
     "configs": ("ConfigMap", "KubeSchedulerConfiguration"),
     "ticks": ("Tick",),
+    "decisions": ("SchedulingDecision",),
 }
-"""The record kinds each source topic (by topology id) may carry."""
+"""The record kinds each source topic (by topology id) may carry. The
+scheduling decisions are a source too: they tell the node aggregate which
+pods run on its node (with their requests, priority and QoS)."""
+
+BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")
+"""Decision results that change which pods run on a node."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,16 +58,15 @@ def kind_of_deletion(source_id: str, key: str) -> str:
 def routes(source_id: str, key: str, kind: str, record: dict | None, partitions: dict[str, int]) -> list[Route]:
     """Where one source event goes; ``partitions`` is the partition count per inbox id."""
     if kind == "Tick":
-        return [Route(inbox, key, p) for inbox in ("inbox-node", "inbox-scheduling") for p in range(partitions[inbox])]
-    if kind == "Node":
-        return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
-    if kind == "Pod":
-        out = [Route("inbox-scheduling", DEFAULT_DOMAIN)]
-        if record is not None and record.get("nodeName"):
-            out.append(Route("inbox-node", record["nodeName"]))
-        return out
-    if kind in ("NodeMetric", "Device"):
-        return [Route("inbox-node", key)]
+        nodes = [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
+        return nodes + [Route("inbox-scheduling", domain) for domain in DOMAINS]
+    if kind == "SchedulingDecision":
+        node = record.get("nodeName") if record is not None else None
+        return [Route("inbox-node", node)] if node and record["result"] in BINDING_RESULTS else []
     if kind == "ConfigMap":
         return [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
+    if kind in ("Node", "NodeMetric"):
+        return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
+    if kind == "Device":
+        return [Route("inbox-node", key)]
     return [Route("inbox-scheduling", DEFAULT_DOMAIN)]

@@ -16,6 +16,8 @@ from streams.schemas import codec
 from streams.topology import Topology
 
 STAGE = "node"
+PARTITION_WIDE = ("Tick", "ConfigMap")
+"""Kinds broadcast to every partition rather than addressed to one node."""
 
 
 def register(app: faust.App, topology: Topology) -> None:
@@ -29,6 +31,8 @@ def register(app: faust.App, topology: Topology) -> None:
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
         async for key, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
+            if event.kind in PARTITION_WIDE:
+                continue
             state, outputs = aggregate.handle(table.get(key) or aggregate.initial_state(), event)
             pending = [await node_resources.send(key=o["nodeName"].encode(), value=codec.encode("NodeResource", o))
                        for o in outputs]

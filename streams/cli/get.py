@@ -44,6 +44,17 @@ DECISION_COLUMNS = (
 )
 DECISION_WIDE = (("ID", lambda d: d["decisionId"]),
                  ("CAUSE", lambda d: "{sourceTopic}[{sourcePartition}]@{sourceOffset}".format(**d["causation"])))
+def _quota_annotation(quota: dict, key: str) -> str:
+    return (quota["metadata"].get("annotations") or {}).get(key, "")
+
+
+QUOTA_COLUMNS = (
+    ("NAMESPACE", lambda q: q["metadata"].get("namespace", "")),
+    ("NAME", lambda q: q["metadata"]["name"]),
+    ("RUNTIME", lambda q: _quota_annotation(q, queries.RUNTIME_ANNOTATION)),
+    ("USED", lambda q: json.dumps((q.get("status") or {}).get("used", {}), sort_keys=True)),
+)
+QUOTA_WIDE = (("REQUEST", lambda q: _quota_annotation(q, queries.REQUEST_ANNOTATION)),)
 DEADLETTER_COLUMNS = (
     ("TOPIC", lambda d: f"{d['sourceTopic']}[{d['sourcePartition']}]@{d['sourceOffset']}"),
     ("STAGE", lambda d: d["stage"]),
@@ -52,18 +63,22 @@ DEADLETTER_COLUMNS = (
 
 
 @click.command()
-@click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "decisions", "deadletters"]))
+@click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "elasticquotas",
+                                               "elasticquota", "eq", "decisions", "deadletters"]))
 @click.argument("name", required=False)
 @click.option("-n", "--namespace", default=None, help="Pods: only this namespace.")
 @click.option("-o", "--output", type=FORMATS, default="table")
 def get(resource: str, name: str | None, namespace: str | None, output: str) -> None:
-    """Show pods, nodes, decisions or dead letters from the read model."""
+    """Show pods, nodes, elasticquotas, decisions or dead letters from the read model."""
     engine = context.read_model()
     if resource in ("pods", "pod", "po"):
         items = queries.get_pods(engine, namespace=namespace if namespace or not name else "default", name=name)
         columns, wide = POD_COLUMNS, POD_WIDE
     elif resource in ("nodes", "node", "no"):
         items, columns, wide = queries.get_nodes(engine, name=name), NODE_COLUMNS, ()
+    elif resource in ("elasticquotas", "elasticquota", "eq"):
+        items = queries.get_elasticquotas(engine, namespace=namespace, name=name)
+        columns, wide = QUOTA_COLUMNS, QUOTA_WIDE
     elif resource == "decisions":
         pod_key = f"{namespace or 'default'}/{name}" if name else None
         items, columns, wide = queries.get_decisions(engine, pod_key=pod_key), DECISION_COLUMNS, DECISION_WIDE

@@ -188,17 +188,37 @@ class Records:
         return cls.record("koord.decisions", pod, "SchedulingDecision", value, offset)
 
     @classmethod
-    def node_resource(cls, decision_id, node, offset, *, capacity=None, allocatable=None, source=None):
+    def node_resource(cls, decision_id, node, offset, *, capacity=None, allocatable=None, source=None,
+                      annotations=None):
         value = {
             "decisionId": decision_id,
             "nodeName": node,
             "capacity": capacity or {},
             "allocatable": allocatable or {},
+            "annotations": annotations or {},
             "message": "",
             "causation": _causation(source or ("koord.nodes", 0, offset)),
             "timestamp": 1_700_000_000_000 + offset,
         }
         return cls.record("koord.noderesources", node, "NodeResource", value, offset)
+
+    @classmethod
+    def quota_status(cls, decision_id, name, offset, *, runtime=None, used=None, request=None, namespace="team"):
+        value = {
+            "decisionId": decision_id,
+            "domain": "default",
+            "namespace": namespace,
+            "name": name,
+            "parent": None,
+            "min": {"cpu": 1000},
+            "max": {"cpu": 8000},
+            "runtime": runtime or {},
+            "used": used or {},
+            "request": request or {},
+            "causation": _causation(("koord.pods", 0, offset)),
+            "timestamp": 1_700_000_000_000 + offset,
+        }
+        return cls.record("koord.quotastatus", name, "ElasticQuotaStatus", value, offset)
 
     @classmethod
     def actuation(cls, decision_id, node, offset):

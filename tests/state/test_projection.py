@@ -46,6 +46,7 @@ def test_projecting_a_batch_twice_leaves_the_same_rows(projector, read_model, re
         records.actuation("a-1", "node-a", 9),
         records.ack("a-1", "node-a", 10),
         records.dead_letter(11),
+        records.quota_status("qs-1", "team-a", 12, runtime={"cpu": 4000}),
     ]
 
     assert projector.apply(batch) == len(batch)

@@ -5,9 +5,11 @@ import json
 
 import pytest
 
+from streams.objects.quantity import format_quantity
+
 from state.queries import (
-    _format_quantity,
     get_deadletters,
+    get_elasticquotas,
     get_decisions,
     get_nodes,
     get_pods,
@@ -171,7 +173,7 @@ def test_get_nodes_overlays_latest_node_resource(projector, read_model, records)
     ],
 )
 def test_format_quantity(resource, value, text):
-    assert _format_quantity(resource, value) == text
+    assert format_quantity(resource, value) == text
 
 
 def test_get_decisions_filters_and_keeps_the_newest(projector, read_model, records):
@@ -259,3 +261,30 @@ def test_wait_progress_checks(projector, read_model, records, own_topic, partiti
     assert node_resource_since(read_model, "node-a", 1, 7) is expected
     assert pod_decided_since(read_model, "default/other", 1, 7) is False
     assert node_resource_since(read_model, "node-b", 1, 7) is False
+
+
+def test_get_nodes_merges_the_annotations_koordstream_sets(projector, read_model, records):
+    ratio = {"node.koordinator.sh/cpu-normalization-ratio": "1.20"}
+    projector.apply([records.node("node-a", 1), records.node_resource("nr", "node-a", 2, annotations=ratio)])
+    (node,) = get_nodes(read_model, name="node-a")
+    assert node["metadata"]["annotations"] == ratio
+
+
+def test_get_elasticquotas_shows_runtime_request_and_used_as_koordinator_does(projector, read_model, records):
+    projector.apply([
+        records.quota("team-a", 1, namespace="team"),
+        records.quota_status("qs-old", "team-a", 2, runtime={"cpu": 1000}),
+        records.quota_status("qs-new", "team-a", 3, runtime={"cpu": 4000, "memory": 2**30},
+                             used={"cpu": 1500}, request={"cpu": 6000}),
+        records.quota_status("qs-root", "koordinator-root-quota", 4, namespace=None, runtime={"cpu": 8000}),
+    ])
+    quotas = {q["metadata"]["name"]: q for q in get_elasticquotas(read_model)}
+    team = quotas["team-a"]
+    assert team["metadata"]["namespace"] == "team"
+    assert json.loads(team["metadata"]["annotations"]["quota.scheduling.koordinator.sh/runtime"]) == \
+        {"cpu": "4", "memory": "1Gi"}
+    assert json.loads(team["metadata"]["annotations"]["quota.scheduling.koordinator.sh/request"]) == {"cpu": "6"}
+    assert team["status"]["used"] == {"cpu": "1500m"}
+    root = quotas["koordinator-root-quota"]
+    assert "namespace" not in root["metadata"] and root["spec"]["max"] == {"cpu": "8"}
+    assert [q["metadata"]["name"] for q in get_elasticquotas(read_model, namespace="team")] == ["team-a"]

@@ -6,13 +6,21 @@ from streams.routing import DEFAULT_DOMAIN, Route, routes
 @pytest.mark.parametrize("kind, key, record, expected", [
     pytest.param("Node", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", DEFAULT_DOMAIN)], id="node"),
     pytest.param("Pod", "ns/p", {"nodeName": None}, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="pending-pod"),
-    pytest.param("Pod", "ns/p", {"nodeName": "n1"},
-                 [Route("inbox-scheduling", DEFAULT_DOMAIN), Route("inbox-node", "n1")], id="bound-pod"),
+    pytest.param("Pod", "ns/p", {"nodeName": "n1"}, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="bound-pod"),
     pytest.param("Pod", "ns/p", None, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="deleted-pod"),
-    pytest.param("NodeMetric", "n1", {}, [Route("inbox-node", "n1")], id="node-metric"),
+    pytest.param("NodeMetric", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", DEFAULT_DOMAIN)],
+                 id="node-metric"),
+    pytest.param("SchedulingDecision", "ns/p", {"result": "Scheduled", "nodeName": "n1"}, [Route("inbox-node", "n1")],
+                 id="placement-to-its-node"),
+    pytest.param("SchedulingDecision", "ns/p", {"result": "Released", "nodeName": "n1"}, [Route("inbox-node", "n1")],
+                 id="release-to-its-node"),
+    pytest.param("SchedulingDecision", "ns/p", {"result": "Unschedulable", "nodeName": None}, [],
+                 id="unschedulable-goes-nowhere"),
+    pytest.param("KubeSchedulerConfiguration", "koord-scheduler", {}, [Route("inbox-scheduling", DEFAULT_DOMAIN)],
+                 id="scheduler-config"),
     pytest.param("ConfigMap", "ks/cfg", {}, [Route("inbox-node", "ks/cfg", p) for p in range(3)], id="config-broadcast"),
     pytest.param("Tick", "tick", {"timestamp": 1}, [Route("inbox-node", "tick", p) for p in range(3)]
-                 + [Route("inbox-scheduling", "tick", p) for p in range(2)], id="tick-everywhere"),
+                 + [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="tick-everywhere"),
 ])
 def test_routes(kind, key, record, expected):
     assert routes("x", key, kind, record, {"inbox-node": 3, "inbox-scheduling": 2}) == expected

@@ -1,0 +1,29 @@
+"""Clock ticks: the only place wall-clock time enters the aggregates.
+
+Every worker publishes a Tick every ``TICK_INTERVAL_S``; the router copies it
+to every inbox partition. Aggregates read time only from event timestamps,
+so ticks let time pass between other events (metric degrade, backoff).
+Ticks from several workers are harmless: time only moves forward, and the
+tick is recorded in the inbox like any other event, so replay sees the same
+times.
+"""
+
+from __future__ import annotations
+
+import time
+
+import faust
+
+from streams.app import raw_topic
+from streams.schemas import codec
+from streams.topology import Topology
+
+TICK_INTERVAL_S = 10.0
+
+
+def register(app: faust.App, topology: Topology) -> None:
+    ticks = raw_topic(app, topology.name("ticks"))
+
+    @app.timer(interval=TICK_INTERVAL_S)
+    async def tick() -> None:
+        await ticks.send(key=b"tick", value=codec.encode("Tick", {"timestamp": int(time.time() * 1000)}))
