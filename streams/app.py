@@ -12,6 +12,7 @@ from __future__ import annotations
 import faust
 
 from streams.broker.tansu_workarounds import install_faust_highwater_fix
+from streams.metrics import install_faust_sensor
 from streams.topology import Topology
 
 SESSION_TIMEOUT_S = 10.0
@@ -35,6 +36,7 @@ def create_app(bootstrap: str, topology: Topology) -> faust.App:
         web_enabled=False,
         table_standby_replicas=0,
     )
+    install_faust_sensor(app)
     from streams.agents import node, router, scheduling, ticks
 
     router.register(app, topology)

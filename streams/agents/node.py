@@ -10,9 +10,10 @@ from __future__ import annotations
 import faust
 
 from streams.agents.inbox import inbox_events
+from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
+from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 from streams.noderesource import aggregate
-from streams.schemas import codec
 from streams.topology import Topology
 
 STAGE = "node"
@@ -22,11 +23,15 @@ PARTITION_WIDE = ("Tick", "ConfigMap")
 
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-node")
-    node_resources = raw_topic(app, topology.name("noderesources"))
-    dead_letters = raw_topic(app, topology.name("deadletters"))
+    topics = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
+    dead_letters = topics["DeadLetter"]
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("node-state", partitions=inbox_spec.partitions)
     """Values are JSON (Faust's table default): internal state, not a public contract."""
+
+    @app.timer(interval=TABLE_SIZE_INTERVAL_S)
+    async def table_size() -> None:
+        TABLE_ENTRIES.labels("node-state").set(len(table))
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
@@ -34,8 +39,5 @@ def register(app: faust.App, topology: Topology) -> None:
             if event.kind in PARTITION_WIDE:
                 continue
             state, outputs = aggregate.handle(table.get(key) or aggregate.initial_state(), event)
-            pending = [await node_resources.send(key=o["nodeName"].encode(), value=codec.encode("NodeResource", o))
-                       for o in outputs]
-            for future in pending:
-                await future
+            await send_outputs(topics, STAGE, event, [("NodeResource", o) for o in outputs])
             table[key] = state

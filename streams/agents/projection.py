@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 
 from state.projection import Projector, ProjectedRecord
 from streams import kafka
+from streams.metrics import CONSUMER_LAG
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -52,5 +53,9 @@ async def run_projection(bootstrap: str, topology: Topology, engine: Engine, sto
             if records:
                 await asyncio.to_thread(projector.apply, records)
                 await consumer.commit()
+            for tp in batches:
+                highwater = consumer.highwater(tp)
+                if highwater is not None:
+                    CONSUMER_LAG.labels(GROUP_ID, tp.topic, str(tp.partition)).set(highwater - await consumer.position(tp))
     finally:
         await consumer.stop()

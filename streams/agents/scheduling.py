@@ -15,9 +15,10 @@ from __future__ import annotations
 import faust
 
 from streams.agents.inbox import inbox_events
+from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
+from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 from streams.scheduler.domain import SchedulingDomain
-from streams.schemas import codec
 from streams.topology import Topology
 
 STAGE = "scheduling"
@@ -26,11 +27,15 @@ SEPARATOR = "|"
 
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-scheduling")
-    decisions = raw_topic(app, topology.name("decisions"))
-    dead_letters = raw_topic(app, topology.name("deadletters"))
+    outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
+    dead_letters = outputs["DeadLetter"]
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("scheduling-state", partitions=inbox_spec.partitions)
     """Values are JSON (Faust's table default): internal state, not a public contract."""
+
+    @app.timer(interval=TABLE_SIZE_INTERVAL_S)
+    async def table_size() -> None:
+        TABLE_ENTRIES.labels("scheduling-state").set(len(table))
     domains: dict[str, SchedulingDomain] = {}
 
     def load(domain: str) -> SchedulingDomain:
@@ -52,16 +57,9 @@ def register(app: faust.App, topology: Topology) -> None:
     async def schedule(stream):
         async for domain, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
             state = load(domain)
-            pending = [await decisions.send(key=_pod_key(d).encode(), value=codec.encode("SchedulingDecision", d))
-                       for d in state.handle(event)]
-            for future in pending:
-                await future
+            await send_outputs(outputs, STAGE, event, [("SchedulingDecision", d) for d in state.handle(event)])
             for key, value in state.take_changes().items():
                 if value is None:
                     table.pop(domain + SEPARATOR + key, None)
                 else:
                     table[domain + SEPARATOR + key] = value
-
-
-def _pod_key(decision: dict) -> str:
-    return f"{decision['pod']['namespace']}/{decision['pod']['name']}"

@@ -95,10 +95,12 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
         asyncio.run(_apply_topics(bootstrap, topology))
         env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
-        metrics_port = embedded.free_loopback_port()
+        metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection")}
         children.append(("worker", supervision.spawn(
-            supervision.koord_command("worker", "--metrics-port", str(metrics_port)), home / "worker.log", env)))
-        children.append(("projection", supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)))
+            supervision.koord_command("worker", "--metrics-port", str(metrics["worker"])), home / "worker.log", env)))
+        children.append(("projection", supervision.spawn(
+            supervision.koord_command("project", "--metrics-port", str(metrics["projection"])),
+            home / "projection.log", env)))
         if nodes > 0:
             children.append(("simulator", supervision.spawn(
                 supervision.koord_command("simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
@@ -107,7 +109,8 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
                  "processes": {name: {"pid": proc.pid, "log": str((home / f"{name}.log").resolve())}
                                for name, proc in children}}
-        state["processes"]["worker"]["metrics"] = f"http://127.0.0.1:{metrics_port}/metrics"
+        for name, port in metrics.items():
+            state["processes"][name]["metrics"] = f"http://127.0.0.1:{port}/metrics"
         state_path.write_text(json.dumps(state, indent=2))
         _banner(state)
         return _run_until_stopped(bootstrap, topology, children, stop)
@@ -209,10 +212,16 @@ def worker(loglevel: str, metrics_port: int | None, metrics_host: str) -> None:
 
 
 @click.command()
-def project() -> None:
+@click.option("--metrics-port", type=int, default=None, help="Serve Prometheus metrics on this port.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+def project(metrics_port: int | None, metrics_host: str) -> None:
     """Run the read-model projection (output and object topics into SQL)."""
+    from prometheus_client import start_http_server
+
     from streams.agents.projection import run_projection
 
+    if metrics_port is not None:
+        start_http_server(metrics_port, addr=metrics_host)
     config = context.settings()
     engine = context.read_model(config)
 

@@ -1,0 +1,50 @@
+"""Sending an aggregate's outputs: each record to its topic, keyed, delivered, measured.
+
+The aggregates call :func:`send_outputs` with the (schema, record) pairs the
+pure core returned. Sends are awaited until delivered before the caller
+writes its table, so a crash in between re-emits the same records (same ids)
+rather than losing them.
+"""
+
+from __future__ import annotations
+
+import time
+
+from streams.events import InboxEvent
+from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED
+from streams.schemas import codec
+
+OUTPUT_TOPICS = {
+    "SchedulingDecision": "decisions",
+    "NodeResource": "noderesources",
+    "ElasticQuotaStatus": "quotastatus",
+    "Actuation": "actuations",
+    "DeadLetter": "deadletters",
+}
+"""Topology id of the topic each output schema goes to."""
+
+
+def output_key(schema: str, record: dict) -> str:
+    if schema == "SchedulingDecision":
+        return f"{record['pod']['namespace']}/{record['pod']['name']}"
+    if schema == "ElasticQuotaStatus":
+        return record["name"]
+    if schema == "DeadLetter":
+        return f"{record['sourceTopic']}/{record['sourcePartition']}/{record['sourceOffset']}"
+    return record["nodeName"]
+
+
+async def send_outputs(topics: dict, aggregate: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> None:
+    """Send ``outputs`` (schema, record) to ``topics`` (schema -> Faust topic) and wait for delivery."""
+    if not outputs:
+        return
+    pending = [await topics[schema].send(key=output_key(schema, record).encode(), value=codec.encode(schema, record))
+               for schema, record in outputs]
+    for future in pending:
+        await future
+    DECISION_LATENCY.labels(aggregate).observe(max(0.0, time.time() - event.timestamp_ms / 1000))
+    for schema, record in outputs:
+        OUTPUTS.labels(aggregate, schema).inc()
+        if schema == "NodeResource" and PER_NODE_ENABLED:
+            for resource, value in record["allocatable"].items():
+                NODE_ALLOCATABLE.labels(record["nodeName"], resource).set(value)

@@ -1,0 +1,50 @@
+"""The Prometheus metrics koordstream exports beside Faust's own.
+
+Stream-level series (messages in and out per topic, events, table
+operations, rebalances, committed offsets, producer latency) come from
+Faust's Prometheus sensor, installed by :func:`install_faust_sensor` with
+the prefix ``koordstream_``. The series below are what Faust cannot know.
+Every long-running process serves its registry with
+``prometheus_client.start_http_server`` on ``--metrics-port``.
+
+Per-node series (allocatable) can be numerous on a large fleet:
+``KOORD_METRICS_PER_NODE=0`` turns them off.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+
+from streams.deadletter import DEAD_LETTERS
+
+__all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "CONSUMER_LAG",
+           "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "install_faust_sensor"]
+
+FAUST_PREFIX = "koordstream"
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+DECISION_LATENCY = Histogram(
+    "koord_decision_latency_seconds",
+    "From the source record's timestamp to the aggregate sending its output",
+    ["aggregate"], buckets=LATENCY_BUCKETS)
+OUTPUTS = Counter("koord_outputs", "Records the aggregates emitted", ["aggregate", "schema"])
+TABLE_ENTRIES = Gauge("koord_table_entries", "Entries in a Faust table on this worker", ["table"])
+TABLE_SIZE_INTERVAL_S = 15.0
+NODE_ALLOCATABLE = Gauge(
+    "koord_node_allocatable", "Latest allocatable per node and resource (cpu in milli-cores, memory in bytes)",
+    ["node", "resource"])
+CONSUMER_LAG = Gauge(
+    "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
+    ["consumer", "topic", "partition"])
+
+PER_NODE_ENABLED = os.environ.get("KOORD_METRICS_PER_NODE", "1") != "0"
+
+
+def install_faust_sensor(app) -> None:
+    """Attach Faust's Prometheus sensor to ``app`` (served by our HTTP server, not Faust's web)."""
+    from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
+
+    app.monitor = PrometheusMonitor(metrics=FaustMetrics.create(REGISTRY, FAUST_PREFIX))
