@@ -12,7 +12,9 @@ from __future__ import annotations
 import faust
 
 from streams.broker.tansu_workarounds import install_faust_highwater_fix
+from streams.broker.security import credentials
 from streams.metrics import install_faust_sensor
+from streams.settings import Settings
 from streams.topology import Topology
 
 SESSION_TIMEOUT_S = 10.0
@@ -20,11 +22,12 @@ SESSION_TIMEOUT_S = 10.0
 half of it, so Faust's 60 s default would mean 30 s per rebalance."""
 
 
-def create_app(bootstrap: str, topology: Topology) -> faust.App:
+def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
     install_faust_highwater_fix()
     app = faust.App(
         topology.app_id,
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],
+        broker_credentials=credentials(settings or Settings.from_env()),
         store="memory://",
         topic_allow_declare=False,
         topic_disable_leader=True,

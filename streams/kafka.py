@@ -1,7 +1,7 @@
 """Kafka clients for the CLI and the non-Faust processes (aiokafka).
 
-One place builds client settings, so TLS/SASL configuration added later
-applies to every client alike.
+One place builds client settings, so the TLS/SASL configuration applies to
+every client alike.
 """
 
 from __future__ import annotations
@@ -13,12 +13,16 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import RecordMetadata
 
+from streams.broker.security import aiokafka_auth
+from streams.settings import Settings
+
 SESSION_TIMEOUT_MS = 10_000
 """Consumer-group session timeout; see ``streams.app.SESSION_TIMEOUT_S``."""
 
 
 def client_settings(bootstrap: str) -> dict:
-    return {"bootstrap_servers": bootstrap.split(",")}
+    """Bootstrap servers plus the TLS/SASL settings of the environment (``streams.broker.security``)."""
+    return {"bootstrap_servers": bootstrap.split(","), **aiokafka_auth(Settings.from_env())}
 
 
 @contextlib.asynccontextmanager

@@ -35,6 +35,27 @@ class Settings:
     """``KOORD_TOPOLOGY``: the topic topology file; default is the one shipped
     in ``deploy/topics.yaml``."""
 
+    security_protocol: str = "PLAINTEXT"
+    """``KOORD_KAFKA_SECURITY_PROTOCOL``: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+
+    sasl_mechanism: str | None = None
+    """``KOORD_KAFKA_SASL_MECHANISM``: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL protocols only)."""
+
+    sasl_username: str | None = None
+    """``KOORD_KAFKA_SASL_USERNAME``."""
+
+    sasl_password: str | None = None
+    """``KOORD_KAFKA_SASL_PASSWORD``."""
+
+    ssl_cafile: str | None = None
+    """``KOORD_KAFKA_SSL_CAFILE``: CA bundle to verify the brokers (SSL and SASL_SSL)."""
+
+    ssl_certfile: str | None = None
+    """``KOORD_KAFKA_SSL_CERTFILE``: client certificate, for brokers that require mutual TLS."""
+
+    ssl_keyfile: str | None = None
+    """``KOORD_KAFKA_SSL_KEYFILE``: the client certificate's key."""
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
         env = os.environ if env is None else env
@@ -44,6 +65,13 @@ class Settings:
             database_url=env.get("KOORD_DATABASE_URL") or None,
             environment=env.get("KOORD_ENV") or "embedded",
             topology_file=Path(env["KOORD_TOPOLOGY"]) if env.get("KOORD_TOPOLOGY") else None,
+            security_protocol=env.get("KOORD_KAFKA_SECURITY_PROTOCOL") or "PLAINTEXT",
+            sasl_mechanism=env.get("KOORD_KAFKA_SASL_MECHANISM") or None,
+            sasl_username=env.get("KOORD_KAFKA_SASL_USERNAME") or None,
+            sasl_password=env.get("KOORD_KAFKA_SASL_PASSWORD") or None,
+            ssl_cafile=env.get("KOORD_KAFKA_SSL_CAFILE") or None,
+            ssl_certfile=env.get("KOORD_KAFKA_SSL_CERTFILE") or None,
+            ssl_keyfile=env.get("KOORD_KAFKA_SSL_KEYFILE") or None,
         )
 
     @property
