@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
 from streams.deadletter import DEAD_LETTERS
 
-__all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "CONSUMER_LAG",
+__all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "NODE_USAGE", "QUOTA", "CONSUMER_LAG",
            "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "install_faust_sensor"]
 
 FAUST_PREFIX = "koordstream"
@@ -36,6 +36,11 @@ TABLE_SIZE_INTERVAL_S = 15.0
 NODE_ALLOCATABLE = Gauge(
     "koord_node_allocatable", "Latest allocatable per node and resource (cpu in milli-cores, memory in bytes)",
     ["node", "resource"])
+NODE_USAGE = Gauge(
+    "koord_node_usage", "Latest node usage reported by its NodeMetric (cpu in milli-cores, memory in bytes)",
+    ["node", "resource"])
+QUOTA = Gauge("koord_quota", "ElasticQuota state per resource: field is runtime, used or request",
+              ["quota", "resource", "field"])
 CONSUMER_LAG = Gauge(
     "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
     ["consumer", "topic", "partition"])

@@ -12,7 +12,7 @@ import faust
 from streams.agents.inbox import inbox_events
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
-from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
+from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 from streams.noderesource import aggregate
 from streams.topology import Topology
 
@@ -38,6 +38,9 @@ def register(app: faust.App, topology: Topology) -> None:
         async for key, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
             if event.kind in PARTITION_WIDE:
                 continue
+            if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
+                for resource, value in event.record["nodeUsage"].items():
+                    NODE_USAGE.labels(key, resource).set(value)
             state, outputs = aggregate.handle(table.get(key) or aggregate.initial_state(), event)
             await send_outputs(topics, STAGE, event, [("NodeResource", o) for o in outputs])
             table[key] = state

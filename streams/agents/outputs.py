@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from streams.events import InboxEvent
-from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED
+from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
 from streams.schemas import codec
 
 OUTPUT_TOPICS = {
@@ -48,3 +48,7 @@ async def send_outputs(topics: dict, aggregate: str, event: InboxEvent, outputs:
         if schema == "NodeResource" and PER_NODE_ENABLED:
             for resource, value in record["allocatable"].items():
                 NODE_ALLOCATABLE.labels(record["nodeName"], resource).set(value)
+        elif schema == "ElasticQuotaStatus":
+            for field in ("runtime", "used", "request"):
+                for resource, value in record[field].items():
+                    QUOTA.labels(record["name"], resource, field).set(value)
