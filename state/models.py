@@ -107,6 +107,7 @@ class Decision(Causation, Base):
     message: Mapped[str] = mapped_column(Text)
     filter_results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     scores: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    requests: Mapped[dict[str, int]] = mapped_column(JSON, doc="The pod's effective requests (canonical units).")
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
     topic_partition: Mapped[int]
     topic_offset: Mapped[int] = mapped_column(BigInteger)

@@ -183,6 +183,7 @@ def _decision_row(record: ProjectedRecord) -> Row:
         "message": value.get("message", ""),
         "filter_results": list(value.get("filterResults", [])),
         "scores": list(value.get("scores", [])),
+        "requests": dict(value.get("requests", {})),
         "timestamp_ms": value["timestamp"],
         **_causation(value["causation"]),
         **_topic_position(record),

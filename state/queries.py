@@ -25,7 +25,7 @@ from sqlalchemy import Engine, and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from state.models import DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
-from streams.objects.quantity import format_quantity
+from streams.objects.quantity import format_quantity, resource_list
 from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
 
 POD_SCHEDULED = "PodScheduled"
@@ -40,6 +40,14 @@ def get_pods(engine: Engine, namespace: str | None = None, name: str | None = No
         filters.append(Pod.namespace == namespace)
     if name is not None:
         filters.append(Pod.name == name)
+    with Session(engine) as session:
+        decisions = _latest_decisions(session, filters)
+        pods = session.scalars(select(Pod).where(*filters).order_by(Pod.namespace, Pod.name)).all()
+        return [_pod_object(pod, decisions.get(pod.key)) for pod in pods]
+
+
+def _latest_decisions(session: Session, pod_filters: list) -> dict[str, Decision]:
+    """The latest decision (highest decisions-topic offset) of each live pod matching ``pod_filters``."""
     rank = func.row_number().over(
         partition_by=Decision.pod_key, order_by=(Decision.topic_offset.desc(), Decision.timestamp_ms.desc())
     )
@@ -47,14 +55,11 @@ def get_pods(engine: Engine, namespace: str | None = None, name: str | None = No
     ranked = (
         select(Decision.decision_id, rank.label("rank"))
         .join(Pod, and_(Pod.key == Decision.pod_key, same_pod))
-        .where(*filters)
+        .where(*pod_filters)
         .subquery()
     )
     latest = select(Decision).join(ranked, ranked.c.decision_id == Decision.decision_id).where(ranked.c.rank == 1)
-    with Session(engine) as session:
-        decisions = {decision.pod_key: decision for decision in session.scalars(latest)}
-        pods = session.scalars(select(Pod).where(*filters).order_by(Pod.namespace, Pod.name)).all()
-        return [_pod_object(pod, decisions.get(pod.key)) for pod in pods]
+    return {decision.pod_key: decision for decision in session.scalars(latest)}
 
 
 def _pod_object(pod: Pod, decision: Decision | None) -> dict[str, Any]:
@@ -291,3 +296,52 @@ def _quota_object(status: QuotaStatus, applied: LatestObject | None) -> dict[str
 
 def _quantities(values: dict[str, int]) -> dict[str, str]:
     return {resource: format_quantity(resource, value) for resource, value in sorted(values.items())}
+
+
+PLACED = ("Scheduled", "Bound")
+
+
+def top_nodes(engine: Engine) -> list[dict[str, Any]]:
+    """Per live node: usage (its latest NodeMetric), requested (its placed pods' requests) and
+    allocatable (the latest NodeResource, batch and mid included), all in canonical units."""
+    with Session(engine) as session:
+        placed = [d for d in _latest_decisions(session, [Pod.deleted.is_(False)]).values()
+                  if d.result in PLACED and d.node_name]
+        metrics = _latest_node_metrics(session)
+    requested: dict[str, dict[str, int]] = {}
+    for decision in placed:
+        total = requested.setdefault(decision.node_name, {})
+        for resource, value in (decision.requests or {}).items():
+            total[resource] = total.get(resource, 0) + value
+    rows = []
+    for node in get_nodes(engine):
+        name = node["metadata"]["name"]
+        allocatable = resource_list((node.get("status") or {}).get("allocatable") or {})
+        rows.append({"name": name, "usage": metrics.get(name, {}).get("nodeUsage", {}),
+                     "requested": requested.get(name, {}), "allocatable": allocatable})
+    return rows
+
+
+def top_pods(engine: Engine, namespace: str | None = None) -> list[dict[str, Any]]:
+    """Per live pod: its node, requests and usage (from its node's latest NodeMetric)."""
+    filters = [Pod.deleted.is_(False)] + ([Pod.namespace == namespace] if namespace is not None else [])
+    with Session(engine) as session:
+        decisions = _latest_decisions(session, filters)
+        pods = session.scalars(select(Pod).where(*filters).order_by(Pod.namespace, Pod.name)).all()
+        metrics = _latest_node_metrics(session)
+    usage = {(p["namespace"], p["name"]): p.get("usage", {})
+             for metric in metrics.values() for p in metric.get("podsMetric", [])}
+    rows = []
+    for pod in pods:
+        decision = decisions.get(pod.key)
+        rows.append({"namespace": pod.namespace, "name": pod.name,
+                     "node": decision.node_name if decision is not None and decision.result in PLACED else None,
+                     "requests": (decision.requests if decision is not None else None) or {},
+                     "usage": usage.get((pod.namespace, pod.name), {})})
+    return rows
+
+
+def _latest_node_metrics(session: Session) -> dict[str, dict[str, Any]]:
+    rows = session.scalars(select(LatestObject).where(
+        LatestObject.topic == "nodemetrics", LatestObject.deleted.is_(False)))
+    return {row.key: row.record or {} for row in rows}

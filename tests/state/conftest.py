@@ -168,7 +168,8 @@ class Records:
         return cls.record("koord.configs", f"{namespace}/{name}", "ConfigMap", value, offset)
 
     @classmethod
-    def decision(cls, decision_id, pod, result, offset, *, node_name=None, message="", uid=None, source=None):
+    def decision(cls, decision_id, pod, result, offset, *, node_name=None, message="", uid=None, source=None,
+                 requests=None):
         namespace, name = pod.split("/")
         value = {
             "decisionId": decision_id,
@@ -182,6 +183,7 @@ class Records:
             if result == "Unschedulable"
             else [],
             "scores": [{"node": node_name, "score": 87}] if node_name else [],
+            "requests": requests or {},
             "causation": _causation(source or ("koord.pods", 0, offset)),
             "timestamp": 1_700_000_000_000 + offset,
         }
@@ -201,6 +203,19 @@ class Records:
             "timestamp": 1_700_000_000_000 + offset,
         }
         return cls.record("koord.noderesources", node, "NodeResource", value, offset)
+
+    @classmethod
+    def node_metric(cls, node, offset, *, usage, pods=()):
+        manifest = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": node}}
+        value = {
+            "metadata": _metadata(node),
+            "manifest": json.dumps(manifest, sort_keys=True, separators=(",", ":")),
+            "nodeUsage": usage,
+            "podsMetric": [{"namespace": ns, "name": name, "uid": None, "usage": pod_usage}
+                           for ns, name, pod_usage in pods],
+            "updateTime": 1_700_000_000_000,
+        }
+        return cls.record("koord.nodemetrics", node, "NodeMetric", value, offset)
 
     @classmethod
     def quota_status(cls, decision_id, name, offset, *, runtime=None, used=None, request=None, namespace="team"):

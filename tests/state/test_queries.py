@@ -16,6 +16,8 @@ from state.queries import (
     node_resource_since,
     object_progress,
     pod_decided_since,
+    top_nodes,
+    top_pods,
 )
 
 SCHEDULED = {"type": "PodScheduled", "status": "True"}
@@ -288,3 +290,25 @@ def test_get_elasticquotas_shows_runtime_request_and_used_as_koordinator_does(pr
     root = quotas["koordinator-root-quota"]
     assert "namespace" not in root["metadata"] and root["spec"]["max"] == {"cpu": "8"}
     assert [q["metadata"]["name"] for q in get_elasticquotas(read_model, namespace="team")] == ["team-a"]
+
+
+def test_top_nodes_and_pods_combine_usage_requests_and_allocatable(projector, read_model, records):
+    projector.apply([
+        records.node("node-a", 1),
+        records.pod("web", 2),
+        records.pod("db", 3),
+        records.pod("waiting", 4),
+        records.decision("d-web", "default/web", "Scheduled", 5, node_name="node-a", requests={"cpu": 1500}),
+        records.decision("d-db", "default/db", "Bound", 6, node_name="node-a", requests={"cpu": 500, "memory": 2**30}),
+        records.decision("d-wait", "default/waiting", "Unschedulable", 7, requests={"cpu": 64000}),
+        records.node_resource("nr", "node-a", 8, allocatable={"cpu": 4000, "kubernetes.io/batch-cpu": 1200}),
+        records.node_metric("node-a", 9, usage={"cpu": 900}, pods=[("default", "web", {"cpu": 700})]),
+    ])
+    (node,) = top_nodes(read_model)
+    assert node["usage"] == {"cpu": 900}
+    assert node["requested"] == {"cpu": 2000, "memory": 2**30}
+    assert node["allocatable"]["cpu"] == 4000 and node["allocatable"]["kubernetes.io/batch-cpu"] == 1200
+    pods = {p["name"]: p for p in top_pods(read_model)}
+    assert pods["web"] == {"namespace": "default", "name": "web", "node": "node-a", "requests": {"cpu": 1500},
+                           "usage": {"cpu": 700}}
+    assert pods["waiting"]["node"] is None and pods["waiting"]["usage"] == {}

@@ -1,0 +1,79 @@
+"""``koord top nodes|pods``: a live view of usage versus request versus allocatable.
+
+Reads the read model every ``--interval`` seconds and redraws; ``--once``
+prints one frame (for scripts). Columns show ``usage / requested /
+allocatable`` for cpu and memory, then batch and mid allocatable.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from state import queries
+from streams.cli import context
+from streams.objects.quantity import format_quantity
+
+
+def _q(resource: str, values: dict, key: str | None = None) -> str:
+    value = values.get(key or resource)
+    return "-" if value is None else format_quantity(resource, value)
+
+
+def _percent(used: int | None, of: int | None) -> str:
+    return f"{100 * used / of:.0f}%" if used is not None and of else "-"
+
+
+def node_rows(engine) -> list[list[str]]:
+    rows = [["NAME", "CPU USE/REQ/ALLOC", "CPU%", "MEM USE/REQ/ALLOC", "MEM%", "BATCH-CPU", "BATCH-MEM",
+             "MID-CPU", "MID-MEM"]]
+    for node in queries.top_nodes(engine):
+        use, req, alloc = node["usage"], node["requested"], node["allocatable"]
+        rows.append([
+            node["name"],
+            f"{_q('cpu', use)}/{_q('cpu', req)}/{_q('cpu', alloc)}", _percent(use.get("cpu"), alloc.get("cpu")),
+            f"{_q('memory', use)}/{_q('memory', req)}/{_q('memory', alloc)}",
+            _percent(use.get("memory"), alloc.get("memory")),
+            _q("kubernetes.io/batch-cpu", alloc), _q("kubernetes.io/batch-memory", alloc),
+            _q("kubernetes.io/mid-cpu", alloc), _q("kubernetes.io/mid-memory", alloc),
+        ])
+    return rows
+
+
+def pod_rows(engine, namespace: str | None) -> list[list[str]]:
+    rows = [["NAMESPACE", "NAME", "NODE", "CPU USE/REQ", "MEM USE/REQ"]]
+    for pod in queries.top_pods(engine, namespace):
+        use, req = pod["usage"], pod["requests"]
+        rows.append([pod["namespace"], pod["name"], pod["node"] or "<pending>",
+                     f"{_q('cpu', use)}/{_q('cpu', req)}", f"{_q('memory', use)}/{_q('memory', req)}"])
+    return rows
+
+
+def render(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+@click.command()
+@click.argument("what", type=click.Choice(["nodes", "pods"]))
+@click.option("-n", "--namespace", default=None, help="Pods: only this namespace.")
+@click.option("--interval", default=2.0, show_default=True, help="Seconds between refreshes.")
+@click.option("--once", is_flag=True, help="Print one frame and exit.")
+def top(what: str, namespace: str | None, interval: float, once: bool) -> None:
+    """Live usage vs request vs allocatable (batch and mid included)."""
+    engine = context.read_model()
+    while True:
+        frame = render(node_rows(engine) if what == "nodes" else pod_rows(engine, namespace))
+        if once:
+            click.echo(frame)
+            return
+        click.clear()
+        click.echo(f"koord top {what} — every {interval:g}s, Ctrl-C to stop\n\n{frame}")
+        try:
+            time.sleep(interval)
+        except KeyboardInterrupt:
+            return
+
+
+COMMANDS = (top,)
