@@ -50,7 +50,10 @@ class InboxEvent:
         return self.record is None
 
 
-def decision_id(causation: Causation, index: int) -> str:
-    """Stable id of the ``index``-th output produced by one inbox record."""
-    text = f"{causation.inbox_topic}|{causation.inbox_partition}|{causation.inbox_offset}|{index}"
+def decision_id(causation: Causation, index: int, subject: str = "") -> str:
+    """Stable id of the ``index``-th output about ``subject`` produced by one inbox record.
+
+    ``subject`` matters where one inbox record fans out to many subjects (a
+    tick or a config change recalculates every node of a partition)."""
+    text = f"{causation.inbox_topic}|{causation.inbox_partition}|{causation.inbox_offset}|{index}|{subject}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]

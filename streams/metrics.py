@@ -20,7 +20,8 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from streams.deadletter import DEAD_LETTERS
 
 __all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "NODE_USAGE", "QUOTA", "CONSUMER_LAG",
-           "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "install_faust_sensor"]
+           "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "PLUGIN_RUNS", "PLUGIN_SECONDS", "PLUGIN_STATS_INTERVAL_S",
+           "export_plugin_stats", "install_faust_sensor"]
 
 FAUST_PREFIX = "koordstream"
 
@@ -41,11 +42,22 @@ NODE_USAGE = Gauge(
     ["node", "resource"])
 QUOTA = Gauge("koord_quota", "ElasticQuota state per resource: field is runtime, used or request",
               ["quota", "resource", "field"])
+PLUGIN_RUNS = Counter("koord_plugin_runs", "Scheduler plugin calls", ["plugin", "stage", "result"])
+PLUGIN_SECONDS = Counter("koord_plugin_seconds", "Time spent in scheduler plugin calls", ["plugin", "stage", "result"])
+PLUGIN_STATS_INTERVAL_S = 5.0
 CONSUMER_LAG = Gauge(
     "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
     ["consumer", "topic", "partition"])
 
 PER_NODE_ENABLED = os.environ.get("KOORD_METRICS_PER_NODE", "1") != "0"
+
+
+def export_plugin_stats(stats) -> None:
+    """Move the scheduler core's per-plugin counts and times into Prometheus, and reset them."""
+    calls, stats.calls = stats.calls, {}
+    for (plugin, stage, result), (count, seconds) in calls.items():
+        PLUGIN_RUNS.labels(plugin, stage, result).inc(count)
+        PLUGIN_SECONDS.labels(plugin, stage, result).inc(seconds)
 
 
 def install_faust_sensor(app) -> None:

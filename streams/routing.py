@@ -26,10 +26,12 @@ KIND_BY_SOURCE = {
     "configs": ("ConfigMap", "KubeSchedulerConfiguration"),
     "ticks": ("Tick",),
     "decisions": ("SchedulingDecision",),
+    "noderesources": ("NodeResource",),
 }
 """The record kinds each source topic (by topology id) may carry. The
 scheduling decisions are a source too: they tell the node aggregate which
-pods run on its node (with their requests, priority and QoS)."""
+pods run on its node (with their requests, priority and QoS); the node
+resources tell the scheduler each node's batch and mid allocatable."""
 
 BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")
 """Decision results that change which pods run on a node."""

@@ -1,24 +1,44 @@
-"""Node aggregate agent: one state per node, keyed by node name.
+"""Node aggregate agent: the node inbox through ``NodePartition``, one per partition.
 
-Reads the node inbox, applies the pure core (``streams.noderesource``),
-sends NodeResource records, then stores the node's state in the
-``node-state`` table (outputs first, as in the scheduling agent).
+Each event goes to the driver of its inbox partition; the outputs
+(NodeResource, DeadLetter for a rejected config) are delivered before the
+states are written to the ``node-state`` table, whose values are the
+compact ``dump_state`` bytes (raw, not JSON). The drivers are rebuilt from
+the table on first use after every rebalance.
 """
 
 from __future__ import annotations
 
 import faust
+from aiokafka.partitioner import DefaultPartitioner
 
 from streams.agents.inbox import inbox_events
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
 from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
-from streams.noderesource import aggregate
+from streams.noderesource.partition import CONFIG_KEY, NodePartition
 from streams.topology import Topology
 
 STAGE = "node"
-PARTITION_WIDE = ("Tick", "ConfigMap")
-"""Kinds broadcast to every partition rather than addressed to one node."""
+
+
+class _TableSlice:
+    """The part of the table one partition's driver sees; its config key is per partition."""
+
+    def __init__(self, table, partition: int) -> None:
+        self.table, self.partition = table, partition
+
+    def _key(self, key: str) -> str:
+        return f"{key}/{self.partition}" if key == CONFIG_KEY else key
+
+    def get(self, key: str):
+        return self.table.get(self._key(key))
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        self.table[self._key(key)] = value
+
+    def pop(self, key: str, default=None):
+        return self.table.pop(self._key(key), default)
 
 
 def register(app: faust.App, topology: Topology) -> None:
@@ -27,20 +47,67 @@ def register(app: faust.App, topology: Topology) -> None:
     dead_letters = topics["DeadLetter"]
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("node-state", partitions=inbox_spec.partitions)
-    """Values are JSON (Faust's table default): internal state, not a public contract."""
+    table.value_serializer = "raw"
+    table.changelog_topic = table._new_changelog_topic()
+    """Values are ``dump_state`` bytes (and the config record), so the changelog carries them raw;
+    Faust has no constructor argument for a table's value serializer, hence the override."""
+    partitions: dict[int, NodePartition] = {}
+    partitioner = DefaultPartitioner()
+    all_partitions = list(range(inbox_spec.partitions))
+
+    def driver(partition: int) -> NodePartition:
+        if partition not in partitions:
+            nodes = [key for key in table.keys() if not key.startswith(CONFIG_KEY)
+                     and partitioner(key.encode(), all_partitions, all_partitions) == partition]
+            partitions[partition] = NodePartition(_TableSlice(table, partition), nodes)
+        return partitions[partition]
 
     @app.timer(interval=TABLE_SIZE_INTERVAL_S)
     async def table_size() -> None:
         TABLE_ENTRIES.labels("node-state").set(len(table))
 
+    @app.on_partitions_revoked.connect
+    async def forget_revoked(sender, revoked, **kwargs):
+        partitions.clear()
+
+    @app.on_partitions_assigned.connect
+    async def forget_assigned(sender, assigned, **kwargs):
+        partitions.clear()
+
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
         async for key, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
-            if event.kind in PARTITION_WIDE:
-                continue
             if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
                 for resource, value in event.record["nodeUsage"].items():
                     NODE_USAGE.labels(key, resource).set(value)
-            state, outputs = aggregate.handle(table.get(key) or aggregate.initial_state(), event)
-            await send_outputs(topics, STAGE, event, [("NodeResource", o) for o in outputs])
-            table[key] = state
+            partition = driver(event.causation.inbox_partition)
+            store, pending = partition.store, {}
+            partition.store = _Buffer(store, pending)
+            try:
+                outputs = partition.apply(event)
+            finally:
+                partition.store = store
+            await send_outputs(topics, STAGE, event, outputs)
+            for node, value in pending.items():
+                if value is None:
+                    store.pop(node)
+                else:
+                    store[node] = value
+
+
+class _Buffer:
+    """Holds a driver's writes until its outputs are delivered (then the shell writes them)."""
+
+    def __init__(self, store: _TableSlice, pending: dict) -> None:
+        self.store, self.pending = store, pending
+
+    def get(self, key: str):
+        return self.pending[key] if key in self.pending else self.store.get(key)
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        self.pending[key] = value
+
+    def pop(self, key: str, default=None):
+        value = self.get(key)
+        self.pending[key] = None
+        return default if value is None else value

@@ -7,17 +7,21 @@ before the table is written: after a crash the event is processed again and
 re-emits the same decisions (same ids), which readers deduplicate.
 
 The core's in-memory state for a domain is rebuilt from the table on first
-use and dropped on every rebalance, when the table may have moved.
+use and dropped on every rebalance, when the table may have moved. After a
+rebuild the long-lived objects are moved out of the garbage collector's way
+(``gc.freeze``), which the scheduler's benchmark shows is worth ~15 %.
 """
 
 from __future__ import annotations
+
+import gc
 
 import faust
 
 from streams.agents.inbox import inbox_events
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
-from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
+from streams.metrics import PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats
 from streams.scheduler.domain import SchedulingDomain
 from streams.topology import Topology
 
@@ -43,7 +47,14 @@ def register(app: faust.App, topology: Topology) -> None:
             prefix = domain + SEPARATOR
             entries = {key[len(prefix):]: value for key, value in table.items() if key.startswith(prefix)}
             domains[domain] = SchedulingDomain.restore(domain, entries)
+            gc.freeze()
         return domains[domain]
+
+    @app.timer(interval=PLUGIN_STATS_INTERVAL_S)
+    async def plugin_stats() -> None:
+        for state in domains.values():
+            for framework in state.frameworks.values():
+                export_plugin_stats(framework.stats)
 
     @app.on_partitions_revoked.connect
     async def forget_revoked(sender, revoked, **kwargs):
@@ -57,7 +68,7 @@ def register(app: faust.App, topology: Topology) -> None:
     async def schedule(stream):
         async for domain, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
             state = load(domain)
-            await send_outputs(outputs, STAGE, event, [("SchedulingDecision", d) for d in state.handle(event)])
+            await send_outputs(outputs, STAGE, event, state.handle(event))
             for key, value in state.take_changes().items():
                 if value is None:
                     table.pop(domain + SEPARATOR + key, None)

@@ -1,25 +1,29 @@
-"""``koord simulate``: publish a synthetic fleet (``node_agent.simulator``)."""
+"""``koord simulate``: publish a synthetic fleet (``node_agent.simulator``) through the node agent's publisher.
+
+Nodes and Devices first, then every simulated second the pods that arrive or
+finish, and every report interval one NodeMetric per node. In the background
+it reads the decisions topic (to learn where its pods run) and the
+actuations topic, and acknowledges each actuation addressed to its nodes.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
+import time
 
 import click
 
+from node_agent import metrics
+from node_agent.publisher import Publisher
 from node_agent.simulator import Fleet, FleetArgs
 from streams import kafka
 from streams.cli import context
-from streams.objects import Document, to_record
 from streams.schemas import codec
 
-
-def _encoded(manifests: list[dict], names: dict[str, str]) -> list[tuple[str, str, bytes]]:
-    out = []
-    for index, manifest in enumerate(manifests):
-        record = to_record(Document("<simulator>", index, 1, manifest))
-        out.append((names[record.topic], record.key, codec.encode(record.schema, record.record)))
-    return out
+log = logging.getLogger(__name__)
+SOURCE = "<simulator>"
 
 
 @click.command()
@@ -28,33 +32,92 @@ def _encoded(manifests: list[dict], names: dict[str, str]) -> list[tuple[str, st
 @click.option("--seed", default=FleetArgs.seed, show_default=True)
 @click.option("--speed", default=1.0, show_default=True, help="Simulated seconds per real second.")
 @click.option("--duration", default=0, help="Simulated seconds to run (0: until stopped).")
-def simulate(nodes: int, pods_per_node: int, seed: int, speed: float, duration: int) -> None:
-    """Publish a simulated cluster: nodes, then pods arriving and finishing."""
+@click.option("--report-interval", default=FleetArgs.report_interval_s, show_default=True,
+              help="Simulated seconds between two NodeMetrics of a node.")
+@click.option("--mean-lifetime", default=FleetArgs.mean_lifetime_s, show_default=True,
+              help="Mean pod lifetime in simulated seconds.")
+def simulate(nodes: int, pods_per_node: int, seed: int, speed: float, duration: int, report_interval: int,
+             mean_lifetime: int) -> None:
+    """Publish a simulated cluster: nodes, devices, pods arriving and finishing, node metrics; ack actuations."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = context.settings()
+    bootstrap = context.bootstrap(config)
     names = context.topology(config).names()
-    fleet = Fleet(FleetArgs(nodes=nodes, pods_per_node=pods_per_node, seed=seed))
+    fleet = Fleet(FleetArgs(nodes=nodes, pods_per_node=pods_per_node, seed=seed, report_interval_s=report_interval,
+                            mean_lifetime_s=mean_lifetime, start_time=time.time()))
+    asyncio.run(_main(fleet, bootstrap, names, speed, duration))
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        async with kafka.producer(context.bootstrap(config)) as producer:
-            async def send(manifests):
-                for topic, key, value in _encoded(manifests, names):
-                    await producer.send(topic, key=key.encode(), value=value)
-            await send(fleet.nodes())
-            second = 0
-            while not stop.is_set() and (duration == 0 or second < duration):
-                await send(fleet.step(second))
-                second += 1
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=1 / speed)
-                except asyncio.TimeoutError:
-                    pass
-            await producer.flush()
 
-    asyncio.run(main())
+async def _main(fleet: Fleet, bootstrap: str, names: dict[str, str], speed: float, duration: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    publisher = Publisher(bootstrap, names, max_buffered_metrics=max(360, 36 * len(fleet.node_names)))
+    clock = {"second": 0}
+    tasks = [asyncio.create_task(publisher.run(stop)),
+             asyncio.create_task(follow_fleet_topics(fleet, publisher, bootstrap, names, stop, clock))]
+    try:
+        await run_fleet(fleet, publisher, stop, speed, duration, clock)
+        await publisher.flushed(timeout_s=10)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def run_fleet(fleet: Fleet, publisher: Publisher, stop: asyncio.Event, speed: float, duration: int,
+                    clock: dict[str, int]) -> None:
+    for manifest in fleet.nodes() + fleet.devices():
+        publisher.submit_manifest(manifest, SOURCE)
+    started = time.monotonic()
+    second = 0
+    while not stop.is_set() and (duration == 0 or second < duration):
+        clock["second"] = second
+        for manifest in fleet.step(second):
+            publisher.submit_manifest(manifest, SOURCE)
+        if second and second % fleet.args.report_interval_s == 0:
+            for manifest in fleet.node_metrics(second):
+                publisher.submit_manifest(manifest, SOURCE)
+        second += 1
+        try:
+            await asyncio.wait_for(stop.wait(), max(started + second / speed - time.monotonic(), 0))
+        except asyncio.TimeoutError:
+            pass
+
+
+async def follow_fleet_topics(fleet: Fleet, publisher: Publisher, bootstrap: str, names: dict[str, str],
+                              stop: asyncio.Event, clock: dict[str, int]) -> None:
+    """Bind pods from the decisions topic; acknowledge the actuations addressed to the fleet."""
+    decisions, actuations = names["decisions"], names["actuations"]
+    while not stop.is_set():
+        consumer = kafka.consumer(bootstrap, [decisions, actuations], group_id=None, from_beginning=True)
+        try:
+            await consumer.start()
+            while not stop.is_set():
+                for partition, records in (await consumer.getmany(timeout_ms=500)).items():
+                    for record in records:
+                        if record.value is None:
+                            continue
+                        try:
+                            schema, value = codec.decode(record.value)
+                        except codec.CodecError:
+                            continue
+                        if schema == "SchedulingDecision":
+                            fleet.apply_decision(value, clock["second"])
+                        elif schema == "Actuation":
+                            ack = fleet.acknowledge(value, int(time.time() * 1000))
+                            if ack is not None:
+                                publisher.submit_record("actuation-acks", ack["nodeName"], "ActuationAck", ack,
+                                                        identity=f"{ack['actuationId']}/{ack['sequence']}")
+                                metrics.ACTUATIONS_ACKED.labels(str(ack["applied"]).lower()).inc()
+        except Exception as err:
+            log.warning("reading decisions/actuations failed (%s); retrying", err)
+            try:
+                await asyncio.wait_for(stop.wait(), 2)
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            await consumer.stop()
 
 
 COMMANDS = (simulate,)

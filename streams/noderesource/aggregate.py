@@ -1,43 +1,323 @@
-"""The node aggregate: one state per node, fed by the node inbox.
+"""The node aggregate: one state per node, fed by the node inbox; pure and deterministic.
 
-For now it publishes the node's own capacity and allocatable as a
-NodeResource on every Node event (batch and mid allocatable come with the
-node-profile calculation). Like the scheduling aggregate it remembers the
-last source offset per source partition, so a re-forwarded event is applied
-once, and reads time only from the event.
+Events (``event.kind``; records as the Avro schemas decode them):
+
+- ``Node`` — the node's capacity, allocatable, labels and annotations; a
+  deletion forgets the node (nothing is published). **Every Node event
+  publishes one NodeResource**, whatever Koordinator's sync rules say: the
+  read model and ``koord apply --wait`` wait for a NodeResource caused by
+  each Node event. Koordinator would skip an unchanged node until
+  ``updateTimeThresholdSeconds``; this is a deliberate deviation.
+- ``NodeMetric`` — trains the node profile (``prediction.profile``) and
+  recalculates; publishes only when Koordinator would update the node
+  (first calculation, a batch/mid value moving by more than
+  ``resourceDiffThreshold``, ``updateTimeThresholdSeconds`` elapsed, or a new
+  CPU normalization ratio). A deleted NodeMetric degrades the node and
+  forgets when it was last published (Koordinator cleans its sync context).
+- ``SchedulingDecision`` — ``Scheduled``/``Bound`` to this node adds or
+  updates the pod (requests, priority class and QoS with default);
+  ``Released``/``Preempted`` removes it. No publication: Koordinator does not
+  recalculate on pod changes, the next NodeMetric or tick does.
+- ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
+  ``degradeTimeMinutes`` resets batch and mid, and an unchanged node is
+  re-published after ``updateTimeThresholdSeconds``.
+- other kinds (a ConfigMap included: the shell calls ``recalculate`` for it)
+  are ignored and not recorded as applied.
+
+``recalculate`` runs the calculation after a config change (same sync rules).
+Idempotence: the last source offset per source partition is remembered and
+an event at or below it is ignored. Time is ``event.timestamp_ms`` only.
+
+When a NodeMetric carries no ``prodReclaimableMetric``, ProdReclaimable is
+predicted from the node profile (``MidResourceArgs.predict_unreported_reclaimable``);
+koordlet would have reported it, and Koordinator's slo-controller would
+count a missing one as 0.
+
+``dump_state``/``load_state`` give a compact, exact binary form: node and pod
+table as zlib-compressed JSON (encoded again only when they change), the
+NodeMetric and the profile's histograms as packed integers and numpy arrays.
 """
 
 from __future__ import annotations
 
-from streams.events import InboxEvent, decision_id
+import dataclasses
+import json
+import struct
+import zlib
+from collections.abc import Mapping
+from types import MappingProxyType
 
-ECHO_MESSAGE = "allocatable echoed from the Node (batch and mid resources not calculated yet)"
+from streams.events import Causation, InboxEvent, decision_id
+from streams.noderesource import registry
+from streams.noderesource.classes import (
+    KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES, decision_priority_class, qos_class_by_name,
+)
+from streams.noderesource.config import SloConfig
+from streams.noderesource.framework import EXTENDED_RESOURCES
+from streams.noderesource.plugins import midresource
+from streams.noderesource.prediction.profile import (
+    NodeProfile, PredictionArgs, forget_pod, predict, profile_from_bytes, profile_to_bytes, train,
+)
+from streams.noderesource.reconcile import Observer, Published, published_after, reconcile
+from streams.noderesource.views import (
+    HostAppMetric, MetricView, NodeView, PodTable, PodView, build_node_view, metric_view, node_view,
+)
+
+PLUGINS = registry.build()
+PREDICTION_ARGS = PredictionArgs()
+"""koordlet's prediction settings the node profile follows (a shell may replace them at start-up)."""
+OBSERVER: Observer | None = None
+"""Set by the shell to count and time plugin calls (``reconcile.Observer``); None: not observed."""
+RUNNING_RESULTS = ("Scheduled", "Bound")
+ENDED_RESULTS = ("Released", "Preempted")
+FORMAT = b"KNR1"
 
 
-def initial_state() -> dict:
-    return {"sources": {}, "node": None}
+@dataclasses.dataclass(frozen=True)
+class NodeState:
+    sources: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """``topic/partition`` of a source -> the last source offset applied."""
+    node: NodeView | None = None
+    pods: Mapping[str, PodView] = dataclasses.field(default_factory=lambda: PodTable())
+    """Pods bound to the node, by ``namespace/name``."""
+    metric: MetricView | None = None
+    """The last NodeMetric, as reported."""
+    profile: NodeProfile = NodeProfile()
+    published: Published = Published()
+    encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+    """Memo of the encoded node and pod table; not part of the state."""
 
 
-def handle(state: dict, event: InboxEvent) -> tuple[dict, list[dict]]:
-    """Apply one event to a node's state; return (new state, NodeResource records)."""
-    cause = event.causation
+def initial_state() -> NodeState:
+    return NodeState()
+
+
+def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
+             metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None) -> NodeState:
+    """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
+    keep_encoded = node is ... and pods is None
+    return NodeState(state.sources if sources is None else sources,
+                     state.node if node is ... else node,
+                     state.pods if pods is None else pods,
+                     state.metric if metric is ... else metric,
+                     state.profile if profile is None else profile,
+                     state.published if published is None else published,
+                     state.encoded if keep_encoded else [])
+
+
+def _seen(state: NodeState, cause: Causation) -> dict[str, int] | None:
+    """The sources after applying ``cause``; None when it was applied already."""
     source = f"{cause.source_topic}/{cause.source_partition}"
-    if state["sources"].get(source, -1) >= cause.source_offset:
+    if state.sources.get(source, -1) >= cause.source_offset:
+        return None
+    return {**state.sources, source: cause.source_offset}
+
+
+def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[NodeState, list[dict]]:
+    """Apply one inbox event; return the new state and the NodeResource records to publish."""
+    sources = _seen(state, event.causation)
+    if sources is None:
         return state, []
-    state = {**state, "sources": {**state["sources"], source: cause.source_offset}}
-    if event.kind != "Node":
+    kind, now = event.kind, event.timestamp_ms
+    if kind == "NodeMetric":
+        if event.deleted:
+            state = _replace(state, sources=sources, metric=None,
+                             published=dataclasses.replace(state.published, synced_ms=None))
+        else:
+            metric = metric_view(event.record)
+            profile = train(state.profile, metric, state.pods, now, PREDICTION_ARGS)
+            state = _replace(state, sources=sources, metric=metric, profile=profile)
+        return _calculate(state, config, now, event.causation, force=False)
+    if kind == "Node":
+        if event.deleted:
+            return _replace(state, sources=sources, node=None, published=Published()), []
+        return _calculate(_replace(state, sources=sources, node=node_view(event.record)), config, now,
+                          event.causation, force=True)
+    if kind == "Tick":
+        return _calculate(_replace(state, sources=sources), config, now, event.causation, force=False)
+    if kind == "SchedulingDecision":
+        if event.deleted:
+            return state, []
+        return _on_decision(_replace(state, sources=sources), event), []
+    return state, []
+
+
+def recalculate(state: NodeState, config: SloConfig, now_ms: int,
+                causation: Causation) -> tuple[NodeState, list[dict]]:
+    """Recalculate after a config change; publishes when Koordinator would update the node."""
+    sources = _seen(state, causation)
+    if sources is None:
         return state, []
-    if event.deleted:
-        return {**state, "node": None}, []
+    return _calculate(_replace(state, sources=sources), config, now_ms, causation, force=False)
+
+
+def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
     record = event.record
-    node = {"capacity": dict(record["capacity"]), "allocatable": dict(record["allocatable"])}
-    output = {
-        "decisionId": decision_id(cause, 0),
-        "nodeName": event.key,
-        "capacity": node["capacity"],
-        "allocatable": node["allocatable"],
-        "message": ECHO_MESSAGE,
+    pod = record["pod"]
+    key = f"{pod['namespace']}/{pod['name']}"
+    result = record["result"]
+    if result in ENDED_RESULTS:
+        if key not in state.pods:
+            return state
+        pods = PodTable((k, v) for k, v in state.pods.items() if k != key)
+        return _replace(state, pods=pods, profile=forget_pod(state.profile, key))
+    if result not in RUNNING_RESULTS or record.get("nodeName") != event.key:
+        return state
+    requests = record.get("requests") or {}
+    qos = qos_class_by_name(record.get("qosClass"))
+    known = state.pods.get(key)
+    view = PodView(
+        request_cpu=requests.get("cpu", 0), request_memory=requests.get("memory", 0),
+        priority_class=decision_priority_class(record.get("priorityClass"), record.get("priority"), qos),
+        qos=qos, since_ms=known.since_ms if known is not None else event.timestamp_ms,
+        numa_nodes=known.numa_nodes if known is not None else ())
+    if view == known:
+        return state
+    pods = PodTable(state.pods)
+    pods[key] = view
+    return _replace(state, pods=pods)
+
+
+def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causation,
+               force: bool) -> tuple[NodeState, list[dict]]:
+    node = state.node
+    if node is None:
+        return state, []
+    metric = state.metric
+    if (metric is not None and metric.prod_reclaimable is None
+            and PLUGINS[midresource.NAME].args.predict_unreported_reclaimable):
+        reclaimable, _ = predict(state.profile, node, state.pods, metric, now_ms, PREDICTION_ARGS)
+        if reclaimable is not None:
+            metric = MetricView(metric.update_time_ms, metric.node_usage, metric.system_usage, metric.host_apps,
+                                reclaimable, metric.pods)
+    outcome = reconcile(PLUGINS, config, node, state.pods, metric, now_ms, state.published, OBSERVER)
+    if not (force or outcome.status_sync[0] or outcome.meta_sync[0]):
+        return state, []
+    status = outcome.status
+    record = {
+        "decisionId": decision_id(cause, 0, node.name),
+        "nodeName": node.name,
+        "capacity": status.capacity,
+        "allocatable": status.allocatable,
+        "message": outcome.message(),
         "causation": cause.to_record(),
-        "timestamp": event.timestamp_ms,
+        "timestamp": now_ms,
+        "annotations": status.annotations,
     }
-    return {**state, "node": node}, [output]
+    return _replace(state, published=published_after(outcome, now_ms)), [record]
+
+
+# --- persistence -------------------------------------------------------------------------------------
+
+_NO_PRIORITY = 255
+"""Code of a pod or host-application metric without priority class (or with a name Koordinator does not know,
+which every calculation treats alike)."""
+
+
+def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
+    """The compressed node and pod table, and the sorted pod keys the other sections index into."""
+    if state.encoded:
+        return state.encoded[0], state.encoded[1]
+    keys = sorted(state.pods)
+    node = state.node
+    node_json = None if node is None else [node.name, node.capacity, node.allocatable, node.labels, node.annotations]
+    pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
+                  p.since_ms, list(p.numa_nodes)] for key in keys for p in (state.pods[key],)]
+    data = zlib.compress(json.dumps([node_json, pods_json], separators=(",", ":")).encode(), 6)
+    state.encoded[:] = [data, keys]
+    return data, keys
+
+
+_METRIC_HEADER = "<Bq6qHH"
+_POD_METRIC = "<HiqB"
+"""Pod index, cpu milli-cores (int32: up to 2 million cores), memory bytes, priority code."""
+_POD_METRIC_SIZE = struct.calcsize(_POD_METRIC)
+
+
+def _priority_code(name: str | None) -> int:
+    return _NO_PRIORITY if name is None else PRIORITY_CODES.get(name, _NO_PRIORITY)
+
+
+def _metric_section(metric: MetricView | None, index: Mapping[str, int]) -> tuple[bytes, list[str]]:
+    """The NodeMetric packed; pods named by their index in the pod table, others listed by key."""
+    if metric is None:
+        return b"\x00", []
+    flags = 1 | (2 if metric.node_usage is not None else 0) | (4 if metric.prod_reclaimable is not None else 0)
+    node_usage = metric.node_usage or (0, 0)
+    reclaimable = metric.prod_reclaimable or (0, 0)
+    parts = [struct.pack(_METRIC_HEADER, flags, -1 if metric.update_time_ms is None else metric.update_time_ms,
+                         *node_usage, *metric.system_usage, *reclaimable, len(metric.host_apps), len(metric.pods))]
+    parts.extend(struct.pack("<Bqq", _priority_code(app.priority), app.cpu, app.memory) for app in metric.host_apps)
+    others = []
+    for key, (cpu, memory, priority) in metric.pods.items():
+        position = index.get(key)
+        if position is None:
+            position = 0x8000 | len(others)
+            others.append(key)
+        parts.append(struct.pack(_POD_METRIC, position, cpu, memory, _priority_code(priority)))
+    return b"".join(parts), others
+
+
+def dump_state(state: NodeState) -> bytes:
+    """Compact bytes of the state; ``load_state`` gives it back exactly."""
+    static, keys = _static_section(state)
+    index = {key: position for position, key in enumerate(keys)}
+    metric, other_keys = _metric_section(state.metric, index)
+    published = state.published
+    extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
+    dynamic = json.dumps([state.sources, published.synced_ms, extended, dict(published.annotations), other_keys],
+                         separators=(",", ":")).encode()
+    profile = profile_to_bytes(state.profile, index)
+    return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
+                     static, dynamic, metric, profile))
+
+
+def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str]) -> MetricView | None:
+    if data[offset] == 0:
+        return None
+    flags, update, usage_cpu, usage_memory, system_cpu, system_memory, reclaim_cpu, reclaim_memory, apps, pods = \
+        struct.unpack_from(_METRIC_HEADER, data, offset)
+    offset += struct.calcsize(_METRIC_HEADER)
+    names = {code: name for name, code in PRIORITY_CODES.items()}
+    host_apps = []
+    for _ in range(apps):
+        code, cpu, memory = struct.unpack_from("<Bqq", data, offset)
+        offset += 17
+        host_apps.append(HostAppMetric(names.get(code), cpu, memory))
+    pod_metrics = {}
+    for _ in range(pods):
+        position, cpu, memory, code = struct.unpack_from(_POD_METRIC, data, offset)
+        offset += _POD_METRIC_SIZE
+        key = other_keys[position & 0x7FFF] if position & 0x8000 else keys[position]
+        pod_metrics[key] = (cpu, memory, names.get(code))
+    return MetricView(
+        update_time_ms=None if update < 0 else update,
+        node_usage=(usage_cpu, usage_memory) if flags & 2 else None,
+        system_usage=(system_cpu, system_memory),
+        host_apps=tuple(host_apps),
+        prod_reclaimable=(reclaim_cpu, reclaim_memory) if flags & 4 else None,
+        pods=pod_metrics,
+    )
+
+
+def load_state(data: bytes) -> NodeState:
+    if data[:4] != FORMAT:
+        raise ValueError("not a node-aggregate state (bad format marker)")
+    static_length, dynamic_length, metric_length = struct.unpack_from("<III", data, 4)
+    offset = 16
+    node_json, pods_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
+    offset += static_length
+    sources, synced, extended, annotations, other_keys = json.loads(data[offset:offset + dynamic_length])
+    offset += dynamic_length
+    keys = [entry[0] for entry in pods_json]
+    metric = _load_metric(data, offset, keys, other_keys)
+    offset += metric_length
+    profile, _ = profile_from_bytes(data, offset, keys)
+    node = None if node_json is None else build_node_view(*node_json)
+    pods = PodTable((key, PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa)))
+                    for key, cpu, memory, priority, qos, since, numa in pods_json)
+    published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
+                                                    if value is not None}), MappingProxyType(annotations))
+    state = NodeState(sources, node, pods, metric, profile, published)
+    state.encoded[:] = [data[16:16 + static_length], keys]
+    return state

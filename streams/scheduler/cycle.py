@@ -1,22 +1,43 @@
-"""One scheduling cycle: filter every node, score the survivors, pick one.
+"""One scheduling cycle over a profile's plugins.
 
-Failure messages follow kube-scheduler's ``FitError``: each node contributes
-every reason it failed for, reasons are counted across nodes, the
-"<count> <reason>" strings are sorted, e.g.
-``0/3 nodes are available: 1 Too many pods, 2 Insufficient cpu.``
-kube-scheduler breaks score ties at random; here the node whose name sorts
-first wins, so the same inbox always gives the same placement.
+``Framework`` instantiates a profile's plugins (once each, whatever the number of
+extension points they serve); ``run_cycle`` runs them for one pod::
+
+    no nodes         -> "no nodes available to schedule pods"
+    PreFilter        -> Skip drops that plugin's Filter for this pod; Unschedulable is
+                        remembered and the other PreFilters still run (kube-scheduler >= 1.29);
+                        UnschedulableAndUnresolvable stops
+    Filter           -> every node's reasons come from the first filter it fails
+    PostFilter       -> when no node is left (ElasticQuota preemption)
+    Score            -> sum of weight * score over the score plugins; the best node wins,
+                        ties to the node whose name sorts first (kube-scheduler picks one at
+                        random; determinism matters more here)
+    Reserve, Permit  -> a failure unreserves and fails the cycle
+
+The failure message is kube-scheduler's ``FitError``: "0/N nodes are available: " then the
+PreFilter message, or the "<count> <reason>" strings of the filters, sorted and joined by
+", ", then "." and the PostFilter message in the same form. The PostFilter message is itself
+a FitError ending in ".", so the message ends in "..", exactly as kube-scheduler's events do
+("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod..").
+
+kube-scheduler scores only a sample of the feasible nodes in big clusters
+(percentageOfNodesToScore); here every node is filtered and scored, which is what makes
+decisions reproducible and is cheap when vectorized.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
+import time
 
 import numpy as np
 
-from streams.scheduler.columns import NodeColumns, PodRequest
-from streams.scheduler.framework import FilterPlugin, ScorePlugin
+from streams.scheduler.config import ProfileConfig
+from streams.scheduler.framework import (
+    Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim)
+from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.registry import REGISTRY
+from streams.scheduler.state import Cluster
 
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 TOP_SCORES = 3
@@ -26,37 +47,193 @@ TOP_SCORES = 3
 class CycleResult:
     node: str | None
     message: str
-    filter_results: tuple[tuple[str, str, int], ...]
+    filter_results: tuple[tuple[str, str, int], ...] = ()
     """(plugin, reason, node count), sorted by plugin then reason."""
-    scores: tuple[tuple[str, int], ...]
+    scores: tuple[tuple[str, int], ...] = ()
     """The best (node, score) pairs, best first."""
+    victims: tuple[Victim, ...] = ()
+    """Pods PostFilter preempted so that the pod fits ``nominated``."""
+    nominated: str | None = None
+    rejected_by: frozenset[str] = frozenset()
+    """Plugins that rejected the pod (what a later event must concern to make a retry useful)."""
 
 
-def run_cycle(pod: PodRequest, nodes: NodeColumns, plugins: list[object]) -> CycleResult:
-    count = len(nodes)
+class PluginStats:
+    """Calls and seconds per (plugin, stage, result), for the shell to export (Prometheus labels
+    ``plugin``, ``stage``, ``result``). Measuring reads a clock; nothing decided depends on it."""
+
+    def __init__(self) -> None:
+        self.calls: dict[tuple[str, str, str], list] = {}
+
+    def record(self, plugin: str, stage: str, result: str, started: float) -> None:
+        entry = self.calls.get((plugin, stage, result))
+        if entry is None:
+            entry = self.calls[(plugin, stage, result)] = [0, 0.0]
+        entry[0] += 1
+        entry[1] += time.perf_counter() - started
+
+
+class Framework:
+    """A profile's plugin instances, by extension point."""
+
+    def __init__(self, profile: ProfileConfig, cluster: Cluster) -> None:
+        self.profile = profile
+        self.cluster = cluster
+        self.stats = PluginStats()
+        names = sorted({name for names in profile.points.values() for name in names})
+        self.plugins = {name: REGISTRY[name](profile.args[name], cluster) for name in names}
+        self.points = {point: [self.plugins[name] for name in names] for point, names in profile.points.items()}
+        self.weights = [(self.plugins[name], profile.weights[name]) for name in profile.points["score"]]
+        self.observers = [p for p in self.plugins.values() if hasattr(p, "observe")]
+
+    def observe(self, change: object) -> None:
+        for plugin in self.observers:
+            plugin.observe(change)
+
+    def close(self) -> None:
+        for plugin in self.plugins.values():
+            close = getattr(plugin, "close", None)
+            if close is not None:
+                close()
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        for plugin in self.points["preEnqueue"]:
+            status = plugin.pre_enqueue(pod)
+            if not status.ok:
+                return dataclasses.replace(status, plugin=plugin.name)
+        return Status()
+
+
+def fit_message(count: int, reasons: dict[str, int], prefilter: str = "", postfilter: str = "") -> str:
+    message = f"0/{count} nodes are available:"
+    if prefilter:
+        message += f" {prefilter}."
+    else:
+        histogram = sorted(f"{n} {reason}" for reason, n in reasons.items())
+        if histogram:
+            message += f" {', '.join(histogram)}."
+    if postfilter:
+        message += f" {postfilter}."
+    return message
+
+
+def _filters(fw: Framework, state: CycleState, pod: PodInfo, skipped: set[str], count: int,
+             counts: dict[tuple[str, str], int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(passing nodes, nodes failed only with Unschedulable)."""
+    candidates = np.ones(count, dtype=bool)
+    unresolvable = np.zeros(count, dtype=bool)
+    stats = fw.stats
+    for plugin in fw.points["filter"]:
+        if plugin.name in skipped:
+            continue
+        started = time.perf_counter()
+        result: FilterResult = plugin.filter(state, pod, candidates)
+        if result.passed is candidates:
+            stats.record(plugin.name, "filter", "Success", started)
+            continue
+        newly = candidates & ~result.passed
+        rejected = bool(newly.any())
+        stats.record(plugin.name, "filter", result.code.label if rejected else "Success", started)
+        if rejected:
+            if counts is not None:
+                for reason, mask in result.reasons:
+                    hits = int(np.count_nonzero(mask & newly))
+                    if hits:
+                        key = (plugin.name, reason)
+                        counts[key] = counts.get(key, 0) + hits
+            if result.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                unresolvable |= newly
+            candidates = candidates & result.passed
+            if not candidates.any():
+                break
+    return candidates, ~unresolvable & ~candidates
+
+
+def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> CycleResult:
+    cluster = fw.cluster
+    names = cluster.columns.names
+    count = len(names)
     if count == 0:
-        return CycleResult(None, NO_NODES_MESSAGE, (), ())
-    candidates = ~nodes.unschedulable[:count]
-    counts: collections.Counter[tuple[str, str]] = collections.Counter()
-    unschedulable = int(count - candidates.sum())
-    if unschedulable:
-        counts[("NodeUnschedulable", "node(s) were unschedulable")] = unschedulable
-    for plugin in plugins:
-        if isinstance(plugin, FilterPlugin):
-            result = plugin.filter(pod, nodes, candidates)
-            for index in np.flatnonzero(candidates & ~result.passed):
-                for reason in result.reasons[index]:
-                    counts[(plugin.name, reason)] += 1
-            candidates = result.passed
-    filter_results = tuple(sorted((plugin, reason, n) for (plugin, reason), n in counts.items()))
+        return CycleResult(None, NO_NODES_MESSAGE)
+    state = CycleState()
+    skipped: set[str] = set()
+    failed: Status | None = None
+    stats = fw.stats
+    for plugin in fw.points["preFilter"]:
+        started = time.perf_counter()
+        status = plugin.pre_filter(state, pod)
+        stats.record(plugin.name, "preFilter", status.code.label, started)
+        if status.code == Code.SKIP:
+            skipped.add(plugin.name)
+        elif not status.ok:
+            status = dataclasses.replace(status, plugin=plugin.name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                failed = status
+                break
+            failed = failed or status
+    counts: dict[tuple[str, str], int] = {}
+    if failed is not None:
+        resolvable = np.full(count, failed.code == Code.UNSCHEDULABLE, dtype=bool)
+        candidates = np.zeros(count, dtype=bool)
+        filter_results = ((failed.plugin, failed.message, count),)
+    else:
+        candidates, resolvable = _filters(fw, state, pod, skipped, count, counts)
+        filter_results = tuple(sorted((p, r, n) for (p, r), n in counts.items()))
+    rejected = frozenset({failed.plugin} if failed else {p for p, _ in counts})
     if not candidates.any():
-        reasons = sorted(f"{n} {reason}" for (_, reason), n in counts.items())
-        message = f"0/{count} nodes are available: {', '.join(reasons)}."
-        return CycleResult(None, message, filter_results, ())
+        post = PostFilterResult(Status(Code.UNSCHEDULABLE))
+        reasons: list[str] = []
+        if allow_preemption:
+            diagnosis = Diagnosis(failed, resolvable, lambda: _filters(fw, state, pod, skipped, count)[0])
+            for plugin in fw.points["postFilter"]:
+                started = time.perf_counter()
+                post = plugin.post_filter(state, pod, diagnosis)
+                stats.record(plugin.name, "postFilter", post.status.code.label, started)
+                if post.status.code == Code.SUCCESS:
+                    break
+                reasons.extend(post.status.reasons)
+                if post.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    break
+        if post.status.code == Code.SUCCESS and post.victims:
+            return CycleResult(None, "", filter_results, (), post.victims, post.nominated_node, rejected)
+        message = fit_message(count, {r: n for (_, r), n in counts.items()},
+                              failed.message if failed else "", ", ".join(reasons))
+        return CycleResult(None, message, filter_results, rejected_by=rejected)
     total = np.zeros(count, dtype=np.int64)
-    for plugin in plugins:
-        if isinstance(plugin, ScorePlugin):
-            total += plugin.score(pod, nodes, candidates)
-    ranked = sorted(((-int(total[i]), nodes.names[i]) for i in np.flatnonzero(candidates)))
-    scores = tuple((name, -negative) for negative, name in ranked[:TOP_SCORES])
-    return CycleResult(scores[0][0], "", filter_results, scores)
+    for plugin, weight in fw.weights:
+        started = time.perf_counter()
+        total += plugin.score(state, pod, candidates) * weight
+        stats.record(plugin.name, "score", "Success", started)
+    keyed = total * (count + 1)
+    keyed += cluster.columns.name_rank()
+    keyed[~candidates] = -1
+    best = []
+    for _ in range(min(TOP_SCORES, count)):
+        index = int(np.argmax(keyed))
+        if keyed[index] < 0:
+            break
+        best.append(index)
+        keyed[index] = -1
+    scores = tuple((names[i], int(total[i])) for i in best)
+    node = names[best[0]]
+    for index, plugin in enumerate(fw.points["reserve"]):
+        started = time.perf_counter()
+        status = plugin.reserve(state, pod, node)
+        stats.record(plugin.name, "reserve", status.code.label, started)
+        if not status.ok:
+            for done in reversed(fw.points["reserve"][: index + 1]):
+                done.unreserve(state, pod, node)
+            return CycleResult(None, fit_message(count, {}, status.message or "reserve failed"), filter_results,
+                               scores, rejected_by=frozenset({plugin.name}))
+    for plugin in fw.points["permit"]:
+        started = time.perf_counter()
+        status = plugin.permit(state, pod, node)
+        stats.record(plugin.name, "permit", status.code.label, started)
+        if status.code != Code.SUCCESS:
+            for done in reversed(fw.points["reserve"]):
+                done.unreserve(state, pod, node)
+            reason = status.message or ("waiting on permit is not supported" if status.code == Code.WAIT
+                                        else "rejected by permit")
+            return CycleResult(None, fit_message(count, {}, reason), filter_results, scores,
+                               rejected_by=frozenset({plugin.name}))
+    return CycleResult(node, "", filter_results, scores)

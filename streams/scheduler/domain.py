@@ -1,208 +1,596 @@
 """The scheduling-domain aggregate: state and the pure transition.
 
-``SchedulingDomain.handle(event)`` applies one inbox event and returns the
-decisions it causes. It reads no clock (time is the event's timestamp) and
-iterates only in defined orders, so the same inbox gives the same decisions.
+``SchedulingDomain.handle(event)`` applies one inbox event and returns what it causes, as
+(Avro schema name, record) pairs: ``SchedulingDecision`` (v2), ``ElasticQuotaStatus`` (a
+quota whose runtime, used or request changed) and ``DeadLetter`` (stage "scheduling": a
+KubeSchedulerConfiguration that cannot be applied, or an ElasticQuota/Profile the quota
+rules refuse; the previous state stays). It reads no clock: time is the largest event
+timestamp seen (Tick events let it pass), so the same inbox gives the same outputs.
 
-Every Pod event yields exactly one decision about that pod, stating where
-the pod stands after it (``Scheduled``, ``Unschedulable``, ``Bound`` for a
-pod that arrived with ``spec.nodeName``, ``Released`` for one that ended or
-was deleted); that is what ``koord apply --wait`` waits for. Pods still
-pending are retried when the cluster changes (a node appears or changes, a
-pod releases its resources); a retry is emitted only when its outcome
-changed.
+Inbox kinds: Node, NodeResource (batch/mid allocatable overlaid on the node's), Pod,
+NodeMetric (keyed by node name), ElasticQuota, ElasticQuotaProfile,
+KubeSchedulerConfiguration (record {"metadata", "manifest"}), Tick (record {"timestamp"}).
 
-State is persisted as flat entries (``entries()`` / ``restore()``): one per
-node, one per pod, one per source partition (the last source offset applied,
-so an event the router forwarded twice is applied once).
+Every Pod event yields exactly one decision about that pod, stating where it stands after
+the event: ``Scheduled``, ``Unschedulable``, ``Bound`` (it arrived with spec.nodeName) or
+``Released`` (it ended or was deleted) — ``koord apply --wait`` relies on it. Pending pods
+are retried by the queue (``queue``) when an event concerns what rejected them and their
+backoff has passed; a retry is emitted only when its outcome changed. A pod preempted by
+ElasticQuota gets a ``Preempted`` decision (its node in ``nodeName``), releases its
+resources and goes back to the queue: koordstream does not own pod lifecycles, so the
+pod object still exists and is placed again when it fits. A source event at or below the
+last offset applied for its source partition is a duplicate and is ignored.
+
+State is persisted as flat JSON-able entries (``entries()`` / ``restore()`` /
+``take_changes()``): the objects (nodes in row order, pods with their queue state,
+metrics, quotas, profiles, the configuration), source offsets, the last quota statuses
+sent and the clock. Plugins rebuild their derived state from the objects, so a restored
+domain makes the same decisions as the live one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from streams.events import InboxEvent, decision_id
-from streams.scheduler import registry
-from streams.scheduler.columns import NodeColumns, PodRequest
-from streams.scheduler.cycle import CycleResult, run_cycle
+from streams.schemas import codec
+from streams.scheduler import config as scheduler_config
+from streams.scheduler import podinfo, priority
+from streams.scheduler.cycle import CycleResult, Framework, run_cycle
+from streams.scheduler.plugins.elasticquota import objects as quota_objects
+from streams.scheduler.plugins.elasticquota.plugin import ElasticQuota
+from streams.scheduler.podinfo import PodInfo, Requirement, SelectorTerm
+from streams.scheduler.queue import (
+    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, QueuedPod, SchedulingQueue)
+from streams.scheduler.state import (
+    Cluster, MetricChanged, NodeChanged, NodeObject, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
 
-SCHEDULED, UNSCHEDULABLE, BOUND, RELEASED = "Scheduled", "Unschedulable", "Bound", "Released"
+SCHEDULED, UNSCHEDULABLE, BOUND, RELEASED, PREEMPTED = "Scheduled", "Unschedulable", "Bound", "Released", "Preempted"
 ENDED_PHASES = ("Succeeded", "Failed")
+STAGE = "scheduling"
+STATUS_SYNC_INTERVAL_MS = 1000
+"""ElasticQuotaStatus is synced at most this often (event time), as Koordinator's quota status
+controller syncs every second; a change to the quota objects themselves is synced at once."""
 
 
 @dataclasses.dataclass
 class PodState:
-    namespace: str
-    name: str
-    uid: str | None
-    requests: dict[str, int]
-    priority: int
     seq: int
     node: str | None = None
+    assigned_at: int | None = None
+    last_result: str = ""
     last_message: str = ""
-
-    def to_entry(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 class SchedulingDomain:
-    def __init__(self, domain: str, plugins: list[object] | None = None) -> None:
+    def __init__(self, domain: str) -> None:
         self.domain = domain
-        self.plugins = plugins if plugins is not None else registry.build()
-        self.nodes = NodeColumns()
-        self.node_specs: dict[str, dict] = {}
+        self.cluster = Cluster()
         self.pods: dict[str, PodState] = {}
+        self.node_records: dict[str, dict] = {}
+        self.node_resources: dict[str, dict] = {}
+        self.config_record: dict | None = None
+        self.config = scheduler_config.default_config()
+        self.frameworks: dict[str, Framework] = {}
+        self.queue = SchedulingQueue()
         self.source_offsets: dict[str, int] = {}
+        self.statuses: dict[str, dict] = {}
         self.seq = 0
-        self.changed: dict[str, dict | None] = {}
+        self._dirty: set[str] = set()
+        self._status_version: tuple | None = None
+        self.status_synced_at: int | None = None
+        self._build_frameworks(self.config)
 
-    # -- persistence -------------------------------------------------------
+    # -- configuration -------------------------------------------------------------
+
+    def _build_frameworks(self, config: scheduler_config.SchedulerConfig) -> None:
+        frameworks = {}
+        try:
+            for profile in config.profiles:
+                frameworks[profile.scheduler_name] = Framework(profile, self.cluster)
+        except Exception:
+            for framework in frameworks.values():
+                framework.close()
+            raise
+        for framework in self.frameworks.values():
+            framework.close()
+        self.frameworks = frameworks
+        self.config = config
+        self.queue.initial_backoff_ms = config.initial_backoff_ms
+        self.queue.max_backoff_ms = config.max_backoff_ms
+
+    def _framework(self, pod: PodInfo) -> Framework:
+        return self.frameworks[self.config.profile_for(pod.scheduler_name).scheduler_name]
+
+    def _quota_plugin(self) -> ElasticQuota | None:
+        for profile in self.config.profiles:
+            plugin = self.frameworks[profile.scheduler_name].plugins.get("ElasticQuota")
+            if plugin is not None:
+                return plugin
+        return None
+
+    def _observe(self, change: object) -> None:
+        for framework in self.frameworks.values():
+            framework.observe(change)
+
+    # -- persistence -------------------------------------------------------------
 
     def entries(self) -> dict[str, dict]:
         """The whole state as flat entries (key -> JSON-able value)."""
-        out = {f"node/{name}": spec for name, spec in self.node_specs.items()}
-        out.update({f"pod/{key}": pod.to_entry() for key, pod in self.pods.items()})
-        out.update({f"source/{src}": {"offset": off} for src, off in self.source_offsets.items()})
-        out["meta"] = {"seq": self.seq}
+        keys = {"meta", "config"}
+        keys.update(f"node/{n}" for n in self.node_records)
+        keys.update(f"noderesource/{n}" for n in self.node_resources)
+        keys.update(f"pod/{k}" for k in self.pods)
+        keys.update(f"metric/{n}" for n in self.cluster.metrics)
+        keys.update(f"quota/{n}" for n in self.cluster.quotas)
+        keys.update(f"profile/{k}" for k in self.cluster.profiles)
+        keys.update(f"source/{s}" for s in self.source_offsets)
+        keys.update(f"status/{s}" for s in self.statuses)
+        out = {}
+        for key in keys:
+            value = self._entry(key)
+            if value is not None:
+                out[key] = value
         return out
 
+    def _entry(self, key: str) -> dict | None:
+        kind, _, name = key.partition("/")
+        if kind == "meta":
+            return {"seq": self.seq, "now": self.cluster.now_ms, "status_synced_at": self.status_synced_at}
+        if kind == "config":
+            return {"record": self.config_record} if self.config_record is not None else None
+        if kind == "node":
+            record = self.node_records.get(name)
+            row = self.cluster.columns.row.get(name)
+            return None if record is None else {"record": record, "row": row}
+        if kind == "noderesource":
+            return self.node_resources.get(name)
+        if kind == "pod":
+            state = self.pods.get(name)
+            if state is None:
+                return None
+            queued = self.queue.pods.get(name)
+            return {"record": self.cluster.pods[name].record, **dataclasses.asdict(state),
+                    "queue": queued.to_entry() if queued else None}
+        if kind == "metric":
+            return self.cluster.metrics.get(name)
+        if kind == "quota":
+            return self.cluster.quotas.get(name)
+        if kind == "profile":
+            return self.cluster.profiles.get(name)
+        if kind == "source":
+            offset = self.source_offsets.get(name)
+            return None if offset is None else {"offset": offset}
+        if kind == "status":
+            return self.statuses.get(name)
+        return None
+
     @classmethod
-    def restore(cls, domain: str, entries: dict[str, dict], plugins: list[object] | None = None) -> "SchedulingDomain":
-        state = cls(domain, plugins)
-        for key in sorted(entries):
-            value = entries[key]
+    def restore(cls, domain: str, entries: Mapping[str, dict]) -> "SchedulingDomain":
+        state = cls(domain)
+        cluster = state.cluster
+        groups: dict[str, dict[str, dict]] = {}
+        for key, value in entries.items():
             kind, _, name = key.partition("/")
-            if kind == "node":
-                state.node_specs[name] = value
-                state.nodes.upsert(name, value["allocatable"], value["unschedulable"])
-            elif kind == "pod":
-                state.pods[name] = PodState(**value)
-            elif kind == "source":
-                state.source_offsets[name] = value["offset"]
-            elif kind == "meta":
-                state.seq = value["seq"]
-        for pod in state.pods.values():
-            if pod.node:
-                state.nodes.add_requested(pod.node, pod.requests)
+            groups.setdefault(kind, {})[name] = value
+        meta = groups.get("meta", {}).get("", {})
+        state.seq = meta.get("seq", 0)
+        cluster.now_ms = meta.get("now", 0)
+        state.status_synced_at = meta.get("status_synced_at")
+        state.source_offsets = {k: v["offset"] for k, v in groups.get("source", {}).items()}
+        state.statuses = dict(groups.get("status", {}))
+        state.node_resources = dict(groups.get("noderesource", {}))
+        nodes = groups.get("node", {})
+        for name in sorted(nodes, key=lambda n: (nodes[n].get("row") is None, nodes[n].get("row") or 0, n)):
+            state.node_records[name] = nodes[name]["record"]
+            state._put_node(name)
+        cluster.metrics = dict(groups.get("metric", {}))
+        cluster.quotas = dict(groups.get("quota", {}))
+        cluster.profiles = dict(groups.get("profile", {}))
+        for key in sorted(groups.get("pod", {})):
+            value = groups["pod"][key]
+            info = podinfo.from_record(key, value["record"])
+            cluster.pods[key] = info
+            state.pods[key] = PodState(value["seq"], value["node"], value["assigned_at"], value["last_result"],
+                                       value["last_message"])
+            if value["node"] is not None:
+                state._account(key, info, value["node"], value["assigned_at"] or 0)
+            if value.get("queue"):
+                queued = value["queue"]
+                state.queue.pods[key] = QueuedPod(**{**queued, "rejected_by": tuple(queued["rejected_by"])})
+        record = groups.get("config", {}).get("", {}).get("record")
+        config = scheduler_config.default_config()
+        if record is not None:
+            config = scheduler_config.parse_manifest(record["manifest"])
+            state.config_record = record
+        state._build_frameworks(config)
         return state
 
     def take_changes(self) -> dict[str, dict | None]:
         """Entries changed since the last call (None = removed)."""
-        changed, self.changed = self.changed, {}
+        changed = {key: self._entry(key) for key in sorted(self._dirty)}
+        self._dirty = set()
         return changed
 
-    # -- the transition ----------------------------------------------------
+    # -- the transition ------------------------------------------------------------
 
-    def handle(self, event: InboxEvent) -> list[dict]:
-        """Apply one event; return the SchedulingDecision records it causes."""
+    def handle(self, event: InboxEvent) -> list[tuple[str, dict]]:
+        """Apply one event; return the (schema name, record) outputs it causes."""
         cause = event.causation
         source = f"{cause.source_topic}/{cause.source_partition}"
         if self.source_offsets.get(source, -1) >= cause.source_offset:
             return []
         self.source_offsets[source] = cause.source_offset
-        self.changed[f"source/{source}"] = {"offset": cause.source_offset}
-        decisions: list[dict] = []
-        if event.kind == "Node":
-            self._on_node(event)
-            self._retry_pending(event, decisions, only_changed=True)
-        elif event.kind == "Pod":
-            released = self._on_pod(event, decisions)
-            if released:
-                self._retry_pending(event, decisions, only_changed=True)
-        return decisions
+        self._dirty.add(f"source/{source}")
+        self._dirty.add("meta")
+        now = event.timestamp_ms
+        if event.kind == "Tick" and event.record is not None:
+            now = max(now, int(event.record.get("timestamp") or 0))
+        self.cluster.now_ms = max(self.cluster.now_ms, now)
+        out = _Outputs(self, event)
+        handler = {
+            "Node": self._on_node, "NodeResource": self._on_node_resource, "Pod": self._on_pod,
+            "NodeMetric": self._on_metric, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
+            "KubeSchedulerConfiguration": self._on_config,
+        }.get(event.kind)
+        if handler is not None:
+            handler(event, out)
+        self._retry(out)
+        self._emit_statuses(out)
+        return out.items
 
-    def _on_node(self, event: InboxEvent) -> None:
-        name = event.key
-        if event.deleted:
-            if name in self.node_specs:
-                del self.node_specs[name]
-                self.nodes.remove(name)
-                self.changed[f"node/{name}"] = None
-            return
-        record = event.record
-        spec = {"allocatable": dict(record["allocatable"]), "unschedulable": bool(record["unschedulable"])}
-        is_new = name not in self.node_specs
-        self.node_specs[name] = spec
-        self.nodes.upsert(name, spec["allocatable"], spec["unschedulable"])
-        self.changed[f"node/{name}"] = spec
+    # -- nodes ---------------------------------------------------------------------
+
+    def _node_object(self, name: str) -> NodeObject:
+        record = self.node_records[name]
+        meta = record.get("metadata") or {}
+        allocatable = dict(record.get("allocatable") or {})
+        overlay = self.node_resources.get(name)
+        if overlay:
+            allocatable.update(overlay.get("allocatable") or {})
+        return NodeObject(name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
+                          tuple(record.get("taints") or ()), bool(record.get("unschedulable")), allocatable)
+
+    def _put_node(self, name: str) -> tuple[NodeObject | None, NodeObject]:
+        cluster = self.cluster
+        old = cluster.nodes.get(name)
+        new = self._node_object(name)
+        is_new = old is None
+        cluster.nodes[name] = new
+        cluster.columns.upsert(name, new.allocatable, new.unschedulable)
+        if is_new or old.labels != new.labels:
+            cluster.labels_version += 1
+        if is_new or old.taints != new.taints:
+            cluster.taints_version += 1
         if is_new:
-            for key in sorted(self.pods):
-                pod = self.pods[key]
-                if pod.node == name:
-                    self.nodes.add_requested(name, pod.requests)
+            for key in sorted(cluster.pods_on_node.get(name, ())):
+                pod = cluster.pods[key]
+                cluster.columns.add_pod(name, pod.requests, pod.nonzero_requests())
+        return old, new
 
-    def _on_pod(self, event: InboxEvent, decisions: list[dict]) -> bool:
-        """Handle a pod event; True when it released resources."""
-        key = event.key
-        known = self.pods.get(key)
-        record = event.record
-        if event.deleted or record["phase"] in ENDED_PHASES:
-            namespace, _, name = key.partition("/")
-            released = known is not None and known.node is not None
-            if known is not None:
-                self._forget(key, known)
-            reason = "Deleted" if event.deleted else f"Pod{record['phase']}"
-            pod = known or PodState(namespace, name, None, {}, 0, 0)
-            decisions.append(self._decision(event, len(decisions), pod, RELEASED, None, reason, "", None))
-            return released
-        meta = record["metadata"]
-        if known is None:
-            self.seq += 1
-            known = PodState(meta.get("namespace") or "default", meta["name"], meta.get("uid"),
-                             dict(record["requests"]), int(record.get("priority") or 0), self.seq)
-            self.pods[key] = known
-        elif known.node is None:
-            known.requests = dict(record["requests"])
-            known.priority = int(record.get("priority") or 0)
-        bound_to = record.get("nodeName")
-        if bound_to and known.node is None:
-            known.node = bound_to
-            self.nodes.add_requested(bound_to, known.requests)
-        if known.node is not None:
-            result = BOUND if bound_to else SCHEDULED
-            self._save(key, known)
-            decisions.append(self._decision(event, len(decisions), known, result, known.node, None,
-                                            _assigned(known), None))
-            return False
-        outcome = self._schedule(key, known)
-        decisions.append(self._decision(event, len(decisions), known, *_fields(known, outcome)))
-        return False
+    def _on_node(self, event: InboxEvent, out: "_Outputs") -> None:
+        name = event.key
+        cluster = self.cluster
+        self._dirty.add(f"node/{name}")
+        if event.deleted:
+            if name not in self.node_records:
+                return
+            del self.node_records[name]
+            old = cluster.nodes.pop(name)
+            _, moved = cluster.columns.remove(name)
+            cluster.labels_version += 1
+            cluster.taints_version += 1
+            if moved:
+                self._dirty.add(f"node/{moved}")
+            self._observe(NodeChanged(name, old, None, moved))
+            return
+        self.node_records[name] = dict(event.record)
+        old, new = self._put_node(name)
+        self._observe(NodeChanged(name, old, new))
+        self.queue.on_event(NODE_EVENT)
 
-    def _retry_pending(self, event: InboxEvent, decisions: list[dict], only_changed: bool) -> None:
-        pending = sorted((-pod.priority, pod.seq, key) for key, pod in self.pods.items() if pod.node is None)
-        for _, _, key in pending:
-            pod = self.pods[key]
-            before = pod.last_message
-            outcome = self._schedule(key, pod)
-            if only_changed and pod.node is None and pod.last_message == before:
-                continue
-            decisions.append(self._decision(event, len(decisions), pod, *_fields(pod, outcome)))
-
-    def _schedule(self, key: str, pod: PodState) -> CycleResult:
-        outcome = run_cycle(PodRequest(key, pod.requests, pod.priority), self.nodes, self.plugins)
-        if outcome.node is not None:
-            pod.node = outcome.node
-            pod.last_message = ""
-            self.nodes.add_requested(outcome.node, pod.requests)
+    def _on_node_resource(self, event: InboxEvent, out: "_Outputs") -> None:
+        name = event.record.get("nodeName") if event.record else event.key
+        name = name or event.key
+        self._dirty.add(f"noderesource/{name}")
+        if event.deleted:
+            self.node_resources.pop(name, None)
         else:
-            pod.last_message = outcome.message
-        self._save(key, pod)
+            self.node_resources[name] = {"allocatable": dict(event.record.get("allocatable") or {})}
+        if name in self.node_records:
+            old, new = self._put_node(name)
+            self._observe(NodeChanged(name, old, new))
+            self.queue.on_event(NODE_EVENT)
+
+    def _on_metric(self, event: InboxEvent, out: "_Outputs") -> None:
+        name = event.key
+        self._dirty.add(f"metric/{name}")
+        if event.deleted:
+            self.cluster.metrics.pop(name, None)
+        else:
+            self.cluster.metrics[name] = dict(event.record)
+        self._observe(MetricChanged(name, None if event.deleted else self.cluster.metrics[name]))
+        self.queue.on_event(METRIC_EVENT)
+
+    # -- quotas --------------------------------------------------------------------
+
+    def _quota_specs(self) -> dict:
+        cluster = self.cluster
+        records = quota_objects.effective_quotas(cluster.quotas, cluster.profiles, cluster.nodes.values())
+        return quota_objects.specs_of(records)
+
+    def _on_quota(self, event: InboxEvent, out: "_Outputs") -> None:
+        cluster = self.cluster
+        specs = self._quota_specs()
+        if event.deleted:
+            name = event.key.partition("/")[2] or event.key
+            if name not in cluster.quotas:
+                if event.key in cluster.profiles:
+                    self._on_profile(event, out)
+                return
+            try:
+                quota_objects.validate_delete(name, specs)
+            except quota_objects.QuotaRejected as err:
+                out.dead_letter(str(err))
+                return
+            del cluster.quotas[name]
+        else:
+            record = dict(event.record)
+            try:
+                quota_objects.validate(record, specs)
+            except quota_objects.QuotaRejected as err:
+                out.dead_letter(str(err))
+                return
+            name = record["metadata"]["name"]
+            cluster.quotas[name] = record
+        self._dirty.add(f"quota/{name}")
+        self._observe(QuotaObjectsChanged())
+        self.queue.on_event(QUOTA_EVENT)
+
+    def _on_profile(self, event: InboxEvent, out: "_Outputs") -> None:
+        cluster = self.cluster
+        key = event.key
+        self._dirty.add(f"profile/{key}")
+        if event.deleted:
+            if cluster.profiles.pop(key, None) is None:
+                return
+        else:
+            record = dict(event.record)
+            quota_name = quota_objects._spec(record).get("quotaName")
+            other = next((k for k, p in cluster.profiles.items()
+                          if k != key and quota_objects._spec(p).get("quotaName") == quota_name), None)
+            if other is not None:
+                out.dead_letter(f"quota {quota_name} is already built by ElasticQuotaProfile {other}")
+                return
+            cluster.profiles[key] = record
+        self._observe(QuotaObjectsChanged())
+        self.queue.on_event(QUOTA_EVENT)
+
+    # -- configuration -------------------------------------------------------------
+
+    def _on_config(self, event: InboxEvent, out: "_Outputs") -> None:
+        try:
+            config = (scheduler_config.default_config() if event.deleted
+                      else scheduler_config.parse_manifest(event.record["manifest"]))
+            self._build_frameworks(config)
+        except scheduler_config.ConfigError as err:
+            out.dead_letter(f"KubeSchedulerConfiguration {event.key} rejected: {err}")
+            return
+        self.config_record = None if event.deleted else dict(event.record)
+        self._dirty.add("config")
+        self.queue.on_event(CONFIG_EVENT)
+
+    # -- pods ----------------------------------------------------------------------
+
+    def _account(self, key: str, pod: PodInfo, node: str, at_ms: int, sign: int = 1) -> None:
+        cluster = self.cluster
+        cluster.columns.add_pod(node, pod.requests, pod.nonzero_requests(), sign)
+        if sign > 0:
+            cluster.assignment[key] = node
+            cluster.assigned_at[key] = at_ms
+            cluster.pods_on_node.setdefault(node, set()).add(key)
+        else:
+            cluster.assignment.pop(key, None)
+            cluster.assigned_at.pop(key, None)
+            on_node = cluster.pods_on_node.get(node)
+            if on_node is not None:
+                on_node.discard(key)
+                if not on_node:
+                    del cluster.pods_on_node[node]
+
+    def _assign(self, key: str, node: str) -> None:
+        state = self.pods[key]
+        pod = self.cluster.pods[key]
+        state.node = node
+        state.assigned_at = self.cluster.now_ms
+        self._account(key, pod, node, state.assigned_at)
+        self.queue.remove(key)
+        self._observe(PodAssigned(key, pod, node, state.assigned_at))
+        self._dirty.add(f"pod/{key}")
+
+    def _unassign(self, key: str) -> None:
+        state = self.pods[key]
+        pod = self.cluster.pods[key]
+        node = state.node
+        self._account(key, pod, node, 0, sign=-1)
+        state.node = None
+        state.assigned_at = None
+        self._observe(PodUnassigned(key, pod, node))
+        self._dirty.add(f"pod/{key}")
+
+    def _with_tree_affinity(self, pod: PodInfo) -> PodInfo:
+        """Koordinator's multi-quota-tree webhook: a pod of a tree gets its profile's nodeSelector
+        as required node affinity (added to every term). The webhook mutates the pod once, at
+        creation; the pod record here stays as applied, so the affinity is added on each event."""
+        plugin = self._quota_plugin()
+        selector = plugin.quota_selector(pod) if plugin else None
+        if not selector:
+            return pod
+        extra = tuple(Requirement(k, "In", (v,)) for k, v in sorted(selector.items()))
+        terms = pod.required_terms
+        if terms:
+            terms = tuple(SelectorTerm(t.match_expressions + extra, t.match_fields) for t in terms)
+        else:
+            terms = (SelectorTerm(extra),)
+        return dataclasses.replace(pod, required_terms=terms)
+
+    def _on_pod(self, event: InboxEvent, out: "_Outputs") -> None:
+        key = event.key
+        cluster = self.cluster
+        state = self.pods.get(key)
+        record = event.record
+        if event.deleted or record.get("phase") in ENDED_PHASES:
+            pod = cluster.pods.get(key) or podinfo.placeholder(key)
+            released = state is not None and state.node is not None
+            if state is not None:
+                node = state.node
+                if released:
+                    self._unassign(key)
+                del self.pods[key]
+                old = cluster.pods.pop(key)
+                self.queue.remove(key)
+                self._observe(PodChanged(key, old, None))
+                self._dirty.add(f"pod/{key}")
+            else:
+                node = None
+            reason = "Deleted" if event.deleted else f"Pod{record['phase']}"
+            out.decision(pod, RELEASED, node, reason, "", None)
+            if released:
+                self.queue.on_event(POD_DELETE)
+            return
+        info = podinfo.from_record(key, record)
+        old = cluster.pods.get(key)
+        if state is None:
+            self.seq += 1
+            state = self.pods[key] = PodState(self.seq)
+        if not info.node_name:
+            info = self._with_tree_affinity(info)
+        self._dirty.add(f"pod/{key}")
+        if state.node is not None and old is not None and old.requests != info.requests:
+            node = state.node
+            self._account(key, old, node, state.assigned_at or 0, sign=-1)
+            cluster.pods[key] = info
+            self._account(key, info, node, state.assigned_at or 0)
+            self._observe(PodChanged(key, old, info))
+            self._observe(PodAssigned(key, info, node, state.assigned_at or 0))
+        else:
+            cluster.pods[key] = info
+            self._observe(PodChanged(key, old, info))
+        bound_to = info.node_name
+        if bound_to and state.node is None:
+            self._assign(key, bound_to)
+        if state.node is not None:
+            result = BOUND if bound_to else SCHEDULED
+            state.last_result, state.last_message = result, ""
+            out.decision(info, result, state.node, None, _assigned_message(info, state.node), None)
+            return
+        self.queue.add(key, info.sort_priority, state.seq)
+        outcome = self._attempt(key, out)
+        out.decision(cluster.pods[key], *self._fields(key, outcome))
+
+    def _attempt(self, key: str, out: "_Outputs") -> CycleResult:
+        """One scheduling attempt of pending pod ``key``; assigns it when a node is found."""
+        pod = self.cluster.pods[key]
+        framework = self._framework(pod)
+        status = framework.pre_enqueue(pod)
+        if not status.ok:
+            outcome = CycleResult(None, status.message, rejected_by=frozenset({status.plugin}))
+        else:
+            outcome = run_cycle(framework, pod)
+            if outcome.victims:
+                for victim in outcome.victims:
+                    self._preempt(victim.pod_key, pod, outcome.nominated, out)
+                self.queue.on_event(POD_DELETE)
+                outcome = run_cycle(framework, pod, allow_preemption=False)
+        state = self.pods[key]
+        if outcome.node is not None:
+            self._assign(key, outcome.node)
+            state.last_result, state.last_message = SCHEDULED, ""
+        else:
+            self.queue.failed(key, self.cluster.now_ms, outcome.rejected_by)
+            state.last_result, state.last_message = UNSCHEDULABLE, outcome.message
+        self._dirty.add(f"pod/{key}")
         return outcome
 
-    def _forget(self, key: str, pod: PodState) -> None:
-        if pod.node is not None:
-            self.nodes.add_requested(pod.node, pod.requests, sign=-1)
-        del self.pods[key]
-        self.changed[f"pod/{key}"] = None
+    def _preempt(self, key: str, preemptor: PodInfo, node: str, out: "_Outputs") -> None:
+        state = self.pods[key]
+        victim = self.cluster.pods[key]
+        self._unassign(key)
+        message = f"Preempted by {preemptor.namespace}/{preemptor.name} on node {node}"
+        state.last_result, state.last_message = PREEMPTED, message
+        out.decision(victim, PREEMPTED, node, PREEMPTED, message, None)
+        self.queue.add(key, victim.sort_priority, state.seq)
+        self.queue.failed(key, self.cluster.now_ms, frozenset())
 
-    def _save(self, key: str, pod: PodState) -> None:
-        self.changed[f"pod/{key}"] = pod.to_entry()
+    def _fields(self, key: str, outcome: CycleResult) -> tuple:
+        pod = self.cluster.pods[key]
+        if outcome.node is not None:
+            return SCHEDULED, outcome.node, None, _assigned_message(pod, outcome.node), outcome
+        return UNSCHEDULABLE, None, "Unschedulable", outcome.message, outcome
 
-    def _decision(self, event: InboxEvent, index: int, pod: PodState, result: str, node: str | None,
-                  reason: str | None, message: str, outcome: CycleResult | None) -> dict:
-        return {
-            "decisionId": decision_id(event.causation, index),
-            "domain": self.domain,
+    def _retry(self, out: "_Outputs") -> None:
+        for key in self.queue.due(self.cluster.now_ms):
+            state = self.pods.get(key)
+            if state is None or state.node is not None or key not in self.queue.pods:
+                continue
+            before = (state.last_result, state.last_message)
+            outcome = self._attempt(key, out)
+            if outcome.node is None and (state.last_result, state.last_message) == before:
+                continue
+            out.decision(self.cluster.pods[key], *self._fields(key, outcome))
+
+    # -- quota statuses ------------------------------------------------------------
+
+    def _emit_statuses(self, out: "_Outputs") -> None:
+        plugin = self._quota_plugin()
+        if plugin is None:
+            return
+        now = self.cluster.now_ms
+        forced = out.event.kind in ("ElasticQuota", "ElasticQuotaProfile", "KubeSchedulerConfiguration")
+        if not forced and self.status_synced_at is not None and now - self.status_synced_at < STATUS_SYNC_INTERVAL_MS:
+            return
+        version = plugin.status_version()
+        if version == self._status_version:
+            return
+        self._status_version = version
+        self.status_synced_at = now
+        self._dirty.add("meta")
+        seen = set()
+        for status in plugin.statuses():
+            tree = status.pop("domain_tree")
+            key = f"{tree}/{status['name']}"
+            seen.add(key)
+            if self.statuses.get(key) == status:
+                continue
+            self.statuses[key] = status
+            self._dirty.add(f"status/{key}")
+            out.quota_status(tree, status)
+        for key in [k for k in self.statuses if k not in seen]:
+            del self.statuses[key]
+            self._dirty.add(f"status/{key}")
+
+
+def _assigned_message(pod: PodInfo, node: str) -> str:
+    return f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+
+
+class _Outputs:
+    """The outputs of one event, with their stable ids."""
+
+    def __init__(self, domain: SchedulingDomain, event: InboxEvent) -> None:
+        self.domain = domain
+        self.event = event
+        self.items: list[tuple[str, dict]] = []
+
+    def _id(self) -> str:
+        return decision_id(self.event.causation, len(self.items))
+
+    def decision(self, pod: PodInfo, result: str, node: str | None, reason: str | None, message: str,
+                 outcome: CycleResult | None) -> None:
+        self.items.append(("SchedulingDecision", {
+            "decisionId": self._id(),
+            "domain": self.domain.domain,
             "pod": {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
             "result": result,
             "nodeName": node,
@@ -211,16 +599,34 @@ class SchedulingDomain:
             "filterResults": [{"plugin": p, "reason": r, "count": n}
                               for p, r, n in (outcome.filter_results if outcome else ())],
             "scores": [{"node": n, "score": s} for n, s in (outcome.scores if outcome else ())],
-            "causation": event.causation.to_record(),
-            "timestamp": event.timestamp_ms,
-        }
+            "causation": self.event.causation.to_record(),
+            "timestamp": self.event.timestamp_ms,
+            "requests": dict(pod.requests),
+            "limits": dict(pod.limits),
+            "priority": pod.priority,
+            "priorityClass": pod.priority_class_raw or priority.CLASS_NONE_NAME,
+            "qosClass": pod.qos_class or None,
+        }))
 
+    def quota_status(self, tree: str, status: dict) -> None:
+        self.items.append(("ElasticQuotaStatus", {
+            "decisionId": self._id(),
+            "domain": tree or self.domain.domain,
+            **status,
+            "causation": self.event.causation.to_record(),
+            "timestamp": self.event.timestamp_ms,
+        }))
 
-def _assigned(pod: PodState) -> str:
-    return f"Successfully assigned {pod.namespace}/{pod.name} to {pod.node}"
-
-
-def _fields(pod: PodState, outcome: CycleResult) -> tuple:
-    if outcome.node is not None:
-        return SCHEDULED, outcome.node, None, _assigned(pod), outcome
-    return UNSCHEDULABLE, None, "Unschedulable", outcome.message, outcome
+    def dead_letter(self, reason: str) -> None:
+        cause = self.event.causation
+        payload = None
+        if self.event.record is not None:
+            try:
+                payload = codec.encode(self.event.kind, self.event.record)
+            except codec.CodecError:
+                payload = None
+        self.items.append(("DeadLetter", {
+            "sourceTopic": cause.source_topic, "sourcePartition": cause.source_partition,
+            "sourceOffset": cause.source_offset, "key": self.event.key.encode(), "payload": payload,
+            "reason": reason, "stage": STAGE, "timestamp": self.event.timestamp_ms,
+        }))

@@ -1,25 +1,38 @@
-"""Scheduling framework: extension points and the Status they return.
+"""Scheduling framework: the extension points and the Status they return.
 
-Shaped after kube-scheduler's framework (``pkg/scheduler/framework``): a
-plugin implements any of the extension points below; the cycle calls them
-in stage order. Filters and scores run over every node at once: a plugin
-receives the domain's node columns (numpy arrays, see ``columns``) and returns
-one verdict per node. No plugin logic lives here.
+Shaped after kube-scheduler's framework (``pkg/scheduler/framework``). A
+plugin implements any of the protocols below; ``cycle.run_cycle`` calls them
+in stage order::
+
+    PreEnqueue -> PreFilter -> Filter -> [PostFilter] -> Score -> Reserve -> Permit
+
+Filters and scores see every node at once: a plugin receives the pod, the
+per-cycle ``CycleState`` and the boolean mask of candidate nodes, and returns
+one verdict per node as numpy vectors over the domain's ``NodeColumns``.
+
+Plugins keep the cluster-derived state they need (load-aware's node loads,
+ElasticQuota's trees) by observing ``ClusterChange``s (kube-scheduler plugins
+do the same through informers), so assignment bookkeeping happens once for
+every profile; Reserve and Permit may still veto a placement. No plugin logic
+lives here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from streams.scheduler.columns import NodeColumns, PodRequest
+from streams.scheduler.podinfo import PodInfo
+
+MAX_NODE_SCORE = 100
 
 
 class Code(enum.IntEnum):
-    """kube-scheduler's status codes."""
+    """kube-scheduler's status codes (``framework.Code``)."""
 
     SUCCESS = 0
     ERROR = 1
@@ -27,6 +40,12 @@ class Code(enum.IntEnum):
     UNSCHEDULABLE_AND_UNRESOLVABLE = 3
     WAIT = 4
     SKIP = 5
+    PENDING = 6
+
+    @property
+    def label(self) -> str:
+        """kube-scheduler's name of the code ("UnschedulableAndUnresolvable")."""
+        return "".join(part.title() for part in self.name.split("_"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,14 +58,63 @@ class Status:
     def ok(self) -> bool:
         return self.code in (Code.SUCCESS, Code.SKIP)
 
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    @classmethod
+    def unschedulable(cls, reason: str, plugin: str = "", resolvable: bool = True) -> "Status":
+        code = Code.UNSCHEDULABLE if resolvable else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return cls(code, (reason,), plugin)
+
+
+SUCCESS = Status()
+SKIP = Status(Code.SKIP)
+
+
+class CycleState(dict):
+    """Per-cycle scratch data, keyed by plugin (kube-scheduler's CycleState)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class FilterResult:
-    """Per-node outcome of one filter: ``reasons[i]`` lists why node i failed
-    (empty for a node that passed). ``passed`` is the boolean mask."""
+    """Outcome of one filter over the candidates.
+
+    ``passed`` is the mask of nodes that pass. ``reasons`` lists
+    (reason, mask of nodes failing for it); a node failing a filter may carry
+    several reasons (NodeResourcesFit reports every short resource). ``code``
+    is the status code of the failures (Unschedulable, or
+    UnschedulableAndUnresolvable when removing pods cannot help).
+    """
 
     passed: np.ndarray
-    reasons: list[tuple[str, ...]]
+    reasons: tuple[tuple[str, np.ndarray], ...] = ()
+    code: Code = Code.UNSCHEDULABLE
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """What PostFilter learns of a failed cycle (kube-scheduler's Diagnosis)."""
+
+    prefilter: Status | None
+    """The PreFilter status that failed, if any; then every node is "Unschedulable" for it."""
+    resolvable: np.ndarray
+    """Nodes that failed only with Unschedulable (removing pods may help)."""
+    run_filters: Callable[[], np.ndarray] | None = None
+    """Runs the profile's filters again on the current columns (for preemption's dry runs)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Victim:
+    pod_key: str
+    node: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PostFilterResult:
+    status: Status
+    nominated_node: str | None = None
+    victims: tuple[Victim, ...] = ()
 
 
 class Plugin(Protocol):
@@ -54,25 +122,41 @@ class Plugin(Protocol):
 
 
 @runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str
 
-    def pre_filter(self, pod: PodRequest, nodes: NodeColumns) -> Status: ...
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        """Skip means: this plugin's Filter has nothing to check for this pod."""
+        ...
 
 
 @runtime_checkable
 class FilterPlugin(Protocol):
     name: str
 
-    def filter(self, pod: PodRequest, nodes: NodeColumns, candidates: np.ndarray) -> FilterResult: ...
+    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> PostFilterResult: ...
 
 
 @runtime_checkable
 class ScorePlugin(Protocol):
     name: str
 
-    def score(self, pod: PodRequest, nodes: NodeColumns, candidates: np.ndarray) -> np.ndarray:
-        """Scores 0..100 (int64) for every node; only ``candidates`` are read."""
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+        """Normalized scores 0..100 (int64) for every node; only ``candidates`` are read."""
         ...
 
 
@@ -80,7 +164,35 @@ class ScorePlugin(Protocol):
 class ReservePlugin(Protocol):
     name: str
 
-    def reserve(self, pod: PodRequest, nodes: NodeColumns, node_index: int) -> Status: ...
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
 
 
-MAX_NODE_SCORE = 100
+@runtime_checkable
+class PermitPlugin(Protocol):
+    name: str
+
+    def permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """Success allows the binding; Unschedulable rejects it. Wait is not supported by the
+        core (there is no binding cycle to wait in) and counts as a rejection."""
+        ...
+
+
+@runtime_checkable
+class ClusterObserver(Protocol):
+    def observe(self, change: object) -> None:
+        """Keep derived state in step with the cluster (see ``state`` for the changes)."""
+        ...
+
+
+EXTENSION_POINTS: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+}
+"""The extension points a KubeSchedulerConfiguration profile configures, by their config names."""

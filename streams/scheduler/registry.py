@@ -1,24 +1,68 @@
-"""The scheduler's plugin registry: one literal dict, name -> factory.
+"""The scheduler's plugin registry and the default profile.
 
-Stage order is the profile's order; with the default profile every filter
-runs over all nodes (kube-scheduler reports every failing filter per node).
+``REGISTRY`` maps each plugin name to its class (the factory: ``cls(args, cluster)``;
+``cls.Args.from_config(raw)`` reads its args). It is built from one literal list so a
+duplicate name raises at import.
+
+The default profile (used until a KubeSchedulerConfiguration is applied, and the base a
+configuration's enabled/disabled lists are merged into, as kube-scheduler merges its
+defaults) is kube-scheduler's defaults that koordstream implements plus Koordinator's
+LoadAwareScheduling and ElasticQuota, which Koordinator's own koord-scheduler profile
+enables. Order within a stage:
+
+- filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
+  order: cheap label checks whose failures preemption cannot fix), then NodeResourcesFit,
+  then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
+  order decides which reason a node contributes to the message, as in kube-scheduler.
+- preFilter: NodeAffinity, NodeResourcesFit, LoadAwareScheduling compute per-pod state;
+  ElasticQuota last, its check may fail the cycle.
+- postFilter: ElasticQuota (quota-aware preemption; kube-scheduler's DefaultPreemption is
+  not implemented).
+- score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
+  NodeResourcesFitPlus and ScarceResourceAvoidance are registered, not enabled by default.
+- reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
+  never veto).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from streams.scheduler.plugins import (
+    loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
+    scarceresourceavoidance, tainttoleration)
+from streams.scheduler.plugins import elasticquota
 
-from streams.scheduler.plugins import noderesourcesfit
 
-REGISTRY: dict[str, Callable[[], object]] = {
-    noderesourcesfit.NAME: noderesourcesfit.NodeResourcesFit,
+def _registry(entries: list[tuple[str, type]]) -> dict[str, type]:
+    out: dict[str, type] = {}
+    for name, factory in entries:
+        if name in out:
+            raise ValueError(f"scheduler plugin {name!r} registered twice")
+        out[name] = factory
+    return out
+
+
+REGISTRY: dict[str, type] = _registry([
+    (nodeunschedulable.NAME, nodeunschedulable.NodeUnschedulable),
+    (nodename.NAME, nodename.NodeName),
+    (tainttoleration.NAME, tainttoleration.TaintToleration),
+    (nodeaffinity.NAME, nodeaffinity.NodeAffinity),
+    (noderesourcesfit.NAME, noderesourcesfit.NodeResourcesFit),
+    (loadaware.NAME, loadaware.LoadAwareScheduling),
+    (noderesourcesfitplus.NAME, noderesourcesfitplus.NodeResourcesFitPlus),
+    (scarceresourceavoidance.NAME, scarceresourceavoidance.ScarceResourceAvoidance),
+    (elasticquota.NAME, elasticquota.ElasticQuota),
+])
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
+    "preEnqueue": (),
+    "preFilter": ((nodeaffinity.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (elasticquota.NAME, 0)),
+    "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
+               (noderesourcesfit.NAME, 0), (loadaware.NAME, 0)),
+    "postFilter": ((elasticquota.NAME, 0),),
+    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1)),
+    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0)),
+    "permit": (),
 }
-
-DEFAULT_PROFILE: tuple[str, ...] = (noderesourcesfit.NAME,)
-
-
-def build(names: tuple[str, ...] = DEFAULT_PROFILE) -> list[object]:
-    unknown = [name for name in names if name not in REGISTRY]
-    if unknown:
-        raise KeyError(f"unknown scheduler plugins: {', '.join(unknown)} (have: {', '.join(sorted(REGISTRY))})")
-    return [REGISTRY[name]() for name in names]
+"""(plugin, score weight) per extension point of the default profile."""

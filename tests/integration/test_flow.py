@@ -58,7 +58,8 @@ def test_apply_wait_then_get_shows_placed_and_unschedulable(cluster):
     assert "nodeName" not in pods["too-big"]["spec"]
     condition = scheduled(pods["too-big"])
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
-    assert re.fullmatch(r"0/(\d+) nodes are available: \1 Insufficient cpu\.", condition["message"])
+    assert re.fullmatch(r"0/(\d+) nodes are available: \1 Insufficient cpu\. preemption: 0/\1 nodes are available: "
+                        r"\1 No preemption victims found for incoming pod\.\.", condition["message"])
 
 
 def test_invalid_file_applies_nothing_and_names_the_field(cluster):
@@ -176,3 +177,21 @@ def test_topics_apply_is_idempotent_and_lists_everything(cluster):
     assert f"{len(cluster.topology.topics)} in sync, 0 would create, 0 drifted" in result.stdout
     listed = json.loads(cluster.koord("topics", "list", "-o", "json").stdout)
     assert {t["name"] for t in listed if t["exists"]} == {t.name for t in cluster.topology.topics}
+
+
+def test_top_shows_requests_against_allocatable(cluster):
+    cluster.koord("apply", "-f", "-", "--wait", input="---\n".join([node_yaml("top-node", cpu="8"),
+                                                                      pod_yaml("top-pod", "2", "top")]))
+    frame = cluster.koord("top", "nodes", "--once").stdout
+    line = next(row for row in frame.splitlines() if row.startswith("top-node "))
+    assert "-/2/8" in line
+    pods = cluster.koord("top", "pods", "-n", "top", "--once").stdout
+    assert re.search(r"top\s+top-pod\s+top-node\s+-/2", pods)
+
+
+def test_decision_latency_histogram_grows_when_pods_are_applied(cluster):
+    before = cluster.worker_metric("koord_decision_latency_seconds_count", aggregate="scheduling")
+    cluster.koord("apply", "-f", "-", "--wait", input="---\n".join(pod_yaml(f"lat-{i}", "10m", "lat") for i in range(3)))
+    after = cluster.worker_metric("koord_decision_latency_seconds_count", aggregate="scheduling")
+    assert after >= before + 3
+    assert cluster.worker_metric("koordstream_messages_received_per_topic_total", topic="koord.inbox.scheduling") > 0

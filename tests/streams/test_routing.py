@@ -16,6 +16,8 @@ from streams.routing import DEFAULT_DOMAIN, Route, routes
                  id="release-to-its-node"),
     pytest.param("SchedulingDecision", "ns/p", {"result": "Unschedulable", "nodeName": None}, [],
                  id="unschedulable-goes-nowhere"),
+    pytest.param("NodeResource", "n1", {"nodeName": "n1"}, [Route("inbox-scheduling", DEFAULT_DOMAIN)],
+                 id="node-resources-to-the-scheduler"),
     pytest.param("KubeSchedulerConfiguration", "koord-scheduler", {}, [Route("inbox-scheduling", DEFAULT_DOMAIN)],
                  id="scheduler-config"),
     pytest.param("ConfigMap", "ks/cfg", {}, [Route("inbox-node", "ks/cfg", p) for p in range(3)], id="config-broadcast"),

@@ -95,7 +95,7 @@ def _pods_metric(reader: FieldReader, value: object, path: str) -> list[dict]:
             {
                 "namespace": reader.string(pod.get("namespace"), child(pod_path, "namespace"), required=True) or "",
                 "name": reader.string(pod.get("name"), child(pod_path, "name"), required=True) or "",
-                "uid": None,
+                "uid": reader.string(pod.get("uid"), child(pod_path, "uid")),
                 "usage": reader.resources(usage.get("resources"), child(child(pod_path, "podUsage"), "resources")),
                 "priority": reader.string(pod.get("priority"), child(pod_path, "priority")),
                 "qos": reader.string(pod.get("qos"), child(pod_path, "qos")),

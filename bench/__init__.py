@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures and compares them with the stored baseline beside it."""

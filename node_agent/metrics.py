@@ -1,0 +1,57 @@
+"""Prometheus series of the node agent, the publisher and the simulator.
+
+What NodeMetric has no field for is exposed here instead, per pod: CFS
+throttling (throttled periods / periods over the last report interval, as
+koordlet's pod-throttled collector computes it), PSI averages, cold page bytes,
+and per-container CPU and memory.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+PUBLISHED = Counter("koord_node_agent_published_records_total", "Records delivered to the broker.",
+                    ["topic"])
+DROPPED = Counter("koord_node_agent_dropped_records_total",
+                  "Metric records dropped, oldest first, because the publish buffer was full.", ["topic"])
+RECONNECTS = Counter("koord_node_agent_broker_reconnects_total", "Broker (re)connection attempts that failed.")
+BUFFERED = Gauge("koord_node_agent_buffered_records", "Records waiting for the broker.", ["kind"])
+
+COLLECT_SECONDS = Gauge("koord_node_agent_collect_seconds", "Duration of the last collection round.")
+POD_CGROUPS = Gauge("koord_node_agent_pod_cgroups", "Pod cgroups found in the last collection round.")
+THROTTLED_RATIO = Gauge("koord_node_agent_pod_cpu_throttled_ratio",
+                        "Throttled CFS periods / periods over the last report interval.", ["pod_uid"])
+PRESSURE = Gauge("koord_node_agent_pod_pressure_avg10_percent", "PSI avg10 of a pod cgroup.",
+                 ["pod_uid", "resource", "kind"])
+COLD_PAGE_BYTES = Gauge("koord_node_agent_cold_page_bytes", "kidled cold page bytes; pod_uid \"\" is the node.",
+                        ["pod_uid"])
+CONTAINER_CPU = Gauge("koord_node_agent_container_cpu_usage_cores",
+                      "Container CPU over the last report interval.", ["pod_uid", "container_id"])
+CONTAINER_MEMORY = Gauge("koord_node_agent_container_memory_usage_bytes",
+                         "Container memory under the configured policy.", ["pod_uid", "container_id"])
+
+ACTUATIONS_ACKED = Counter("koord_simulator_actuations_acknowledged_total", "Actuations the simulator acknowledged.",
+                           ["applied"])
+
+
+def forget_pod(uid: str, container_ids: list[str]) -> None:
+    """Remove the series of a pod whose cgroup is gone."""
+    for gauge, labels in ((THROTTLED_RATIO, (uid,)), (COLD_PAGE_BYTES, (uid,))):
+        _remove(gauge, *labels)
+    for resource in ("cpu", "memory", "io"):
+        for kind in ("some", "full"):
+            _remove(PRESSURE, uid, resource, kind)
+    for container in container_ids:
+        forget_container(uid, container)
+
+
+def forget_container(uid: str, container_id: str) -> None:
+    _remove(CONTAINER_CPU, uid, container_id)
+    _remove(CONTAINER_MEMORY, uid, container_id)
+
+
+def _remove(gauge: Gauge, *labels: str) -> None:
+    try:
+        gauge.remove(*labels)
+    except KeyError:
+        pass

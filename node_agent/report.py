@@ -1,0 +1,206 @@
+"""The Node, NodeMetric and Device objects a node reports, as Kubernetes-form manifests.
+
+Pure: values in, manifest dicts out. They are what ``koord apply`` would take
+(``streams.objects.to_record`` converts them), in Koordinator's shapes:
+NodeMetric ``status.nodeMetric.{nodeUsage, systemUsage, aggregatedNodeUsages,
+aggregatedSystemUsages}``, ``status.podsMetric[]``, ``status.hostApplicationMetric[]``,
+``status.updateTime``; Device ``spec.devices[]`` as koordlet's device informer
+builds them. Quantities are formatted like resource.Quantity: CPU from cores
+as truncated milli-cores, memory as truncated bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from datetime import datetime, timezone
+
+from streams.objects import format_quantity
+
+RESOURCE_GPU_CORE = "koordinator.sh/gpu-core"
+RESOURCE_GPU_MEMORY = "koordinator.sh/gpu-memory"
+RESOURCE_GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
+RESOURCE_RDMA = "koordinator.sh/rdma"
+LABEL_GPU_VENDOR = "node.koordinator.sh/gpu-vendor"
+LABEL_GPU_MODEL = "node.koordinator.sh/gpu-model"
+LABEL_GPU_DRIVER_VERSION = "node.koordinator.sh/gpu-driver-version"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Usage:
+    cpu: float | None
+    """Cores."""
+    memory: float | None
+    """Bytes."""
+
+    def resources(self) -> dict[str, str]:
+        """``{cpu, memory}`` quantities; a missing value is left out."""
+        out = {}
+        if self.cpu is not None and math.isfinite(self.cpu):
+            out["cpu"] = format_quantity("cpu", max(int(self.cpu * 1000), 0))
+        if self.memory is not None and math.isfinite(self.memory):
+            out["memory"] = format_quantity("memory", max(int(self.memory), 0))
+        return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PodReport:
+    uid: str
+    namespace: str
+    name: str
+    priority: str | None
+    qos: str | None
+    usage: Usage
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostAppReport:
+    name: str
+    priority: str | None
+    qos: str | None
+    usage: Usage
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Window:
+    """One aggregation window: None stats while the window is in cold start."""
+
+    seconds: float
+    stats: dict[str, Usage] | None
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration.String writes it: 300 -> "5m0s", 3600 -> "1h0m0s"."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    secs_text = f"{secs:.9f}".rstrip("0").rstrip(".") if secs != int(secs) else str(int(secs))
+    if hours:
+        return f"{int(hours)}h{int(minutes)}m{secs_text}s"
+    if minutes:
+        return f"{int(minutes)}m{secs_text}s"
+    return f"{secs_text}s"
+
+
+def rfc3339(epoch_seconds: float) -> str:
+    """metav1.Time's JSON form: UTC, whole seconds."""
+    return datetime.fromtimestamp(int(epoch_seconds), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _aggregated(windows: list[Window]) -> list[dict]:
+    return [{"duration": go_duration(w.seconds),
+             "usage": {stat: ({"resources": usage.resources()} if w.stats else {})
+                       for stat, usage in (w.stats or dict.fromkeys(("avg", "p50", "p90", "p95", "p99"),
+                                                                    Usage(None, None))).items()}}
+            for w in windows]
+
+
+def node_metric_manifest(node_name: str, update_time: float, node_usage: Usage, system_usage: Usage,
+                         node_windows: list[Window], system_windows: list[Window], pods: list[PodReport],
+                         host_apps: list[HostAppReport], gpu_usage: list[dict] | None = None) -> dict:
+    node_usage_map: dict = {"resources": node_usage.resources()}
+    if gpu_usage:
+        node_usage_map["devices"] = gpu_usage
+    pods_metric = []
+    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        entry = {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid,
+                 "podUsage": {"resources": pod.usage.resources()}}
+        if pod.priority:
+            entry["priority"] = pod.priority
+        if pod.qos:
+            entry["qos"] = pod.qos
+        pods_metric.append(entry)
+    apps_metric = []
+    for app in sorted(host_apps, key=lambda a: a.name):
+        entry = {"name": app.name, "usage": {"resources": app.usage.resources()}}
+        if app.priority:
+            entry["priority"] = app.priority
+        if app.qos:
+            entry["qos"] = app.qos
+        apps_metric.append(entry)
+    return {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": {"name": node_name},
+        "status": {
+            "updateTime": rfc3339(update_time),
+            "nodeMetric": {
+                "nodeUsage": node_usage_map,
+                "systemUsage": {"resources": system_usage.resources()},
+                "aggregatedNodeUsages": _aggregated(node_windows),
+                "aggregatedSystemUsages": _aggregated(system_windows),
+            },
+            "podsMetric": pods_metric,
+            "hostApplicationMetric": apps_metric,
+        },
+    }
+
+
+def node_manifest(node_name: str, capacity: dict[str, int], labels: dict[str, str],
+                  annotations: dict[str, str]) -> dict:
+    """A Node with allocatable = capacity (canonical integers in, quantities out)."""
+    resources = {name: format_quantity(name, value) for name, value in sorted(capacity.items())}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node_name, "labels": dict(sorted(labels.items())),
+                     "annotations": dict(sorted(annotations.items()))},
+        "status": {"capacity": resources, "allocatable": dict(resources)},
+    }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GPUDevice:
+    uuid: str
+    minor: int
+    memory_total: int
+    numa_node: int
+    pcie_root: str
+    bus_id: str
+    healthy: bool = True
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RDMADevice:
+    bus_id: str
+    minor: int
+    healthy: bool
+    numa_node: int
+    pcie_root: str
+    virtual_functions: tuple[str, ...] = ()
+
+
+def device_manifest(node_name: str, gpus: list[GPUDevice], rdmas: list[RDMADevice], gpu_model: str = "",
+                    driver_version: str = "") -> dict | None:
+    """The node's Device object; None when it has no device (koordlet then reports none either)."""
+    if not gpus and not rdmas:
+        return None
+    devices = []
+    for gpu in sorted(gpus, key=lambda g: g.minor):
+        device = {"type": "gpu", "id": gpu.uuid, "minor": gpu.minor, "health": gpu.healthy,
+                  "resources": {RESOURCE_GPU_CORE: "100",
+                                RESOURCE_GPU_MEMORY: format_quantity(RESOURCE_GPU_MEMORY, gpu.memory_total),
+                                RESOURCE_GPU_MEMORY_RATIO: "100"}}
+        if gpu.pcie_root and gpu.bus_id:
+            device["topology"] = {"socketID": -1, "nodeID": gpu.numa_node, "pcieID": gpu.pcie_root,
+                                  "busID": gpu.bus_id}
+        devices.append(device)
+    for rdma in sorted(rdmas, key=lambda r: r.minor):
+        device = {"type": "rdma", "id": rdma.bus_id, "minor": rdma.minor, "health": rdma.healthy,
+                  "resources": {RESOURCE_RDMA: "100"},
+                  "topology": {"socketID": -1, "nodeID": rdma.numa_node, "pcieID": rdma.pcie_root,
+                               "busID": rdma.bus_id}}
+        if rdma.virtual_functions:
+            device["vfGroups"] = [{"vfs": [{"minor": -1, "busID": vf} for vf in rdma.virtual_functions]}]
+        devices.append(device)
+    labels = {}
+    if gpus:
+        labels[LABEL_GPU_VENDOR] = "nvidia"
+        if gpu_model:
+            labels[LABEL_GPU_MODEL] = gpu_model
+        if driver_version:
+            labels[LABEL_GPU_DRIVER_VERSION] = driver_version
+    metadata: dict = {"name": node_name}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Device", "metadata": metadata,
+            "spec": {"devices": devices}}

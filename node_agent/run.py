@@ -1,0 +1,98 @@
+"""The node agent's cadence: collect every interval, report every report interval, learn pod names.
+
+``run_agent`` is the loop ``koord node-agent`` runs: a collection each
+``collect_interval_s`` (on a fixed schedule, so a slow round does not drift
+the next), then at each report the slow refresh, a NodeMetric, and the Node
+and Device objects when they differ from the last ones sent. ``follow_pods``
+reads the pods and decisions topics so pods are reported with their
+namespace and name. A failed round is logged and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from node_agent.agent import NodeAgent
+from node_agent.publisher import Publisher
+from streams import kafka
+from streams.schemas import codec
+
+log = logging.getLogger(__name__)
+
+
+async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event) -> None:
+    interval = agent.settings.collect_interval_s
+    report_every = agent.settings.report_interval_s
+    next_collect = time.monotonic()
+    next_report = next_collect + report_every
+    sent: dict[str, dict | None] = {"Node": None, "Device": None}
+    first = True
+    while not stop.is_set():
+        try:
+            agent.collect()
+            if first or time.monotonic() >= next_report:
+                agent.refresh()
+                _publish_changed(agent, publisher, sent)
+                if not first:
+                    publisher.submit_manifest(agent.node_metric())
+                while next_report <= time.monotonic():
+                    next_report += report_every
+                first = False
+        except Exception:
+            log.exception("collection round failed; continuing")
+        next_collect += interval
+        if next_collect < time.monotonic():
+            next_collect = time.monotonic() + interval
+        try:
+            await asyncio.wait_for(stop.wait(), max(next_collect - time.monotonic(), 0))
+        except asyncio.TimeoutError:
+            pass
+
+
+def _publish_changed(agent: NodeAgent, publisher: Publisher, sent: dict[str, dict | None]) -> None:
+    node = agent.node()
+    if node != sent["Node"]:
+        publisher.submit_manifest(node)
+        sent["Node"] = node
+    device = agent.device()
+    if device is None and sent["Device"] is not None:
+        device = {**sent["Device"], "spec": {"devices": []}}
+    if device is not None and device != sent["Device"]:
+        publisher.submit_manifest(device)
+        sent["Device"] = device
+
+
+async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, str], stop: asyncio.Event) -> None:
+    """Feed the pods and decisions topics into the agent's pod directory until ``stop``; retries on errors."""
+    pods_topic, decisions_topic = topic_names["pods"], topic_names["decisions"]
+    while not stop.is_set():
+        consumer = kafka.consumer(bootstrap, [pods_topic, decisions_topic], group_id=None, from_beginning=True)
+        try:
+            await consumer.start()
+            while not stop.is_set():
+                batches = await consumer.getmany(timeout_ms=1000)
+                for partition, records in batches.items():
+                    for record in records:
+                        _apply(agent, partition.topic == pods_topic, record)
+        except Exception as err:
+            log.warning("reading pods failed (%s); retrying", err)
+            try:
+                await asyncio.wait_for(stop.wait(), 5)
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            await consumer.stop()
+
+
+def _apply(agent: NodeAgent, is_pod: bool, record) -> None:
+    key = record.key.decode() if record.key else ""
+    try:
+        value = None if record.value is None else codec.decode(record.value)[1]
+    except codec.CodecError:
+        return
+    if is_pod:
+        agent.pods.update(key, value)
+    elif value is not None:
+        agent.pods.apply_decision(value)

@@ -1,0 +1,116 @@
+"""Koordinator's priority classes and QoS classes (``apis/extension/priority*.go``, ``qos*.go``).
+
+Priority class of a pod, raw: the ``koordinator.sh/priority-class`` label when
+present (an unknown name gives None), else the range ``spec.priority`` falls
+in (koord-prod 9000-9999, koord-mid 7000-7999, koord-batch 5000-5999,
+koord-free 3000-3999), else None. *With default*
+(``GetPodPriorityClassWithDefault``): the raw class, or when that is None the
+class implied by the QoS class with default (SYSTEM/LSE/LSR/LS -> Prod,
+BE -> Batch, else None).
+
+QoS class with default: the ``koordinator.sh/qosClass`` label (unknown
+names give None), else from the Kubernetes QoS class: Guaranteed -> LSR,
+Burstable -> LS, BestEffort -> BE.
+
+A SchedulingDecision carries ``priority``, ``priorityClass`` (the raw class
+the scheduler derived) and ``qosClass`` (already with default), so
+``decision_priority_class`` applies the "with default" rule to those fields.
+"""
+
+from __future__ import annotations
+
+PRIORITY_PROD = "koord-prod"
+PRIORITY_MID = "koord-mid"
+PRIORITY_BATCH = "koord-batch"
+PRIORITY_FREE = "koord-free"
+PRIORITY_NONE = ""
+
+KNOWN_PRIORITY_CLASSES = (PRIORITY_PROD, PRIORITY_MID, PRIORITY_BATCH, PRIORITY_FREE, PRIORITY_NONE)
+"""``extension.KnownPriorityClasses``, in Koordinator's order."""
+
+PRIORITY_RANGES = {
+    PRIORITY_PROD: (9000, 9999),
+    PRIORITY_MID: (7000, 7999),
+    PRIORITY_BATCH: (5000, 5999),
+    PRIORITY_FREE: (3000, 3999),
+}
+"""Inclusive ``spec.priority`` ranges of the classes."""
+
+DEFAULT_PRIORITY = {PRIORITY_PROD: 9500, PRIORITY_MID: 7500, PRIORITY_BATCH: 5500, PRIORITY_FREE: 3500,
+                    PRIORITY_NONE: 0}
+"""``GetDefaultPriorityByPriorityClass``."""
+
+QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM, QOS_NONE = "LSE", "LSR", "LS", "BE", "SYSTEM", ""
+KNOWN_QOS_CLASSES = (QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM)
+
+QOS_BY_KUBE_QOS = {"Guaranteed": QOS_LSR, "Burstable": QOS_LS, "BestEffort": QOS_BE}
+"""Koordinator's default mapping (``QoSClassForGuaranteed`` is LSR)."""
+
+LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+LABEL_QOS_CLASS = "koordinator.sh/qosClass"
+
+PRIORITY_CODES = {name: code for code, name in enumerate(KNOWN_PRIORITY_CLASSES)}
+"""Compact codes for persistence: index in ``KNOWN_PRIORITY_CLASSES``."""
+QOS_CODES = {name: code for code, name in enumerate((QOS_NONE,) + KNOWN_QOS_CLASSES)}
+QOS_BY_CODE = {code: name for name, code in QOS_CODES.items()}
+
+
+def priority_class_by_name(name: str | None) -> str:
+    """``GetPodPriorityClassByName``: a known class name, else None."""
+    return name if name in PRIORITY_RANGES else PRIORITY_NONE
+
+
+def priority_class_by_priority(priority: int | None) -> str:
+    """``getPriorityClassByPriority``: the class whose range holds ``priority``, else None."""
+    if priority is None:
+        return PRIORITY_NONE
+    for name, (low, high) in PRIORITY_RANGES.items():
+        if low <= priority <= high:
+            return name
+    return PRIORITY_NONE
+
+
+def priority_class_raw(label: str | None, priority: int | None) -> str:
+    """``GetPodPriorityClassRaw``: the label when present, else the priority range."""
+    if label is not None:
+        return priority_class_by_name(label)
+    return priority_class_by_priority(priority)
+
+
+def qos_class_by_name(name: str | None) -> str:
+    return name if name in KNOWN_QOS_CLASSES else QOS_NONE
+
+
+def qos_class_with_default(label: str | None, kube_qos: str | None) -> str:
+    """``GetPodQoSClassWithDefault``: the label, else Koordinator's class for the Kubernetes QoS."""
+    qos = qos_class_by_name(label)
+    if qos != QOS_NONE:
+        return qos
+    return QOS_BY_KUBE_QOS.get(kube_qos or "", QOS_NONE)
+
+
+def priority_class_with_qos(qos: str) -> str:
+    """``GetPodPriorityClassWithQoS``."""
+    if qos in (QOS_SYSTEM, QOS_LSE, QOS_LSR, QOS_LS):
+        return PRIORITY_PROD
+    if qos == QOS_BE:
+        return PRIORITY_BATCH
+    return PRIORITY_NONE
+
+
+def priority_class_with_default(raw: str, qos_with_default: str) -> str:
+    """``GetPodPriorityClassWithDefault`` from the raw class and the QoS class with default."""
+    return raw if raw != PRIORITY_NONE else priority_class_with_qos(qos_with_default)
+
+
+def decision_priority_class(priority_class: str | None, priority: int | None, qos_class: str | None) -> str:
+    """Priority class with default of the pod a SchedulingDecision describes."""
+    raw = priority_class_by_name(priority_class)
+    if raw == PRIORITY_NONE:
+        raw = priority_class_by_priority(priority)
+    return priority_class_with_default(raw, qos_class_by_name(qos_class))
+
+
+def default_priority(priority_class: str | None) -> int:
+    """``GetDefaultPriorityByPriorityClass``: unknown names count as None (0)."""
+    return DEFAULT_PRIORITY.get(priority_class or PRIORITY_NONE, 0)

@@ -1,0 +1,80 @@
+"""One node-inbox partition: every node's state and the slo-controller-config in force.
+
+The Faust agent and ``koord replay`` both drive the node aggregate through
+this class, so the live stream and its replay apply events the same way:
+
+- a Node, NodeMetric or SchedulingDecision event goes to the state of the
+  node it is keyed by;
+- the slo-controller-config ConfigMap (broadcast to every partition) is
+  parsed; a bad one is rejected with a DeadLetter naming the reason and the
+  previous config stays in force; a good one is stored and every node of the
+  partition is recalculated;
+- a Tick (broadcast too) lets time pass for every node of the partition.
+
+States live in ``store`` as ``dump_state`` bytes, the config as its Avro
+record under ``CONFIG_KEY``; a state is written back only when its bytes
+changed, so ticks that change nothing cost no changelog traffic.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, MutableMapping
+
+from streams.deadletter import dead_letter
+from streams.events import InboxEvent
+from streams.noderesource import aggregate
+from streams.noderesource.config import (CONFIG_NAME, CONFIG_NAMESPACE, DEFAULT_CONFIG, ConfigError,
+                                         parse_slo_config)
+from streams.schemas import codec
+
+CONFIG_KEY = "__slo-controller-config__"
+CONFIG_OBJECT_KEY = f"{CONFIG_NAMESPACE}/{CONFIG_NAME}"
+STAGE = "node"
+
+
+class NodePartition:
+    def __init__(self, store: MutableMapping[str, bytes], nodes: Iterable[str] = ()) -> None:
+        self.store = store
+        self.nodes = set(nodes)
+        raw = store.get(CONFIG_KEY)
+        self.config = parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG
+
+    def apply(self, event: InboxEvent) -> list[tuple[str, dict]]:
+        """Apply one inbox event; return the (schema, record) outputs it causes."""
+        if event.kind == "ConfigMap":
+            return self._on_config(event)
+        if event.kind == "Tick":
+            return self._each_node(lambda state: aggregate.handle(state, event, self.config))
+        return self._on_node(event.key, lambda state: aggregate.handle(state, event, self.config))
+
+    def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:
+        if event.key != CONFIG_OBJECT_KEY:
+            return []
+        try:
+            config = parse_slo_config(event.record, self.config)
+        except ConfigError as error:
+            cause = event.causation
+            return [("DeadLetter", dead_letter(
+                STAGE, cause.source_topic, cause.source_partition, cause.source_offset, event.key.encode(),
+                None, f"slo-controller-config rejected, the previous one stays in force: {error}",
+                event.timestamp_ms))]
+        self.config = config
+        if event.record is None:
+            self.store.pop(CONFIG_KEY, None)
+        else:
+            self.store[CONFIG_KEY] = codec.encode("ConfigMap", event.record)
+        return self._each_node(
+            lambda state: aggregate.recalculate(state, config, event.timestamp_ms, event.causation))
+
+    def _each_node(self, step) -> list[tuple[str, dict]]:
+        return [out for node in sorted(self.nodes) for out in self._on_node(node, step)]
+
+    def _on_node(self, node: str, step) -> list[tuple[str, dict]]:
+        before = self.store.get(node)
+        state = aggregate.load_state(before) if before is not None else aggregate.initial_state()
+        state, outputs = step(state)
+        after = aggregate.dump_state(state)
+        if after != before:
+            self.store[node] = after
+            self.nodes.add(node)
+        return [("NodeResource", record) for record in outputs]

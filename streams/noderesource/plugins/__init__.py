@@ -1,0 +1,1 @@
+"""Node-resource plugins, one module each: batchresource, midresource, cpunormalization."""

@@ -1,0 +1,1 @@
+"""The node profile: Koordinator's decaying histograms and ProdReclaimable/ProdPeak predictors."""

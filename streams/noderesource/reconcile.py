@@ -1,0 +1,162 @@
+"""One node calculation through the framework stages (Koordinator's ``resource_calculator.go``).
+
+1. Resolve the node's strategies (colocation-config and cpu-normalization-config
+   for its labels and annotations).
+2. Co-location disabled (cluster ``enable`` or the node's strategy off): every
+   calculate plugin's Reset, message ``node colocation is disabled in Config,
+   reason: DisableInConfig``. Otherwise Calculate, in registry order.
+3. Prepare, in registry order, on a draft of the node: the Node's capacity
+   and allocatable without the batch/mid resources, plus the annotations
+   published last. Then the CPU normalization ratio of the draft amplifies
+   the cpu allocatable (``MultiplyMilliQuant(raw allocatable, ratio)`` for a
+   ratio > 1), as Koordinator's resource-amplification webhook does.
+4. Sync decision: the status needs a sync when the node was never published,
+   when the last publication is older than ``updateTimeThresholdSeconds``, or
+   when a NodeStatusCheck plugin sees a batch/mid value move by more than
+   ``resourceDiffThreshold``; the metadata when the ratio changed
+   (NodeMetaCheck).
+
+Koordstream deviation: a metadata-only sync publishes the whole draft (batch
+and mid values included), where Koordinator patches the annotation and
+leaves the status to its next status sync. The caller can force a
+publication (every Node event publishes, see ``aggregate``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from streams.noderesource import registry
+from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy, SloConfig
+from streams.noderesource.framework import (
+    ANNOTATION_CPU_NORMALIZATION_RATIO, EXTENDED_RESOURCES, NodeResource, NodeStatus, PluginError,
+)
+from streams.noderesource.quantities import multiply_milli
+from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot
+
+DISABLED_MESSAGE = "node colocation is disabled in Config, reason: DisableInConfig"
+COMPARED_ANNOTATIONS = (ANNOTATION_CPU_NORMALIZATION_RATIO,)
+"""Annotations a later calculation reads back (the others, e.g. the origin allocatable, are recomputed)."""
+EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """What the last NodeResource of the node said (Koordinator: the node object and its sync context)."""
+
+    synced_ms: int | None = None
+    """When it was published; None: never."""
+    extended: Mapping[str, int] = dataclasses.field(default_factory=lambda: EMPTY)
+    """The batch/mid resources in its allocatable."""
+    annotations: Mapping[str, str] = dataclasses.field(default_factory=lambda: EMPTY)
+    """The published annotations the sync checks compare (the CPU normalization ratio)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    status: NodeStatus
+    result: NodeResource
+    status_sync: tuple[bool, str]
+    meta_sync: tuple[bool, str]
+    errors: tuple[str, ...]
+    """Plugins whose Calculate failed, with the reason."""
+
+    def message(self) -> str:
+        """Koordinator's calculation messages, batch then mid, joined with "; " (repeats dropped)."""
+        messages = []
+        for name in EXTENDED_RESOURCES:
+            text = self.result.message(name)
+            if text and text not in messages:
+                messages.append(text)
+        return "; ".join(messages)
+
+
+def strategies(config: SloConfig, node: NodeView) -> tuple[ColocationStrategy, CPUNormalizationStrategy]:
+    """The node's strategies, memoised on the NodeView per config object."""
+    cache = node.cache
+    if cache and cache[0] is config:
+        return cache[1], cache[2]
+    strategy = config.colocation.for_node(node.labels, node.annotations)
+    cpu_normalization = config.cpu_normalization.for_node(node.labels)
+    cache[:] = [config, strategy, cpu_normalization]
+    return strategy, cpu_normalization
+
+
+def ratio_of(annotations: Mapping[str, str]) -> float:
+    text = annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)
+    if text is None:
+        return -1.0
+    try:
+        return float(text)
+    except ValueError:
+        return -1.0
+
+
+Observer = Callable[[str, str, str, float], None]
+"""Called per plugin call with (plugin, stage, result, seconds) when given: the shell counts and times them
+(result ``success``, ``error`` or ``reset``). The decision never reads the clock."""
+
+
+def _calculate(plugins: Mapping[str, object], snapshot: Snapshot, result: NodeResource, errors: list[str],
+               observer: Observer | None) -> None:
+    for name in registry.CALCULATE_ORDER:
+        started = time.perf_counter() if observer else 0.0
+        outcome = "success"
+        try:
+            result.set(plugins[name].calculate(snapshot))
+        except PluginError as err:
+            errors.append(f"{name}: {err}")
+            outcome = "error"
+        if observer:
+            observer(name, "Calculate", outcome, time.perf_counter() - started)
+
+
+def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, pods: Mapping[str, PodView],
+              metric: MetricView | None, now_ms: int, published: Published,
+              observer: Observer | None = None) -> Outcome:
+    strategy, cpu_normalization = strategies(config, node)
+    result = NodeResource()
+    errors: list[str] = []
+    if not config.colocation.enabled(strategy):
+        for name in registry.CALCULATE_ORDER:
+            result.set(plugins[name].reset(DISABLED_MESSAGE))
+            if observer:
+                observer(name, "Calculate", "reset", 0.0)
+    else:
+        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms), result, errors,
+                   observer)
+    status = NodeStatus(node, dict(node.base_capacity), dict(node.base_allocatable), dict(published.annotations))
+    for name in registry.PREPARE_ORDER:
+        plugins[name].prepare(strategy, status, result)
+    ratio = ratio_of(status.annotations)
+    if ratio > 1.0 and "cpu" in node.allocatable:
+        status.allocatable["cpu"] = multiply_milli(node.raw_allocatable[0], ratio)
+
+    status_sync = (False, "")
+    if published.synced_ms is None:
+        status_sync = (True, "never published")
+    elif now_ms - published.synced_ms > strategy.update_time_threshold_seconds * 1000:
+        status_sync = (True, "node resource expired")
+    else:
+        for name in registry.STATUS_CHECK_ORDER:
+            status_sync = plugins[name].need_sync(strategy, published.extended, status.allocatable)
+            if status_sync[0]:
+                break
+    meta_sync = (False, "")
+    for name in registry.META_CHECK_ORDER:
+        meta_sync = plugins[name].need_sync_meta(strategy, published.annotations, status.annotations)
+        if meta_sync[0]:
+            break
+    return Outcome(status, result, status_sync, meta_sync, tuple(errors))
+
+
+def published_after(outcome: Outcome, now_ms: int) -> Published:
+    status = outcome.status
+    return Published(
+        synced_ms=now_ms,
+        extended=MappingProxyType({k: status.allocatable[k] for k in EXTENDED_RESOURCES if k in status.allocatable}),
+        annotations=MappingProxyType({k: v for k, v in status.annotations.items() if k in COMPARED_ANNOTATIONS}),
+    )

@@ -1,0 +1,73 @@
+"""Helpers the node-resource plugins share (Koordinator's ``noderesource/plugins/util/util.go``).
+
+- ``safety_margin``: ``GetNodeSafetyMargin`` = capacity * (100 - reclaimPercent) / 100,
+  cpu with ``MultiplyMilliQuant``, memory with ``MultiplyQuant``.
+- ``host_app_used_above``: ``GetHostAppHPUsed`` = usage of the host applications
+  whose default priority is strictly above the given class's (for batch:
+  koord-prod and koord-mid apps; for mid: koord-prod apps only).
+- ``prepare_node_for_resource``: ``PrepareNodeForResource`` = delete the resource
+  when reset or without quantity, else set capacity = allocatable = quantity,
+  batch-cpu first amplified by the CPU normalization ratio (> 1) and rounded
+  up to an integer.
+
+``DivideResourceList`` is ``quantities.divide_milli`` (the NUMA-level calculation's only user).
+"""
+
+from __future__ import annotations
+
+from streams.noderesource.classes import default_priority
+from streams.noderesource.config import ColocationStrategy
+from streams.noderesource.framework import ANNOTATION_CPU_NORMALIZATION_RATIO, BATCH_CPU, NodeResource, NodeStatus
+from streams.noderesource.quantities import ceil_milli_to_value, multiply, multiply_milli
+from streams.noderesource.views import MetricView
+
+
+def reserve_ratio(reclaim_threshold_percent: int) -> float:
+    """``getReserveRatio``."""
+    return float(100 - reclaim_threshold_percent) / 100.0
+
+
+def safety_margin(strategy: ColocationStrategy, capacity_cpu: int, capacity_memory: int) -> tuple[int, int]:
+    return (multiply_milli(capacity_cpu, reserve_ratio(strategy.cpu_reclaim_threshold_percent)),
+            multiply(capacity_memory, reserve_ratio(strategy.memory_reclaim_threshold_percent)))
+
+
+def host_app_used_above(metric: MetricView, priority_class: str) -> tuple[int, int]:
+    floor = default_priority(priority_class)
+    cpu = memory = 0
+    for app in metric.host_apps:
+        if default_priority(app.priority) > floor:
+            cpu += app.cpu
+            memory += app.memory
+    return cpu, memory
+
+
+def cpu_normalization_ratio(result: NodeResource) -> float:
+    """``getCPUNormalizationRatio`` of the calculated result; -1 when absent or unparsable."""
+    text = result.annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)
+    if text is None:
+        return -1.0
+    try:
+        return float(text)
+    except ValueError:
+        return -1.0
+
+
+def amplify_batch_cpu(quantity: int, ratio: float) -> int:
+    """batch-cpu (an integer of milli-cores) times the ratio, as ``MultiplyMilliQuant`` then ``Value()``."""
+    return ceil_milli_to_value(multiply_milli(quantity * 1000, ratio))
+
+
+def prepare_node_for_resource(status: NodeStatus, result: NodeResource, name: str) -> None:
+    quantity = result.resources.get(name)
+    if quantity is None or result.resets.get(name):
+        status.capacity.pop(name, None)
+        status.allocatable.pop(name, None)
+        return
+    if name == BATCH_CPU:
+        ratio = cpu_normalization_ratio(result)
+        if ratio > 1.0:
+            quantity = amplify_batch_cpu(quantity, ratio)
+    status.capacity[name] = quantity
+    status.allocatable[name] = quantity
+

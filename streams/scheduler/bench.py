@@ -1,0 +1,103 @@
+"""In-process benchmark of the scheduling core: ``run_in_process(nodes, pods, seed)``.
+
+Builds a domain of ``nodes`` nodes (32 cores, 128Gi, 110 pods) each with a fresh
+NodeMetric (random usage), a few ElasticQuotas under the root with enough min for the
+load, then schedules ``pods`` pods (random requests from a few shapes, spread over the
+quotas) with the default profile: NodeResourcesFit + LoadAwareScheduling + ElasticQuota
+and the basic filters. Only the pod events are timed. Pure and seeded: the same
+arguments give the same decisions (the timing varies).
+
+The objects built before timing are moved out of the cyclic garbage collector's
+generations (``gc.freeze``), as a long-running worker would after restoring its state;
+without it the collector rescans the 5,000 nodes' objects and costs about 15 %.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import time
+
+from streams.events import Causation, InboxEvent
+from streams.scheduler.domain import SchedulingDomain
+
+GI = 1 << 30
+QUOTAS = 4
+SHAPES = ((500, GI // 2), (1000, GI), (2000, 4 * GI), (250, 256 << 20))
+
+
+def _event(kind: str, key: str, record: dict, offset: int, ts: int) -> InboxEvent:
+    topic = {"Node": "koord.nodes", "Pod": "koord.pods", "NodeMetric": "koord.nodemetrics",
+             "ElasticQuota": "koord.quotas"}[kind]
+    return InboxEvent(Causation("koord.inbox.scheduling", 0, offset, topic, 0, offset), ts, key, kind, record)
+
+
+def build(nodes: int, pods: int, seed: int, now_ms: int = 1_700_000_000_000):
+    """(domain with nodes, metrics and quotas; the pod events to schedule)."""
+    rng = random.Random(seed)
+    domain = SchedulingDomain("bench")
+    offset = 0
+    cpu, memory = 32_000, 128 * GI
+    for i in range(nodes):
+        name = f"node-{i:05d}"
+        alloc = {"cpu": cpu, "memory": memory, "pods": 110}
+        domain.handle(_event("Node", name, {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}, "annotations": {}},
+            "manifest": "{}", "unschedulable": False, "taints": [], "capacity": alloc, "allocatable": alloc},
+            offset, now_ms))
+        offset += 1
+        usage = {"cpu": rng.randrange(0, cpu * 6 // 10), "memory": rng.randrange(0, memory * 8 // 10)}
+        domain.handle(_event("NodeMetric", name, {
+            "metadata": {"name": name}, "manifest": json.dumps({"status": {"nodeMetric": {}}}),
+            "nodeUsage": usage, "podsMetric": [], "updateTime": now_ms, "systemUsage": {},
+            "aggregatedNodeUsages": [], "hostApplicationMetric": [], "prodReclaimable": {}}, offset, now_ms))
+        offset += 1
+    share = {"cpu": cpu * nodes // QUOTAS, "memory": memory * nodes // QUOTAS}
+    for q in range(QUOTAS):
+        name = f"team-{q}"
+        domain.handle(_event("ElasticQuota", f"bench/{name}", {
+            "metadata": {"name": name, "namespace": "bench", "labels": {}, "annotations": {}},
+            "manifest": "{}", "min": share, "max": {"cpu": cpu * nodes, "memory": memory * nodes}}, offset, now_ms))
+        offset += 1
+    events = []
+    for i in range(pods):
+        name = f"pod-{i:06d}"
+        request_cpu, request_memory = SHAPES[rng.randrange(len(SHAPES))]
+        record = {
+            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{i}",
+                         "labels": {"quota.scheduling.koordinator.sh/name": f"team-{i % QUOTAS}"}, "annotations": {}},
+            "manifest": "{}", "nodeName": None, "schedulerName": "default-scheduler", "priority": None,
+            "priorityClassName": None, "requests": {"cpu": request_cpu, "memory": request_memory},
+            "limits": {}, "nodeSelector": {}, "tolerations": [], "phase": None}
+        events.append(_event("Pod", f"bench/{name}", record, offset, now_ms + i // 1000))
+        offset += 1
+    return domain, events
+
+
+def run_in_process(nodes: int, pods: int, seed: int) -> dict:
+    """Schedule ``pods`` pods on ``nodes`` nodes in process.
+
+    Returns {"pods_per_s" (wall clock), "cpu_pods_per_s" (this process's CPU time: what a busy
+    machine does not distort), "seconds", "nodes", "pods", "scheduled"}."""
+    domain, events = build(nodes, pods, seed)
+    gc.collect()
+    gc.freeze()
+    scheduled = 0
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for ev in events:
+        for name, record in domain.handle(ev):
+            if name == "SchedulingDecision" and record["result"] == "Scheduled":
+                scheduled += 1
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    gc.unfreeze()
+    return {"pods_per_s": pods / elapsed if elapsed > 0 else float("inf"),
+            "cpu_pods_per_s": pods / cpu if cpu > 0 else float("inf"),
+            "seconds": elapsed, "nodes": nodes, "pods": pods, "scheduled": scheduled}
+
+
+if __name__ == "__main__":
+    import sys
+
+    args = [int(a) for a in sys.argv[1:]] or [5000, 3000, 1]
+    print(json.dumps(run_in_process(*args)))

@@ -1,0 +1,13 @@
+"""ElasticQuota: hierarchical elastic quotas (Koordinator ``pkg/scheduler/plugins/elasticquota``).
+
+| module | what |
+| --- | --- |
+| ``calculator`` | the runtime split of one parent over its children (weighted, largest remainder) |
+| ``tree`` | quota trees: accounting of pod requests and usage, runtime quotas, min scaling |
+| ``objects`` | validation of quotas (Koordinator's webhook rules), profiles, pod -> quota, ``domain_of`` |
+| ``plugin`` | the scheduler plugin: PreFilter checks, PostFilter preemption, statuses |
+"""
+
+from streams.scheduler.plugins.elasticquota.plugin import NAME, ElasticQuota, ElasticQuotaArgs
+
+__all__ = ["NAME", "ElasticQuota", "ElasticQuotaArgs"]

@@ -1,0 +1,206 @@
+"""ElasticQuota objects of a domain: validation, profiles, and which quota a pod belongs to.
+
+Validation is what Koordinator's ElasticQuota webhook refuses
+(``pkg/webhook/elasticquota/quota_topology_check.go``), with its messages; koordstream has
+no admission webhook, so the scheduling aggregate rejects such a quota (dead letter) and
+keeps the previous tree:
+
+- the root and system quotas cannot be applied ("invalid quota <name>");
+- min names must be in max, and min <= max;
+- the parent must exist and be a parent quota (``is-parent: "true"``);
+- a quota with children cannot stop being a parent;
+- a quota's tree id must equal its parent's;
+- the children's mins may not sum above the parent's min
+  ("checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: <p>");
+- quota names are unique in a domain (Koordinator keys quotas by name).
+
+ElasticQuotaProfile (``pkg/quota-controller/profile``): the core plays the profile
+controller. A profile makes a tree's top quota named ``spec.quotaName`` in the profile's
+namespace, labelled ``profile``, ``tree-id`` and ``is-root: "true"`` (plus
+``spec.quotaLabels``), with min = the total of the selected nodes' allocatable times
+``resourceRatio`` for the resource keys (cpu, memory, or the ``resource-keys``
+annotation), max = MaxInt64/2000, and the total in ``total-resource``. A quota applied
+with the same name keeps its other fields.
+
+Pod to quota (``GetQuotaName``): the ``quota.scheduling.koordinator.sh/name`` label; else
+a quota named like the pod's namespace in that namespace; else a quota whose
+``namespaces`` annotation lists the namespace (the first by name); else the default
+quota. A name no quota has also means the default quota.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from streams.scheduler.plugins.elasticquota.tree import (
+    ANNOTATION_TOTAL_RESOURCE, DEFAULT, DEFAULT_TREE, LABEL_IS_ROOT, LABEL_PROFILE, LABEL_TREE_ID, ROOT, SYSTEM,
+    QuotaSpec)
+from streams.scheduler.podinfo import LABEL_QUOTA_NAME
+
+ANNOTATION_RESOURCE_KEYS = "quota.scheduling.koordinator.sh/resource-keys"
+PROFILE_MAX = (2**63 - 1) // 2000
+
+
+class QuotaRejected(ValueError):
+    """A quota or profile the domain refuses; the message is the reason."""
+
+
+def profile_total(profile: Mapping, nodes: Iterable) -> dict[str, int]:
+    """Sum of the allocatable of the nodes ``profile`` selects, times its resourceRatio (truncated)."""
+    selector = profile.get("nodeSelector") or {}
+    total: dict[str, int] = {}
+    for node in nodes:
+        if all(node.labels.get(k) == v for k, v in selector.items()):
+            for name, value in node.allocatable.items():
+                total[name] = total.get(name, 0) + value
+    ratio = _spec(profile).get("resourceRatio")
+    try:
+        factor = float(ratio) if ratio is not None else 1.0
+    except (TypeError, ValueError):
+        factor = 1.0
+    if factor != 1.0:
+        total = {name: int(float(value) * factor) for name, value in total.items()}
+    return total
+
+
+def _spec(profile: Mapping) -> dict:
+    try:
+        manifest = json.loads(profile.get("manifest") or "{}")
+    except ValueError:
+        return {}
+    spec = manifest.get("spec") if isinstance(manifest, dict) else None
+    return spec if isinstance(spec, dict) else {}
+
+
+def profile_quota(profile: Mapping, nodes: Iterable, existing: Mapping | None) -> dict:
+    """The ElasticQuota record the profile controller would write for ``profile``."""
+    spec = _spec(profile)
+    meta = profile["metadata"]
+    total = profile_total(profile, nodes)
+    keys = ["cpu", "memory"]
+    raw_keys = (meta.get("annotations") or {}).get(ANNOTATION_RESOURCE_KEYS)
+    if raw_keys:
+        try:
+            parsed = json.loads(raw_keys)
+            if isinstance(parsed, list):
+                keys = [str(k) for k in parsed]
+        except ValueError:
+            pass
+    base = existing or {"metadata": {"name": spec.get("quotaName"), "namespace": meta.get("namespace"),
+                                     "labels": {}, "annotations": {}}, "manifest": "{}"}
+    labels = dict(base["metadata"].get("labels") or {})
+    labels.update({k: str(v) for k, v in (spec.get("quotaLabels") or {}).items()})
+    labels[LABEL_PROFILE] = meta["name"]
+    labels[LABEL_TREE_ID] = profile.get("quotaTreeId") or ""
+    labels[LABEL_IS_ROOT] = "true"
+    annotations = dict(base["metadata"].get("annotations") or {})
+    annotations[ANNOTATION_TOTAL_RESOURCE] = json.dumps(
+        {k: (f"{v}m" if k == "cpu" else str(v)) for k, v in sorted(total.items())}, separators=(",", ":"))
+    cpu_max = PROFILE_MAX * 1000
+    return {**base, "metadata": {**base["metadata"], "labels": labels, "annotations": annotations},
+            "min": {k: total.get(k, 0) for k in keys},
+            "max": {k: cpu_max if k == "cpu" else PROFILE_MAX for k in keys}}
+
+
+def effective_quotas(quotas: Mapping[str, Mapping], profiles: Mapping[str, Mapping], nodes: Iterable) -> dict:
+    """Quota records by name after the profiles wrote theirs."""
+    out = dict(quotas)
+    nodes = list(nodes)
+    for key in sorted(profiles):
+        profile = profiles[key]
+        name = _spec(profile).get("quotaName")
+        if name:
+            out[name] = profile_quota(profile, nodes, quotas.get(name))
+    return out
+
+
+def validate(record: Mapping, specs: Mapping[str, QuotaSpec]) -> None:
+    """Raise QuotaRejected when ``record`` may not join the quotas ``specs`` (by name, current ones)."""
+    meta = record["metadata"]
+    name = meta["name"]
+    if name in (ROOT, SYSTEM):
+        raise QuotaRejected(f"invalid quota {name}")
+    old = specs.get(name)
+    if old is not None and old.namespace != meta.get("namespace") and name != DEFAULT:
+        raise QuotaRejected(f"quota {name} already exists in namespace {old.namespace}; "
+                            "ElasticQuota names must be unique")
+    spec = QuotaSpec.from_record(record)
+    for key, minimum in spec.min.items():
+        if key not in spec.max:
+            raise QuotaRejected(f"resourceKey {key} of quota {name} is included in min, which is not included in max")
+        if minimum > spec.max[key]:
+            raise QuotaRejected(f"resourceKey {key} of quota {name} min {minimum} > max {spec.max[key]}")
+    if name == DEFAULT:
+        return
+    if spec.parent != ROOT:
+        parent = specs.get(spec.parent)
+        if parent is None or spec.parent == name:
+            raise QuotaRejected(f"{name} has parentName {spec.parent} but not find parentInfo in quotaInfoMap")
+        if not parent.is_parent:
+            raise QuotaRejected(f"{name} has parentName {spec.parent} but the parentQuotaInfo's IsParent is false")
+        if parent.tree_id != spec.tree_id:
+            raise QuotaRejected(f"{name} tree id is different from parent {parent.name}, "
+                                f"[{spec.tree_id}] vs [{parent.tree_id}]")
+        siblings = [s for s in specs.values() if s.parent == spec.parent and s.name != name]
+        for key, parent_min in parent.min.items():
+            if sum(s.min.get(key, 0) for s in siblings) + spec.min.get(key, 0) > parent_min:
+                raise QuotaRejected(f"checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {parent.name}")
+    children = [s for s in specs.values() if s.parent == name]
+    if children and not spec.is_parent:
+        raise QuotaRejected(f"quota has children, isParent is forbidden to modify as false, quotaName:{name}")
+    for child in children:
+        if child.tree_id != spec.tree_id:
+            raise QuotaRejected(f"{name} tree id is different from child {child.name}, "
+                                f"[{spec.tree_id}] vs [{child.tree_id}]")
+
+
+def validate_delete(name: str, specs: Mapping[str, QuotaSpec]) -> None:
+    if name in (ROOT, SYSTEM, DEFAULT):
+        raise QuotaRejected(f"invalid quota {name}")
+    children = sorted(s.name for s in specs.values() if s.parent == name)
+    if children:
+        raise QuotaRejected(f"quota {name} still has children {children}; delete them first")
+
+
+def quota_name(labels: Mapping[str, str], namespace: str, specs: Mapping[str, QuotaSpec]) -> str:
+    """``GetQuotaName`` then the default-quota fallback of ``getPodAssociateQuotaName``."""
+    name = labels.get(LABEL_QUOTA_NAME, "")
+    if not name:
+        named = specs.get(namespace)
+        if named is not None and named.namespace == namespace:
+            name = namespace
+        else:
+            listing = sorted(s.name for s in specs.values() if namespace in s.namespaces)
+            name = listing[0] if listing else DEFAULT
+    return name if name in specs or name in (DEFAULT, SYSTEM) else DEFAULT
+
+
+def specs_of(quotas: Mapping[str, Mapping]) -> dict[str, QuotaSpec]:
+    return {name: QuotaSpec.from_record(record) for name, record in quotas.items()}
+
+
+def domain_of(pod_record: Mapping, quotas: Iterable[Mapping], profiles: Iterable[Mapping] = (),
+              default_domain: str = "default") -> str:
+    """The scheduling domain a pod belongs to: its quota tree id, or ``default_domain`` for the default tree.
+
+    This is what a router needs to place a pod in its tree's inbox partition: the
+    ElasticQuota records (their names, namespaces, tree-id labels and namespaces
+    annotations) and the ElasticQuotaProfiles (a profile's quota joins the profile's tree).
+    """
+    records = {q["metadata"]["name"]: q for q in quotas}
+    for profile in profiles:
+        name = _spec(profile).get("quotaName")
+        if name:
+            record = dict(records.get(name) or {"metadata": {"name": name, "namespace":
+                                                             profile["metadata"].get("namespace")}})
+            labels = dict(record["metadata"].get("labels") or {})
+            labels[LABEL_TREE_ID] = profile.get("quotaTreeId") or ""
+            record["metadata"] = {**record["metadata"], "labels": labels}
+            records[name] = record
+    specs = specs_of(records)
+    meta = pod_record["metadata"]
+    name = quota_name(meta.get("labels") or {}, meta.get("namespace") or "default", specs)
+    spec = specs.get(name)
+    tree = spec.tree_id if spec else DEFAULT_TREE
+    return tree or default_domain

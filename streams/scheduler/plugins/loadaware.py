@@ -1,0 +1,748 @@
+"""LoadAwareScheduling: keep pods off nodes whose real usage is high, prefer the least used
+(Koordinator ``pkg/scheduler/plugins/loadaware``: load_aware.go, helper.go, pod_assign_cache.go,
+estimator/default_estimator.go).
+
+Resources are vectorized over the sorted names {cpu, memory} + every name in
+the thresholds, weights, scaling factors and ``supportedResources``.
+
+Estimator, for the incoming pod and for assigned pods, per resource r with
+scaling factor f (percent), on the resource name of the pod's priority class
+(batch pods: kubernetes.io/batch-cpu/-memory, mid: mid-cpu/-memory)::
+
+    q = limit if limit > request else request
+    q == 0 -> 250m for cpu / batch-cpu, 200Mi for memory / batch-memory, else 0
+    else   -> round(q * f / 100), capped at the limit when there is one
+
+Existing load of a node with a NodeMetric (updateTime U, report interval R,
+default 60 s), from its assigned pods (time t = PodScheduled transition time,
+else the assignment's event time; u = the pod's reported usage)::
+
+    estimate again if u is missing, or U - R < t, or t + estimatedSecondsAfter... > U
+    nodeDelta += max(0, e - u) when estimating again;  nodeEstimated += e
+    prodUsage = sum of u of prod pods reported as prod (+ systemUsage if prodUsageIncludeSys)
+    prodDelta like nodeDelta, over prod pods
+    load = prodUsage + prodDelta                      (prod pods with prod thresholds)
+         = base + nodeDelta                           (base: nodeUsage, or the aggregated usage
+                                                       of the configured type and duration)
+         = nodeEstimated                              (when that aggregated usage is missing)
+
+Filter (Unschedulable): DaemonSet pods and nodes without a NodeMetric pass.
+An expired metric (no updateTime, or now - updateTime >= 180 s; time is the
+event time) fails with "node(s) nodeMetric expired" unless
+``enableScheduleWhenNodeMetricsExpired``. Thresholds come from the args,
+overridden per field by the node annotation
+``scheduling.koordinator.sh/usage-thresholds``; prod pods use
+``prodUsageThresholds`` when set, else the aggregated thresholds when
+configured, else ``usageThresholds``. For each resource in name order with
+threshold v != 0 and allocatable A != 0 (``node.koordinator.sh/raw-allocatable``
+overrides allocatable)::
+
+    usage = round((load + estimate) / A * 100)   (Go's math.Round)
+    usage > v -> "node(s) <r> usage exceed threshold"
+                 ("node(s) <r> aggregated usage exceed threshold" on aggregated thresholds)
+
+Score: 0 without a metric or with an expired one; else, with
+used = load + estimate, s_r = (A - used) * 100 // A (0 when used > A or A == 0)::
+
+    score = (sum(w_r * s_r) + D * min_r(s_r)) // (sum(w_r) + D)
+
+(D = dominantResourceWeight; the min runs over every vectorized resource.)
+
+Vectorized: per node the plugin keeps, for each resource, the head room left
+under the threshold (the largest estimate that still passes, found once per
+node change with Go's rounding), so a cycle compares the pod's estimate with
+one vector per resource.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from streams.objects.quantity import QuantityError, resource_list
+from streams.scheduler import priority as prio
+from streams.scheduler.args import ArgsError, ArgsReader
+from streams.scheduler.framework import SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.scoring import Capacity
+from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
+from streams.scheduler.units import parse_duration
+
+NAME = "LoadAwareScheduling"
+REASON_METRIC_EXPIRED = "node(s) nodeMetric expired"
+REASON_USAGE = "node(s) {resource} usage exceed threshold"
+REASON_AGGREGATED_USAGE = "node(s) {resource} aggregated usage exceed threshold"
+
+DEFAULT_MILLI_CPU = 250
+DEFAULT_MEMORY = 200 * 1024 * 1024
+DEFAULT_REPORT_INTERVAL_MS = 60_000
+AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
+ANNOTATION_CUSTOM_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
+ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
+ANNOTATION_SCALING_FACTORS = "scheduling.koordinator.sh/load-estimated-scaling-factors"
+ANNOTATION_AFTER_SCHEDULED = "scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled"
+ANNOTATION_AFTER_INITIALIZED = "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
+
+NO_METRIC, WITH_USAGE, WITHOUT_USAGE = 0, 1, 2
+NO_TIME = np.iinfo(np.int64).min
+UNLIMITED = np.iinfo(np.int64).max // 4
+
+
+@dataclasses.dataclass(frozen=True)
+class AggregatedArgs:
+    usage_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    usage_aggregation_type: str = ""
+    usage_aggregated_duration_ms: int = 0
+    score_aggregation_type: str = ""
+    score_aggregated_duration_ms: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadAwareSchedulingArgs:
+    """Defaults are Koordinator's (``SetDefaults_LoadAwareSchedulingArgs``)."""
+
+    filter_expired_node_metrics: bool = True
+    """``filterExpiredNodeMetrics``: check metric expiry in Filter (deprecated in Koordinator, still honoured)."""
+    enable_schedule_when_node_metrics_expired: bool = False
+    """``enableScheduleWhenNodeMetricsExpired``: let expired nodes pass the filter."""
+    node_metric_expiration_seconds: int = 180
+    """``nodeMetricExpirationSeconds``: a metric at least this old (event time) is expired."""
+    resource_weights: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"cpu": 1, "memory": 1})
+    """``resourceWeights`` of the score; the default applies only when empty and dominantResourceWeight is 0."""
+    dominant_resource_weight: int = 0
+    """``dominantResourceWeight``: weight of the least-scored resource (DRF-like); 0 disables."""
+    usage_thresholds: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"cpu": 65, "memory": 95})
+    """``usageThresholds`` in percent; the default applies only when empty."""
+    prod_usage_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """``prodUsageThresholds`` in percent for prod pods, against prod usage; off by default."""
+    prod_usage_include_sys: bool = False
+    """``prodUsageIncludeSys``: count the node's system usage into prod usage."""
+    score_according_prod_usage: bool = False
+    """``scoreAccordingProdUsage``: score prod pods by prod usage."""
+    estimated_scaling_factors: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"cpu": 85, "memory": 70})
+    """``estimatedScalingFactors`` in percent; a given map keeps the defaults for cpu/memory it omits."""
+    estimated_seconds_after_pod_scheduled: int | None = None
+    """``estimatedSecondsAfterPodScheduled``: keep estimating a pod this long after it was scheduled."""
+    estimated_seconds_after_initialized: int | None = None
+    """``estimatedSecondsAfterInitialized``: keep estimating this long after the pod initialized."""
+    allow_customize_estimation: bool = False
+    """``allowCustomizeEstimation``: honour the pod's load-estimated-* annotations."""
+    aggregated: AggregatedArgs | None = None
+    """``aggregated``: usageThresholds/usageAggregationType/usageAggregatedDuration and
+    scoreAggregationType/scoreAggregatedDuration (percentiles of the NodeMetric)."""
+    supported_resources: tuple[str, ...] = ()
+    """``supportedResources``: more resource names to vectorize."""
+
+    @classmethod
+    def from_config(cls, raw) -> "LoadAwareSchedulingArgs":
+        reader = ArgsReader(NAME, raw, {
+            "filterExpiredNodeMetrics", "enableScheduleWhenNodeMetricsExpired", "nodeMetricExpirationSeconds",
+            "resourceWeights", "dominantResourceWeight", "usageThresholds", "prodUsageThresholds",
+            "prodUsageIncludeSys", "scoreAccordingProdUsage", "estimator", "estimatedScalingFactors",
+            "estimatedSecondsAfterPodScheduled", "estimatedSecondsAfterInitialized", "allowCustomizeEstimation",
+            "aggregated", "supportedResources"})
+        estimator = reader.string("estimator", "")
+        if estimator not in ("", "defaultEstimator"):
+            raise ArgsError(f"{NAME}: estimator {estimator!r} is not supported (only defaultEstimator)")
+        dominant = reader.integer("dominantResourceWeight", 0)
+        weights = reader.int_map("resourceWeights") or {}
+        if not weights and dominant == 0:
+            weights = {"cpu": 1, "memory": 1}
+        thresholds = reader.int_map("usageThresholds") or {"cpu": 65, "memory": 95}
+        factors = reader.int_map("estimatedScalingFactors")
+        factors = {"cpu": 85, "memory": 70, **(factors or {})}
+        aggregated = None
+        raw_agg = reader.mapping("aggregated")
+        if raw_agg is not None:
+            sub = ArgsReader(NAME, raw_agg, {"usageThresholds", "usageAggregationType", "usageAggregatedDuration",
+                                             "scoreAggregationType", "scoreAggregatedDuration"})
+            try:
+                aggregated = AggregatedArgs(
+                    sub.int_map("usageThresholds") or {},
+                    sub.string("usageAggregationType", "") or "",
+                    parse_duration(sub.raw.get("usageAggregatedDuration") or "0"),
+                    sub.string("scoreAggregationType", "") or "",
+                    parse_duration(sub.raw.get("scoreAggregatedDuration") or "0"),
+                )
+            except ValueError as err:
+                raise ArgsError(f"{NAME}: aggregated: {err}") from None
+        args = cls(
+            filter_expired_node_metrics=reader.boolean("filterExpiredNodeMetrics", True),
+            enable_schedule_when_node_metrics_expired=reader.boolean("enableScheduleWhenNodeMetricsExpired", False),
+            node_metric_expiration_seconds=reader.integer("nodeMetricExpirationSeconds", 180),
+            resource_weights=weights,
+            dominant_resource_weight=dominant,
+            usage_thresholds=thresholds,
+            prod_usage_thresholds=reader.int_map("prodUsageThresholds") or {},
+            prod_usage_include_sys=reader.boolean("prodUsageIncludeSys", False),
+            score_according_prod_usage=reader.boolean("scoreAccordingProdUsage", False),
+            estimated_scaling_factors=factors,
+            estimated_seconds_after_pod_scheduled=reader.integer("estimatedSecondsAfterPodScheduled", None),
+            estimated_seconds_after_initialized=reader.integer("estimatedSecondsAfterInitialized", None),
+            allow_customize_estimation=reader.boolean("allowCustomizeEstimation", False),
+            aggregated=aggregated,
+            supported_resources=tuple(map(str, reader.sequence("supportedResources") or ())),
+        )
+        args.validate()
+        return args
+
+    def validate(self) -> None:
+        """``ValidateLoadAwareSchedulingArgs``."""
+        problems = []
+        if self.node_metric_expiration_seconds <= 0:
+            problems.append("nodeMetricExpiredSeconds should be a positive value")
+        for name, weight in self.resource_weights.items():
+            if not 0 < weight <= 100:
+                problems.append(f"resourceWeights: resource Weight of {name} should be in (0, 100], got {weight}")
+        if not 0 <= self.dominant_resource_weight <= 100:
+            problems.append(f"dominantResourceWeight should be in [0, 100], got {self.dominant_resource_weight}")
+        aggregated_thresholds = self.aggregated.usage_thresholds if self.aggregated else {}
+        for field, values in (("usageThresholds", self.usage_thresholds),
+                              ("aggregated.usageThresholds", aggregated_thresholds)):
+            for name, value in values.items():
+                if not 0 <= value <= 100:
+                    problems.append(f"{field}: resource Threshold of {name} should be in [0, 100], got {value}")
+        for name, value in self.estimated_scaling_factors.items():
+            if not 0 < value <= 100:
+                problems.append(f"estimatedScalingFactors: estimated resource ScalingFactor of {name} "
+                                f"should be in (0, 100], got {value}")
+        for name in sorted(self.resource_weights):
+            if name not in self.estimated_scaling_factors:
+                problems.append(f"estimatedScalingFactors: Not found: {name!r}")
+                break
+        if self.aggregated:
+            for field, kind in (("usageAggregationType", self.aggregated.usage_aggregation_type),
+                                ("scoreAggregationType", self.aggregated.score_aggregation_type)):
+                if kind and kind not in AGGREGATION_TYPES:
+                    problems.append(f"aggregated.{field}: Unsupported value: {kind!r}: supported values: "
+                                    + ", ".join(f'"{t}"' for t in AGGREGATION_TYPES))
+            for field, value in (("usageAggregatedDuration", self.aggregated.usage_aggregated_duration_ms),
+                                 ("scoreAggregatedDuration", self.aggregated.score_aggregated_duration_ms)):
+                if value < 0:
+                    problems.append(f"aggregated.{field}: duration must be >= 0")
+        if problems:
+            raise ArgsError(f"{NAME}: " + "; ".join(problems))
+
+    def vectorizer(self) -> tuple[str, ...]:
+        names = {"cpu", "memory", *self.usage_thresholds, *self.prod_usage_thresholds, *self.resource_weights,
+                 *self.estimated_scaling_factors, *self.supported_resources}
+        if self.aggregated:
+            names.update(self.aggregated.usage_thresholds)
+        return tuple(sorted(names))
+
+
+def go_round(x: float) -> int:
+    """Go's math.Round for x >= 0: half away from zero, without the x + 0.5 pitfall."""
+    whole = math.trunc(x)
+    return whole + 1 if x - whole >= 0.5 else whole
+
+
+def usage_percent(estimated: int, total: int) -> int:
+    """``int64(math.Round(float64(estimated) / float64(total) * 100))``."""
+    return go_round(float(estimated) / float(total) * 100)
+
+
+def max_load(threshold: int, total: int) -> int:
+    """The largest load whose usage percent does not exceed ``threshold``."""
+    value = ((2 * threshold + 1) * total) // 200
+    while usage_percent(value + 1, total) <= threshold:
+        value += 1
+    while value >= 0 and usage_percent(value, total) > threshold:
+        value -= 1
+    return value
+
+
+def estimate(pod: PodInfo, factors: Mapping[str, int]) -> dict[str, int]:
+    """``DefaultEstimator.EstimatePod`` for ``factors``."""
+    klass = pod.priority_class
+    out = {}
+    for resource, factor in factors.items():
+        real = prio.translate(resource, klass)
+        limit, request = pod.limits.get(real, 0), pod.requests.get(real, 0)
+        quantity = limit if limit > request else request
+        if quantity == 0:
+            if real in ("cpu", prio.BATCH_CPU):
+                value = DEFAULT_MILLI_CPU
+            elif real in ("memory", prio.BATCH_MEMORY):
+                value = DEFAULT_MEMORY
+            else:
+                value = 0
+        else:
+            value = go_round(float(quantity) * float(factor) / 100)
+            if limit > 0 and value > limit:
+                value = limit
+        out[resource] = value
+    return out
+
+
+def _json_map(text: str | None):
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclasses.dataclass
+class _Assigned:
+    ns_name: tuple[str, str]
+    prod: bool
+    timestamp: int
+    deadline: int | None
+    estimated: list[int] | None
+
+
+@dataclasses.dataclass
+class _Profile:
+    usage: list[int]
+    prod: list[int]
+    aggregated: tuple[list[int], str, int] | None
+
+
+class _NodeLoad:
+    """One node's metric and assigned pods (Koordinator's podAssignCache nodeInfo)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.metric = False
+        self.has_node_metric = False
+        self.update_time: int | None = None
+        self.report_interval = DEFAULT_REPORT_INTERVAL_MS
+        self.node_usage: list[int] | None = None
+        self.agg: dict[tuple[str, int], list[int]] = {}
+        self.pod_usages: dict[tuple[str, str], list[int]] = {}
+        self.prod_pods: set[tuple[str, str]] = set()
+        self.sys_usage = [0] * size
+        self.pods: dict[str, _Assigned] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        self.prod_usage = [0] * self.size
+        self.node_delta = [0] * self.size
+        self.prod_delta = [0] * self.size
+        self.node_estimated = [0] * self.size
+
+    def _should(self, pod: _Assigned, usage) -> bool:
+        return (usage is None or (self.update_time or 0) - self.report_interval < pod.timestamp
+                or (pod.deadline is not None and pod.deadline > (self.update_time or 0)))
+
+    def apply(self, pod: _Assigned, sign: int) -> None:
+        """``addPod`` (sign 1) / ``deletePod`` (sign -1)."""
+        usage = self.pod_usages.get(pod.ns_name)
+        active_prod = pod.prod and pod.ns_name in self.prod_pods
+        if active_prod and usage is not None:
+            for i in range(self.size):
+                self.prod_usage[i] += sign * usage[i]
+        estimated = pod.estimated
+        if estimated is None:
+            return
+        should = self._should(pod, usage)
+        if should:
+            for i in range(self.size):
+                delta = estimated[i] - (usage[i] if usage is not None else 0)
+                if delta > 0:
+                    self.node_delta[i] += sign * delta
+        for i in range(self.size):
+            self.node_estimated[i] += sign * estimated[i]
+        if not pod.prod:
+            return
+        if not active_prod and usage is not None:
+            usage, should = None, True
+        if should:
+            for i in range(self.size):
+                delta = estimated[i] - (usage[i] if usage is not None else 0)
+                if delta > 0:
+                    self.prod_delta[i] += sign * delta
+
+    def base(self, kind: str, duration_ms: int) -> list[int] | None:
+        """The existing-load vector without prod: aggregated or node usage plus delta, else the full estimate."""
+        if kind:
+            usage = self.agg.get((kind, duration_ms))
+            if usage is None and duration_ms == 0:
+                usage = self.node_usage
+        else:
+            usage = self.node_usage
+        if usage is None:
+            return list(self.node_estimated)
+        return [u + d for u, d in zip(usage, self.node_delta)]
+
+    def prod_load(self) -> list[int]:
+        return [u + d for u, d in zip(self.prod_usage, self.prod_delta)]
+
+
+class LoadAwareScheduling:
+    name = NAME
+    Args = LoadAwareSchedulingArgs
+
+    def __init__(self, args: LoadAwareSchedulingArgs, cluster: Cluster) -> None:
+        args.validate()
+        self.args = args
+        self.cluster = cluster
+        self.resources = args.vectorizer()
+        self.size = len(self.resources)
+        self.factors = dict(args.estimated_scaling_factors)
+        weights = [args.resource_weights.get(r, 0) for r in self.resources]
+        self.weights = None if args.dominant_resource_weight == 0 and not any(weights) else weights
+        self.owner = f"{NAME}#{id(self)}"
+        columns = cluster.columns
+        for name, rows, dtype, fill in (
+                ("state", None, np.int8, NO_METRIC), ("update", None, np.int64, NO_TIME),
+                ("head", self.size, np.int64, UNLIMITED), ("prod_head", self.size, np.int64, UNLIMITED),
+                ("has_prod", None, bool, False), ("agg", None, bool, False),
+                ("load", self.size, np.int64, 0), ("prod_load", self.size, np.int64, 0),
+                ("alloc", self.size, np.int64, 0)):
+            columns.attach(self.owner, name, rows, dtype, fill)
+        self.nodes: dict[str, _NodeLoad] = {}
+        self._static: dict[str, tuple] = {}
+        self._expired: tuple | None = None
+        self._capacities: tuple | None = None
+        self._metric_version = 0
+        self._node_version = 0
+        for name in cluster.columns.names:
+            self._publish(name, static=True, metric=True)
+        for name in sorted(cluster.metrics):
+            self._on_metric(name, cluster.metrics[name])
+        for key in sorted(cluster.assignment):
+            node = cluster.assignment[key]
+            self._assign(key, cluster.pods[key], node, cluster.assigned_at.get(key, 0))
+
+    def close(self) -> None:
+        self.cluster.columns.detach(self.owner)
+
+    def _array(self, name: str) -> np.ndarray:
+        return self.cluster.columns.attached(self.owner, name)
+
+    # -- cluster bookkeeping ---------------------------------------------------
+
+    def observe(self, change: object) -> None:
+        if isinstance(change, PodAssigned):
+            self._assign(change.key, change.pod, change.node, change.at_ms)
+        elif isinstance(change, PodUnassigned):
+            load = self.nodes.get(change.node)
+            if load is not None and change.key in load.pods:
+                pod = load.pods.pop(change.key)
+                if load.metric:
+                    load.apply(pod, -1)
+                self._publish(change.node)
+        elif isinstance(change, MetricChanged):
+            self._on_metric(change.node, change.record)
+        elif isinstance(change, NodeChanged):
+            self._metric_version += 1
+            self._node_version += 1
+            if change.new is None:
+                self.nodes.pop(change.name, None)
+                self._static.pop(change.name, None)
+            else:
+                self._publish(change.name, static=True, metric=True)
+
+    def _vec(self, resources: Mapping[str, int] | None) -> list[int]:
+        resources = resources or {}
+        return [int(resources.get(r, 0)) for r in self.resources]
+
+    def _load(self, node: str) -> _NodeLoad:
+        load = self.nodes.get(node)
+        if load is None:
+            load = self.nodes[node] = _NodeLoad(self.size)
+        return load
+
+    def _estimate(self, pod: PodInfo) -> dict[str, int]:
+        factors = self.factors
+        if self.args.allow_customize_estimation:
+            custom = _json_map(pod.annotations.get(ANNOTATION_SCALING_FACTORS))
+            if custom:
+                factors = {**factors, **{k: int(v) for k, v in custom.items() if isinstance(v, (int, float))}}
+        return estimate(pod, factors)
+
+    def _deadline(self, pod: PodInfo, timestamp: int) -> int | None:
+        """``shouldEstimatePodDeadline``."""
+        after_scheduled = after_initialized = -1
+        if self.args.allow_customize_estimation:
+            after_scheduled = _int(pod.annotations.get(ANNOTATION_AFTER_SCHEDULED), -1)
+            after_initialized = _int(pod.annotations.get(ANNOTATION_AFTER_INITIALIZED), -1)
+        if self.args.estimated_seconds_after_pod_scheduled is not None and after_scheduled < 0:
+            after_scheduled = self.args.estimated_seconds_after_pod_scheduled
+        if self.args.estimated_seconds_after_initialized is not None and after_initialized < 0:
+            after_initialized = self.args.estimated_seconds_after_initialized
+        if after_initialized > 0 and pod.initialized_at is not None:
+            return pod.initialized_at + after_initialized * 1000
+        if after_scheduled > 0:
+            return timestamp + after_scheduled * 1000
+        return None
+
+    def _assign(self, key: str, pod: PodInfo, node: str, at_ms: int) -> None:
+        if pod.phase in ("Succeeded", "Failed"):
+            return
+        vector = self._vec(self._estimate(pod))
+        timestamp = pod.scheduled_at if pod.scheduled_at is not None else at_ms
+        assigned = _Assigned((pod.namespace, pod.name), pod.priority_class == prio.PROD, timestamp,
+                             self._deadline(pod, timestamp), vector if any(vector) else None)
+        load = self._load(node)
+        old = load.pods.get(key)
+        if load.metric and old is not None:
+            load.apply(old, -1)
+        load.pods[key] = assigned
+        if load.metric:
+            load.apply(assigned, 1)
+        self._publish(node)
+
+    def _on_metric(self, node: str, record: Mapping | None) -> None:
+        load = self._load(node)
+        load.reset()
+        if record is None:
+            load.metric = False
+            load.has_node_metric = False
+            load.update_time = None
+            self._publish(node, metric=True)
+            return
+        manifest = _json_map(record.get("manifest")) or {}
+        status = manifest.get("status") if isinstance(manifest.get("status"), dict) else {}
+        spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+        policy = spec.get("collectPolicy") if isinstance(spec.get("collectPolicy"), dict) else {}
+        interval = policy.get("reportIntervalSeconds")
+        load.metric = True
+        load.has_node_metric = "nodeMetric" in status if manifest else True
+        load.update_time = record.get("updateTime")
+        load.report_interval = interval * 1000 if isinstance(interval, int) else DEFAULT_REPORT_INTERVAL_MS
+        load.node_usage = self._vec(record.get("nodeUsage")) if load.has_node_metric else None
+        load.agg = {}
+        longest: dict[str, int] = {}
+        for window in record.get("aggregatedNodeUsages") or ():
+            try:
+                duration = parse_duration(window.get("duration") or "0")
+            except ValueError:
+                continue
+            for kind in AGGREGATION_TYPES:
+                if window.get(kind):
+                    load.agg[(kind, duration)] = self._vec(window[kind])
+                    longest[kind] = max(longest.get(kind, 0), duration)
+        for kind, duration in longest.items():
+            load.agg[(kind, 0)] = load.agg[(kind, duration)]
+        load.pod_usages = {}
+        load.prod_pods = set()
+        for pod in record.get("podsMetric") or ():
+            if not pod.get("usage"):
+                continue
+            key = (pod.get("namespace") or "", pod.get("name") or "")
+            load.pod_usages[key] = self._vec(pod["usage"])
+            if pod.get("priority") == prio.PROD:
+                load.prod_pods.add(key)
+        load.sys_usage = self._vec(record.get("systemUsage")) if self.args.prod_usage_include_sys else [0] * self.size
+        load.prod_usage = list(load.sys_usage)
+        for pod in load.pods.values():
+            load.apply(pod, 1)
+        self._publish(node, metric=True)
+
+    def _profile(self, node) -> _Profile:
+        """The node's thresholds: the args, overridden per field by the custom-usage-thresholds annotation."""
+        args = self.args
+        usage = self._vec(args.usage_thresholds)
+        prod = self._vec(args.prod_usage_thresholds)
+        agg = None
+        if args.aggregated and args.aggregated.usage_thresholds and args.aggregated.usage_aggregation_type:
+            agg = (self._vec(args.aggregated.usage_thresholds), args.aggregated.usage_aggregation_type,
+                   args.aggregated.usage_aggregated_duration_ms)
+        custom = _json_map(node.annotations.get(ANNOTATION_CUSTOM_THRESHOLDS)) if node else None
+        if custom is None:
+            return _Profile(usage, prod, agg)
+        try:
+            return self._custom_profile(custom, _Profile(usage, prod, agg))
+        except (ValueError, TypeError):
+            return _Profile(usage, prod, agg)
+
+    def _custom_profile(self, custom: dict, profile: _Profile) -> _Profile:
+        usage, prod, agg = profile.usage, profile.prod, profile.aggregated
+        custom_agg = custom.get("aggregatedUsage") if isinstance(custom.get("aggregatedUsage"), dict) else None
+        complete = custom_agg is not None and custom_agg.get("usageThresholds") and custom_agg.get("usageAggregationType")
+        if not complete:
+            custom_agg = None
+        custom_usage = custom.get("usageThresholds") if isinstance(custom.get("usageThresholds"), dict) else {}
+        custom_prod = custom.get("prodUsageThresholds") if isinstance(custom.get("prodUsageThresholds"), dict) else {}
+        if not custom_usage and not custom_prod and custom_agg is None:
+            return _Profile(usage, prod, agg)
+        if custom_usage:
+            usage = self._vec(custom_usage)
+        if custom_prod:
+            prod = self._vec(custom_prod)
+        if custom_agg is not None:
+            try:
+                duration = parse_duration(custom_agg.get("usageAggregatedDuration") or "0")
+            except ValueError:
+                duration = 0
+            agg = (self._vec(custom_agg["usageThresholds"]), str(custom_agg["usageAggregationType"]), duration)
+        return _Profile(usage, prod, agg)
+
+    def _allocatable(self, node) -> list[int]:
+        """``EstimateNode``: allocatable, with the raw-allocatable annotation's entries when they differ."""
+        allocatable = dict(node.allocatable)
+        raw = _json_map(node.annotations.get(ANNOTATION_RAW_ALLOCATABLE))
+        if raw:
+            try:
+                allocatable.update(resource_list(raw))
+            except QuantityError:
+                pass
+        return self._vec(allocatable)
+
+    def _publish(self, name: str, static: bool = False, metric: bool = False) -> None:
+        """Write node ``name``'s vectors into the columns: with ``static`` what follows from the Node
+        (allocatable, thresholds, and the largest load each threshold allows), with ``metric`` the
+        metric's presence and time, and always the head room under the thresholds and the loads."""
+        row = self.cluster.columns.row.get(name)
+        if row is None:
+            return
+        if static or name not in self._static:
+            node = self.cluster.nodes.get(name)
+            allocatable = self._allocatable(node) if node else [0] * self.size
+            profile = self._profile(node)
+            thresholds, kind, duration = profile.aggregated or (profile.usage, "", 0)
+            self._static[name] = (
+                [max_load(t, a) if t and a else None for t, a in zip(thresholds, allocatable)],
+                [max_load(t, a) if t and a else None for t, a in zip(profile.prod, allocatable)],
+                kind, duration)
+            self._array("alloc")[:, row] = allocatable
+            self._array("has_prod")[row] = any(profile.prod)
+            self._array("agg")[row] = profile.aggregated is not None
+            self._node_version += 1
+        load = self.nodes.get(name)
+        if metric:
+            self._metric_version += 1
+            self._array("state")[row] = (NO_METRIC if load is None or not load.metric
+                                         else WITH_USAGE if load.has_node_metric else WITHOUT_USAGE)
+            update = load.update_time if load is not None and load.metric else None
+            self._array("update")[row] = update if update is not None else NO_TIME
+        if load is None or not load.metric:
+            return
+        limits, prod_limits, kind, duration = self._static[name]
+        base = load.base(kind, duration)
+        prod_load = load.prod_load()
+        self._array("head")[:, row] = [UNLIMITED if m is None else m - b for m, b in zip(limits, base)]
+        self._array("prod_head")[:, row] = [UNLIMITED if m is None else m - b for m, b in zip(prod_limits, prod_load)]
+        agg = self.args.aggregated
+        score_kind = agg.score_aggregation_type if agg else ""
+        score_duration = agg.score_aggregated_duration_ms if agg and score_kind else 0
+        self._array("load")[:, row] = base if (score_kind, score_duration) == (kind, duration) else load.base(
+            score_kind, score_duration)
+        self._array("prod_load")[:, row] = prod_load
+
+    # -- the cycle ---------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """The assignment is recorded when the cluster reports it (PodAssigned), for every profile."""
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        pass
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        state[NAME] = np.array(self._vec(self._estimate(pod)), dtype=np.int64)
+        return SUCCESS
+
+    def _pod_estimate(self, state: CycleState, pod: PodInfo) -> np.ndarray:
+        if NAME not in state:
+            self.pre_filter(state, pod)
+        return state[NAME]
+
+    def _masks(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(has a metric, metric expired, metric has usage) per node, cached per event time and node change."""
+        now = self.cluster.now_ms
+        cached = self._expired
+        if cached is None or cached[:3] != (now, self._metric_version, count):
+            update = self._array("update")[:count]
+            state = self._array("state")[:count]
+            expiry = self.args.node_metric_expiration_seconds * 1000
+            expired = (update == NO_TIME) | ((now - np.maximum(update, now - 2 * expiry - 1)) >= expiry)
+            self._expired = (now, self._metric_version, count, (state != NO_METRIC, expired, state == WITH_USAGE))
+        return self._expired[3]
+
+    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
+        if pod.is_daemonset:
+            return FilterResult(candidates)
+        count = len(candidates)
+        has_metric, expired, with_usage = self._masks(count)
+        eligible = candidates & has_metric
+        reasons: list[tuple[str, np.ndarray]] = []
+        failed = None
+        if self.args.filter_expired_node_metrics:
+            if not self.args.enable_schedule_when_node_metrics_expired:
+                failed = eligible & expired
+                reasons.append((REASON_METRIC_EXPIRED, failed))
+            eligible &= ~expired
+        eligible &= with_usage
+        estimated = self._pod_estimate(state, pod)
+        head = self._array("head")
+        aggregated = self._array("agg")[:count]
+        prod_nodes = None
+        if pod.priority_class == prio.PROD:
+            has_prod = self._array("has_prod")[:count]
+            if has_prod.any():
+                prod_nodes = has_prod
+                aggregated = aggregated & ~has_prod
+        for i, resource in enumerate(self.resources):
+            over = head[i, :count] < estimated[i]
+            if prod_nodes is not None:
+                over = np.where(prod_nodes, self._array("prod_head")[i, :count] < estimated[i], over)
+            over &= eligible
+            if failed is not None:
+                over &= ~failed
+            if not over.any():
+                continue
+            failed = over if failed is None else failed | over
+            plain = over & ~aggregated
+            if plain.any():
+                reasons.append((REASON_USAGE.format(resource=resource), plain))
+            both = over & aggregated
+            if both.any():
+                reasons.append((REASON_AGGREGATED_USAGE.format(resource=resource), both))
+        if failed is None:
+            return FilterResult(candidates)
+        return FilterResult(candidates & ~failed, tuple(reasons), Code.UNSCHEDULABLE)
+
+    def _prepared(self, count: int) -> list[Capacity]:
+        key = (self._node_version, count)
+        if self._capacities is None or self._capacities[0] != key:
+            allocatable = self._array("alloc")
+            self._capacities = (key, [Capacity(allocatable[i, :count]) for i in range(self.size)])
+        return self._capacities[1]
+
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+        count = len(candidates)
+        if self.weights is None:
+            return np.zeros(count, dtype=np.int64)
+        estimated = self._pod_estimate(state, pod)
+        _, expired, with_usage = self._masks(count)
+        prod = self.args.score_according_prod_usage and pod.priority_class == prio.PROD
+        loads = self._array("prod_load" if prod else "load")
+        dominant = self.args.dominant_resource_weight
+        weight_sum = sum(self.weights) + dominant
+        if weight_sum <= 0:
+            return np.zeros(count, dtype=np.int64)
+        total = np.zeros(count, dtype=np.float64)
+        least = None
+        for i, capacity in enumerate(self._prepared(count)):
+            share = capacity.least_requested(loads[i, :count] + estimated[i])
+            if dominant:
+                least = share.copy() if least is None else np.minimum(least, share, out=least)
+            if self.weights[i]:
+                share *= float(self.weights[i])
+                total += share
+        if least is not None:
+            least *= float(dominant)
+            total += least
+        total /= weight_sum
+        score = np.floor(total, out=total).astype(np.int64)
+        score[~with_usage | expired] = 0
+        return score
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text is not None else default
+    except ValueError:
+        return default
+
+

@@ -1,0 +1,120 @@
+"""NodeAffinity: nodeSelector and required node affinity (kube-scheduler ``nodeaffinity``).
+
+Filter: a node passes when every ``spec.nodeSelector`` label matches and, if
+the pod has ``requiredDuringSchedulingIgnoredDuringExecution``, at least one
+of its nodeSelectorTerms matches (terms are ORed; within a term every
+requirement must hold; a term without requirements matches nothing). Else
+"node(s) didn't match Pod's node affinity/selector" (UnschedulableAndUnresolvable).
+
+Operators on labels: In, NotIn (an absent label matches), Exists,
+DoesNotExist, Gt and Lt (the label and the single value are integers; a
+label that is not an integer does not match). ``matchFields`` supports
+``metadata.name`` with In and NotIn.
+
+PreFilter skips pods with neither. Each requirement becomes a node mask,
+cached until node labels change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from streams.scheduler.args import no_args
+from streams.scheduler.framework import SKIP, SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.podinfo import PodInfo, Requirement
+from streams.scheduler.state import Cluster
+
+NAME = "NodeAffinity"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeAffinityArgs:
+    """No args are supported (kube-scheduler's ``addedAffinity`` is not)."""
+
+    @classmethod
+    def from_config(cls, raw) -> "NodeAffinityArgs":
+        no_args(NAME, raw)
+        return cls()
+
+    def validate(self) -> None:
+        pass
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def matches(requirement: Requirement, value: str | None) -> bool:
+    """One label requirement against one node's label value (None: label absent)."""
+    op, values = requirement.operator, requirement.values
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and len(values) == 1:
+        left, right = _int(value), _int(values[0])
+        if left is None or right is None:
+            return False
+        return left > right if op == "Gt" else left < right
+    return False
+
+
+class NodeAffinity:
+    name = NAME
+    Args = NodeAffinityArgs
+
+    def __init__(self, args: NodeAffinityArgs, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._masks: dict[tuple, np.ndarray] = {}
+        self._version = -1
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        return SUCCESS if pod.node_selector or pod.required_terms is not None else SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
+        count = len(candidates)
+        match = np.ones(count, dtype=bool)
+        for key, value in sorted(pod.node_selector.items()):
+            match &= self._mask(("label", Requirement(key, "In", (value,))), count)
+        if pod.required_terms is not None:
+            any_term = np.zeros(count, dtype=bool)
+            for term in pod.required_terms:
+                if not term.match_expressions and not term.match_fields:
+                    continue
+                term_match = np.ones(count, dtype=bool)
+                for requirement in term.match_expressions:
+                    term_match &= self._mask(("label", requirement), count)
+                for requirement in term.match_fields:
+                    term_match &= self._mask(("field", requirement), count)
+                any_term |= term_match
+            match &= any_term
+        return FilterResult(candidates & match, ((REASON_NODE_AFFINITY, ~match),), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def _mask(self, key: tuple, count: int) -> np.ndarray:
+        if self._version != self.cluster.labels_version:
+            self._masks.clear()
+            self._version = self.cluster.labels_version
+        mask = self._masks.get(key)
+        if mask is None or len(mask) != count:
+            kind, requirement = key
+            if kind == "field":
+                names = self.cluster.columns.names[:count]
+                supported = requirement.key == "metadata.name" and requirement.operator in ("In", "NotIn")
+                mask = np.array([supported and matches(requirement, name) for name in names], dtype=bool)
+            else:
+                labels = self.cluster.row_labels()[:count]
+                mask = np.array([matches(requirement, node_labels.get(requirement.key)) for node_labels in labels],
+                                dtype=bool)
+            self._masks[key] = mask
+        return mask

@@ -1,0 +1,265 @@
+"""What the scheduler reads of a Pod, parsed once per Pod event.
+
+The Pod record types the fields most consumers need (effective requests and
+limits, nodeSelector, tolerations, priority); the rest is read from the
+lossless manifest: required node affinity, owner references, containers (for
+the Kubernetes QoS class and the non-zero requests kube-scheduler scores with),
+conditions, ``preemptionPolicy``.
+
+Priority: a pod whose ``spec.priority`` is unset but whose
+``priorityClassName`` is one of Koordinator's classes gets that class's value
+(koord-prod 9000, koord-mid 7000, koord-batch 5000, koord-free 3000), as the
+API server's Priority admission would from the PriorityClass objects
+Koordinator installs. Other names leave the priority unset (0 when ordering).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Mapping
+
+from streams.objects.fields import FieldReader
+from streams.objects.kinds.nodemetric import rfc3339_millis
+from streams.objects.podresources import ContainerResources, pod_requests
+from streams.objects.quantity import QuantityError, resource_list
+from streams.scheduler import priority as prio
+
+DEFAULT_MILLI_CPU_REQUEST = 100
+"""kube-scheduler's non-zero cpu request for a container that states none (``schedutil.DefaultMilliCPURequest``)."""
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+"""kube-scheduler's non-zero memory request (``schedutil.DefaultMemoryRequest``)."""
+
+LABEL_QUOTA_NAME = "quota.scheduling.koordinator.sh/name"
+LABEL_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
+SIDECAR = "Always"
+
+
+@dataclasses.dataclass(frozen=True)
+class Requirement:
+    """One node selector requirement: ``key`` ``operator`` ``values``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class SelectorTerm:
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PodInfo:
+    key: str
+    namespace: str
+    name: str
+    uid: str | None
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    requests: Mapping[str, int]
+    limits: Mapping[str, int]
+    priority: int | None
+    """spec.priority (or the value of a Koordinator PriorityClass name); None when unset."""
+    priority_class_raw: str
+    priority_class: str
+    qos_class: str
+    scheduler_name: str
+    node_name: str | None
+    phase: str | None
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping, ...]
+    required_terms: tuple[SelectorTerm, ...] | None
+    """requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms; None when the pod has none."""
+    owner_kinds: tuple[str, ...]
+    containers: tuple[ContainerResources, ...]
+    init_containers: tuple[ContainerResources, ...]
+    overhead: Mapping[str, int]
+    scheduled_at: int | None
+    """lastTransitionTime (ms) of a True PodScheduled condition."""
+    initialized_at: int | None
+    preemption_policy: str | None
+    record: dict | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def sort_priority(self) -> int:
+        return self.priority or 0
+
+    @property
+    def is_daemonset(self) -> bool:
+        return "DaemonSet" in self.owner_kinds
+
+    @property
+    def non_preemptible(self) -> bool:
+        return self.labels.get(LABEL_PREEMPTIBLE) == "false"
+
+    @property
+    def quota_label(self) -> str:
+        return self.labels.get(LABEL_QUOTA_NAME, "")
+
+    @functools.cached_property
+    def _nonzero(self) -> dict[str, int]:
+        return _nonzero(self)
+
+    def nonzero_requests(self) -> dict[str, int]:
+        """The pod's requests where a container without a cpu or memory request counts 100m / 200Mi
+        (kube-scheduler's ``NonZeroRequested``, used by the Fit scores)."""
+        return self._nonzero
+
+    def nonzero_request(self, resource: str) -> int:
+        """NodeResourcesFitPlus's pod-side request (``calculatePodResourceRequest``): containers summed with
+        non-zero defaults, sidecars added, other init containers by max, then overhead in whole units.
+        A record without containers in its manifest counts as one container with the pod's requests."""
+        if not self.containers and not self.init_containers:
+            return _nonzero_value(resource, self.requests)
+        total = 0
+        for container in self.containers:
+            total += _nonzero_value(resource, container.requests)
+        for container in self.init_containers:
+            value = _nonzero_value(resource, container.requests)
+            total = total + value if container.sidecar else max(total, value)
+        if resource in self.overhead:
+            value = self.overhead[resource]
+            total += -(-value // 1000) if resource == "cpu" else value
+        return total
+
+
+def _nonzero_value(resource: str, requests: Mapping[str, int]) -> int:
+    if resource == "cpu":
+        return requests.get("cpu", DEFAULT_MILLI_CPU_REQUEST)
+    if resource == "memory":
+        return requests.get("memory", DEFAULT_MEMORY_REQUEST)
+    return requests.get(resource, 0)
+
+
+def _nonzero(pod: PodInfo) -> dict[str, int]:
+    def fill(container: ContainerResources) -> ContainerResources:
+        requests = dict(container.requests)
+        requests.setdefault("cpu", DEFAULT_MILLI_CPU_REQUEST)
+        requests.setdefault("memory", DEFAULT_MEMORY_REQUEST)
+        return ContainerResources(requests, container.limits, container.sidecar)
+
+    if not pod.containers and not pod.init_containers:
+        return {**pod.requests, "cpu": pod.requests.get("cpu", DEFAULT_MILLI_CPU_REQUEST),
+                "memory": pod.requests.get("memory", DEFAULT_MEMORY_REQUEST)}
+    return pod_requests([fill(c) for c in pod.containers], [fill(c) for c in pod.init_containers], pod.overhead)
+
+
+def from_record(key: str, record: Mapping) -> PodInfo:
+    """The PodInfo of a Pod record (``Pod.avsc``)."""
+    meta = record["metadata"]
+    manifest = _json(record.get("manifest"))
+    spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
+    status = manifest.get("status") if isinstance(manifest.get("status"), dict) else {}
+    labels = dict(meta.get("labels") or {})
+    containers = tuple(_containers(spec.get("containers"), init=False))
+    init_containers = tuple(_containers(spec.get("initContainers"), init=True))
+    kube_qos = prio.kube_qos(((c.requests, c.limits) for c in containers + init_containers),
+                             status.get("qosClass") if isinstance(status.get("qosClass"), str) else None)
+    qos = prio.qos_class(labels, kube_qos)
+    value = record.get("priority")
+    if value is None:
+        value = prio.PRIORITY_CLASS_VALUES.get(record.get("priorityClassName") or "")
+    conditions = _conditions(status.get("conditions"))
+    owners = (manifest.get("metadata") or {}).get("ownerReferences") or []
+    return PodInfo(
+        key=key,
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        uid=meta.get("uid"),
+        labels=labels,
+        annotations=dict(meta.get("annotations") or {}),
+        requests=dict(record.get("requests") or {}),
+        limits=dict(record.get("limits") or {}),
+        priority=value,
+        priority_class_raw=prio.raw_priority_class(labels, value),
+        priority_class=prio.priority_class(labels, value, qos),
+        qos_class=qos,
+        scheduler_name=record.get("schedulerName") or "default-scheduler",
+        node_name=record.get("nodeName"),
+        phase=record.get("phase"),
+        node_selector=dict(record.get("nodeSelector") or {}),
+        tolerations=tuple(record.get("tolerations") or ()),
+        required_terms=_required_terms(spec.get("affinity")),
+        owner_kinds=tuple(o.get("kind", "") for o in owners if isinstance(o, dict)),
+        containers=containers,
+        init_containers=init_containers,
+        overhead=_resources(spec.get("overhead")),
+        scheduled_at=conditions.get("PodScheduled"),
+        initialized_at=conditions.get("Initialized"),
+        preemption_policy=spec.get("preemptionPolicy") if isinstance(spec.get("preemptionPolicy"), str) else None,
+        record=dict(record),
+    )
+
+
+def placeholder(key: str) -> PodInfo:
+    """A pod known only by its key (a deletion of a pod never seen)."""
+    namespace, _, name = key.partition("/")
+    return from_record(key, {"metadata": {"name": name, "namespace": namespace}, "manifest": "{}"})
+
+
+def _json(text) -> dict:
+    try:
+        value = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _resources(value) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    try:
+        return resource_list(value)
+    except QuantityError:
+        return {}
+
+
+def _containers(value, init: bool):
+    for raw in value if isinstance(value, list) else ():
+        if not isinstance(raw, dict):
+            continue
+        resources = raw.get("resources") if isinstance(raw.get("resources"), dict) else {}
+        requests = _resources(resources.get("requests"))
+        limits = _resources(resources.get("limits"))
+        for name, limit in limits.items():
+            requests.setdefault(name, limit)
+        yield ContainerResources(requests, limits, sidecar=init and raw.get("restartPolicy") == SIDECAR)
+
+
+def _conditions(value) -> dict[str, int]:
+    out = {}
+    for raw in value if isinstance(value, list) else ():
+        if isinstance(raw, dict) and raw.get("status") == "True" and raw.get("lastTransitionTime"):
+            millis = rfc3339_millis(FieldReader(), raw["lastTransitionTime"], "status.conditions")
+            if millis is not None and isinstance(raw.get("type"), str):
+                out[raw["type"]] = millis
+    return out
+
+
+def _requirements(value) -> tuple[Requirement, ...]:
+    out = []
+    for raw in value if isinstance(value, list) else ():
+        if isinstance(raw, dict):
+            values = raw.get("values") if isinstance(raw.get("values"), list) else []
+            out.append(Requirement(str(raw.get("key", "")), str(raw.get("operator", "")),
+                                   tuple(str(v) for v in values)))
+    return tuple(out)
+
+
+def _required_terms(affinity) -> tuple[SelectorTerm, ...] | None:
+    if not isinstance(affinity, dict):
+        return None
+    node_affinity = affinity.get("nodeAffinity")
+    if not isinstance(node_affinity, dict):
+        return None
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(required, dict):
+        return None
+    terms = required.get("nodeSelectorTerms")
+    return tuple(
+        SelectorTerm(_requirements(term.get("matchExpressions")), _requirements(term.get("matchFields")))
+        for term in (terms if isinstance(terms, list) else ()) if isinstance(term, dict)
+    )

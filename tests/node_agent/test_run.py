@@ -1,0 +1,47 @@
+"""The cadence loop: Node once (and again only on change), a NodeMetric per report, a failing round survived."""
+
+import asyncio
+
+from node_agent.agent import NodeAgent
+from node_agent.collectors.gpu import NVML
+from node_agent.run import run_agent
+
+
+class Recorder:
+    def __init__(self):
+        self.kinds = []
+
+    def submit_manifest(self, manifest, source="<test>"):
+        self.kinds.append(manifest["kind"])
+
+
+def run_for(agent, seconds):
+    async def main():
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(seconds, stop.set)
+        recorder = Recorder()
+        await run_agent(agent, recorder, stop)
+        return recorder.kinds
+    return asyncio.run(main())
+
+
+def test_node_once_then_node_metrics_at_the_report_interval(fake_host):
+    agent = NodeAgent(fake_host.settings(collect_interval_s=0.05, report_interval_s=0.2), nvml=NVML(module=None))
+    kinds = run_for(agent, 1.0)
+    assert kinds[0] == "Node" and kinds.count("Node") == 1 and "Device" not in kinds
+    assert 3 <= kinds.count("NodeMetric") <= 5
+
+
+def test_a_failing_round_does_not_stop_the_loop(fake_host, monkeypatch):
+    agent = NodeAgent(fake_host.settings(collect_interval_s=0.05, report_interval_s=0.1), nvml=NVML(module=None))
+    calls = {"n": 0}
+    collect = agent.collect
+
+    def flaky():
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("odd host")
+        return collect()
+    monkeypatch.setattr(agent, "collect", flaky)
+    kinds = run_for(agent, 0.6)
+    assert calls["n"] > 5 and "NodeMetric" in kinds

@@ -1,0 +1,49 @@
+"""Priority and QoS classes (``apis/extension/priority_utils_test.go``, ``qos_utils_test.go``)."""
+
+import pytest
+
+from streams.noderesource.classes import (
+    decision_priority_class, default_priority, priority_class_raw, priority_class_with_default, qos_class_by_name,
+    qos_class_with_default,
+)
+
+
+@pytest.mark.parametrize("label, priority, expected", [
+    pytest.param(None, 9499, "koord-prod", id="TestGetPriorityClass/#00_prod_range"),
+    pytest.param(None, 5499, "koord-batch", id="TestGetPriorityClass/#01_batch_range"),
+    pytest.param("koord-prod", 5499, "koord-prod", id="TestGetPriorityClass/#02_label_wins"),
+    pytest.param("unknown", 5499, "", id="TestGetPriorityClass/#03_unknown_label_is_none"),
+    pytest.param(None, None, "", id="no_priority"),
+    pytest.param(None, 7000, "koord-mid", id="mid_range"), pytest.param(None, 3999, "koord-free", id="free_range"),
+    pytest.param(None, 100, "", id="outside_every_range"),
+])
+def test_priority_class_raw(label, priority, expected):
+    assert priority_class_raw(label, priority) == expected
+
+
+@pytest.mark.parametrize("label, priority, qos, kube_qos, expected", [
+    pytest.param(None, 9499, None, None, "koord-prod", id="TestGetPodPriorityClassWithDefault/#00_prod_range"),
+    pytest.param("koord-prod", 5499, None, None, "koord-prod", id="TestGetPodPriorityClassWithDefault/#01_label"),
+    pytest.param(None, 5499, "LSR", None, "koord-batch", id="TestGetPodPriorityClassWithDefault/#02_range_wins_over_qos"),
+    pytest.param(None, None, "LSR", None, "koord-prod", id="TestGetPodPriorityClassWithDefault/#03_LSR_is_prod"),
+    pytest.param(None, None, "BE", None, "koord-batch", id="TestGetPodPriorityClassWithDefault/#04_BE_is_batch"),
+    pytest.param(None, None, None, "Burstable", "koord-prod", id="TestGetPodPriorityClassWithDefault/#05_burstable"),
+    pytest.param(None, None, None, "Guaranteed", "koord-prod", id="TestGetPodPriorityClassWithDefault/#06_guaranteed"),
+    pytest.param(None, None, None, "BestEffort", "koord-batch", id="TestGetPodPriorityClassWithDefault/#07_besteffort"),
+])
+def test_priority_class_with_default(label, priority, qos, kube_qos, expected):
+    raw = priority_class_raw(label, priority)
+    assert priority_class_with_default(raw, qos_class_with_default(qos, kube_qos)) == expected
+
+
+def test_decision_fields_give_the_class_with_default():
+    assert decision_priority_class("koord-mid", 7000, "BE") == "koord-mid"
+    assert decision_priority_class(None, 7000, "BE") == "koord-mid"
+    assert decision_priority_class(None, None, "LSE") == "koord-prod"
+    assert decision_priority_class(None, None, None) == ""
+
+
+def test_qos_and_default_priorities():
+    assert [qos_class_by_name(q) for q in ("LS", "BE", "weird", None)] == ["LS", "BE", "", ""]
+    assert [default_priority(c) for c in ("koord-prod", "koord-mid", "koord-batch", "koord-free", "", None, "x")] == \
+        [9500, 7500, 5500, 3500, 0, 0, 0]

@@ -1,0 +1,17 @@
+"""The in-process benchmark runs (a small baseline; the large one is `koord bench scheduler`)."""
+
+from streams.scheduler import bench
+
+
+def test_small_baseline_schedules_every_pod():
+    result = bench.run_in_process(nodes=200, pods=300, seed=7)
+    assert result["scheduled"] == 300 and result["pods_per_s"] > 0 and result["cpu_pods_per_s"] > 0
+
+
+def test_same_seed_same_decisions():
+    def placements(seed):
+        domain, events = bench.build(50, 80, seed)
+        return [(r["pod"]["name"], r["nodeName"]) for ev in events for n, r in domain.handle(ev)
+                if n == "SchedulingDecision"]
+
+    assert placements(3) == placements(3)
