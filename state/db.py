@@ -18,7 +18,7 @@ from sqlalchemy.engine import URL, make_url
 
 from state.models import Base, SchemaVersion
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite connection waits for a lock before failing: long enough to outlast one
 projector batch, short enough that a stuck writer surfaces as an error."""

@@ -149,6 +149,24 @@ class QuotaStatus(Causation, Base):
     topic_offset: Mapped[int] = mapped_column(BigInteger)
 
 
+class Ack(Base):
+    """An aggregate's acknowledgement of an inbox event `koord apply` produced, with the ids of
+    the outputs it caused: what `koord apply --wait` waits for. One per aggregate partition that
+    processed the source record (a config change is broadcast to every node partition)."""
+
+    __tablename__ = "acks"
+
+    aggregate: Mapped[str] = mapped_column(primary_key=True)
+    source_topic: Mapped[str] = mapped_column(primary_key=True)
+    source_partition: Mapped[int] = mapped_column(primary_key=True)
+    source_offset: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    inbox_partition: Mapped[int] = mapped_column(primary_key=True)
+    inbox_topic: Mapped[str]
+    inbox_offset: Mapped[int] = mapped_column(BigInteger)
+    output_ids: Mapped[list[str]] = mapped_column(JSON)
+    timestamp_ms: Mapped[int] = mapped_column(BigInteger)
+
+
 class Actuation(Causation, Base):
     """One Actuation addressed to a node agent."""
 

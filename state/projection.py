@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 from state.models import (
+    Ack,
     Actuation,
     ActuationAck,
     DeadLetter,
@@ -220,6 +221,16 @@ def _quota_status_row(record: ProjectedRecord) -> Row:
     }
 
 
+def _ack_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    return {
+        "aggregate": value["aggregate"],
+        "output_ids": list(value.get("outputIds", [])),
+        "timestamp_ms": value["timestamp"],
+        **_causation(value["causation"]),
+    }
+
+
 def _actuation_row(record: ProjectedRecord) -> Row:
     value = record.value
     return {
@@ -283,6 +294,7 @@ _EVENTS: Mapping[str, _Events] = {
     "decisions": _Events(Decision.__table__, "SchedulingDecision", _decision_row),
     "noderesources": _Events(NodeResource.__table__, "NodeResource", _node_resource_row),
     "quotastatus": _Events(QuotaStatus.__table__, "ElasticQuotaStatus", _quota_status_row),
+    "acks": _Events(Ack.__table__, "Ack", _ack_row),
     "actuations": _Events(Actuation.__table__, "Actuation", _actuation_row),
     "actuation-acks": _Events(ActuationAck.__table__, "ActuationAck", _actuation_ack_row),
     "deadletters": _Events(DeadLetter.__table__, "DeadLetter", _dead_letter_row),

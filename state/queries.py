@@ -21,12 +21,12 @@ import base64
 import json
 from typing import Any
 
-from sqlalchemy import Engine, and_, exists, func, or_, select
+from sqlalchemy import Engine, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from state.models import DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
+from state.models import Ack, DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
 from streams.objects.quantity import format_quantity, resource_list
-from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
+from state.topics import LATEST_STATE_TOPICS
 
 POD_SCHEDULED = "PodScheduled"
 
@@ -208,43 +208,6 @@ def object_progress(engine: Engine, topic_logical_name: str, key: str) -> tuple[
         return None if row is None else (row.source_partition, row.source_offset, row.deleted)
 
 
-def pod_decided_since(
-    engine: Engine,
-    pod_key: str,
-    source_partition: int,
-    source_offset: int,
-    *,
-    source_topic: str | None = DEFAULT_TOPICS["pods"],
-) -> bool:
-    """Whether a decision for `pod_key` was caused by the source record at (`source_topic`,
-    `source_partition`, `source_offset`) or a later one on that partition. The topic matters:
-    offsets of different topics are not comparable. None accepts any source topic."""
-    return _caused_since(engine, Decision, Decision.pod_key == pod_key, source_topic, source_partition, source_offset)
-
-
-def node_resource_since(
-    engine: Engine,
-    node: str,
-    source_partition: int,
-    source_offset: int,
-    *,
-    source_topic: str | None = DEFAULT_TOPICS["nodes"],
-) -> bool:
-    """Whether a NodeResource for `node` was caused by the source record at (`source_topic`,
-    `source_partition`, `source_offset`) or a later one on that partition."""
-    return _caused_since(
-        engine, NodeResource, NodeResource.node_name == node, source_topic, source_partition, source_offset
-    )
-
-
-def _caused_since(engine, model, subject, source_topic, source_partition, source_offset) -> bool:
-    conditions = [subject, model.source_partition == source_partition, model.source_offset >= source_offset]
-    if source_topic is not None:
-        conditions.append(model.source_topic == source_topic)
-    with Session(engine) as session:
-        return bool(session.scalar(select(exists().where(*conditions))))
-
-
 RUNTIME_ANNOTATION = "quota.scheduling.koordinator.sh/runtime"
 REQUEST_ANNOTATION = "quota.scheduling.koordinator.sh/request"
 
@@ -345,3 +308,25 @@ def _latest_node_metrics(session: Session) -> dict[str, dict[str, Any]]:
     rows = session.scalars(select(LatestObject).where(
         LatestObject.topic == "nodemetrics", LatestObject.deleted.is_(False)))
     return {row.key: row.record or {} for row in rows}
+
+
+def acknowledged(engine: Engine, source_topic: str, source_partition: int, source_offset: int,
+                 expected: dict[str, int]) -> bool:
+    """Whether each aggregate in ``expected`` (inbox id -> number of its partitions the record was
+    routed to) acknowledged the source record, and every output those acks list is in the read model."""
+    with Session(engine) as session:
+        acks = session.scalars(select(Ack).where(
+            Ack.source_topic == source_topic, Ack.source_partition == source_partition,
+            Ack.source_offset == source_offset)).all()
+        counts: dict[str, int] = {}
+        for row in acks:
+            counts[row.aggregate] = counts.get(row.aggregate, 0) + 1
+        if any(counts.get(inbox, 0) < n for inbox, n in expected.items()):
+            return False
+        wanted = {output for row in acks for output in row.output_ids}
+        if not wanted:
+            return True
+        found = set()
+        for model in (Decision, NodeResource, QuotaStatus):
+            found.update(session.scalars(select(model.decision_id).where(model.decision_id.in_(wanted))))
+        return wanted <= found

@@ -20,6 +20,7 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
         "decisions": "koord.decisions",
         "noderesources": "koord.noderesources",
         "quotastatus": "koord.quotastatus",
+        "acks": "koord.acks",
         "actuations": "koord.actuations",
         "actuation-acks": "koord.actuation-acks",
         "deadletters": "koord.deadletters",

@@ -44,6 +44,8 @@ class InboxEvent:
     key: str
     kind: str
     record: dict | None
+    ack: bool = False
+    """The source record asked for an Ack (``koord apply`` does); decisions never depend on it."""
 
     @property
     def deleted(self) -> bool:

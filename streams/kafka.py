@@ -45,10 +45,12 @@ async def producer(bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
         await client.stop()
 
 
-async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None]]) -> list[RecordMetadata]:
-    """Send (topic, key, value) records in order; return where each landed."""
+async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None]],
+                  headers: Sequence[tuple[str, bytes]] = ()) -> list[RecordMetadata]:
+    """Send (topic, key, value) records in order, each with ``headers``; return where each landed."""
     async with producer(bootstrap) as client:
-        futures = [await client.send(topic, key=key.encode(), value=value) for topic, key, value in records]
+        futures = [await client.send(topic, key=key.encode(), value=value, headers=list(headers) or None)
+                   for topic, key, value in records]
         return [await future for future in futures]
 
 

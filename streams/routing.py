@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
+ACK_HEADER = "koord-ack"
+"""Header ``koord apply`` sets on what it produces: the aggregates acknowledge those records."""
+
 DEFAULT_DOMAIN = "default"
 DOMAINS = (DEFAULT_DOMAIN,)
 """The scheduling domains; each gets its own copy of every tick."""

@@ -27,7 +27,7 @@ def decode_inbox_event(message, topic_ids: dict[str, str]) -> InboxEvent:
         kind, record = routing.kind_of_deletion(source_id, envelope["key"]), None
     else:
         kind, record = codec.decode(payload)
-    return InboxEvent(cause, envelope["timestamp"], envelope["key"], kind, record)
+    return InboxEvent(cause, envelope["timestamp"], envelope["key"], kind, record, envelope["ack"])
 
 
 async def inbox_events(stream, topic_ids: dict[str, str], dead_letters, stage: str) -> AsyncIterator[tuple[str, InboxEvent]]:

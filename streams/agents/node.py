@@ -87,7 +87,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 outputs = partition.apply(event)
             finally:
                 partition.store = store
-            await send_outputs(topics, STAGE, event, outputs)
+            await send_outputs(topics, STAGE, event, outputs, inbox="inbox-node")
             for node, value in pending.items():
                 if value is None:
                     store.pop(node)

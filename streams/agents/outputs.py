@@ -20,6 +20,7 @@ OUTPUT_TOPICS = {
     "ElasticQuotaStatus": "quotastatus",
     "Actuation": "actuations",
     "DeadLetter": "deadletters",
+    "Ack": "acks",
 }
 """Topology id of the topic each output schema goes to."""
 
@@ -29,13 +30,28 @@ def output_key(schema: str, record: dict) -> str:
         return f"{record['pod']['namespace']}/{record['pod']['name']}"
     if schema == "ElasticQuotaStatus":
         return record["name"]
+    if schema == "Ack":
+        return f"{record['causation']['sourceTopic']}/{record['causation']['sourcePartition']}"
     if schema == "DeadLetter":
         return f"{record['sourceTopic']}/{record['sourcePartition']}/{record['sourceOffset']}"
     return record["nodeName"]
 
 
-async def send_outputs(topics: dict, aggregate: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> None:
-    """Send ``outputs`` (schema, record) to ``topics`` (schema -> Faust topic) and wait for delivery."""
+ACKED_OUTPUTS = ("SchedulingDecision", "NodeResource", "ElasticQuotaStatus")
+
+
+def ack(inbox: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> tuple[str, dict]:
+    """The Ack saying the aggregate of ``inbox`` processed ``event`` and caused ``outputs``."""
+    return "Ack", {"aggregate": inbox, "causation": event.causation.to_record(), "timestamp": event.timestamp_ms,
+                   "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS]}
+
+
+async def send_outputs(topics: dict, aggregate: str, event: InboxEvent, outputs: list[tuple[str, dict]],
+                       inbox: str | None = None) -> None:
+    """Send ``outputs`` (schema, record) to ``topics`` (schema -> Faust topic) and wait for delivery;
+    then, when the event asked for one, the Ack of ``inbox``'s aggregate, listing the outputs' ids."""
+    if event.ack and inbox is not None:
+        outputs = [*outputs, ack(inbox, event, outputs)]
     if not outputs:
         return
     pending = [await topics[schema].send(key=output_key(schema, record).encode(), value=codec.encode(schema, record))

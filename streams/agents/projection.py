@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 GROUP_ID = "koordstream-projection"
 PROJECTED = ("pods", "nodes", "configs", "quotas", "reservations", "devices", "nodemetrics",
-             "decisions", "noderesources", "quotastatus", "actuations", "actuation-acks", "deadletters")
+             "decisions", "noderesources", "quotastatus", "acks", "actuations", "actuation-acks", "deadletters")
 
 
 def to_projected(message) -> ProjectedRecord:

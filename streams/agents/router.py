@@ -44,10 +44,15 @@ def register(app: faust.App, topology: Topology) -> None:
             envelope = codec.encode("InboxEvent", {
                 "sourceTopic": message.topic, "sourcePartition": message.partition,
                 "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
-                "key": key, "payload": message.value,
+                "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
             })
             for target in routing.routes(source_id, key, kind, record, partitions):
                 await inboxes[target.inbox].send(key=target.key.encode(), value=envelope, partition=target.partition)
+
+
+def _asks_ack(headers) -> bool:
+    items = headers.items() if isinstance(headers, dict) else (headers or ())
+    return any(name == routing.ACK_HEADER for name, _ in items)
 
 
 def _decode(source_id: str, key: str | None, value: bytes | None) -> tuple[str, dict | None, str | None]:

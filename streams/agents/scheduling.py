@@ -68,7 +68,7 @@ def register(app: faust.App, topology: Topology) -> None:
     async def schedule(stream):
         async for domain, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
             state = load(domain)
-            await send_outputs(outputs, STAGE, event, state.handle(event))
+            await send_outputs(outputs, STAGE, event, state.handle(event), inbox="inbox-scheduling")
             for key, value in state.take_changes().items():
                 if value is None:
                     table.pop(domain + SEPARATOR + key, None)

@@ -1,28 +1,32 @@
 """``koord apply`` and ``koord delete``: Kubernetes objects onto the source topics.
 
 Every document is validated before anything is produced, so an invalid file
-applies nothing. ``--wait`` returns once each applied object has gone
-through the aggregates and is visible in the read model: a Pod when a
-scheduling decision caused by it is projected, a Node when its NodeResource
-is, any other object when the read model holds that version. Progress is
-read from the source offsets carried by every output, never from consumer
-lag (``streams.broker.tansu_workarounds`` says why).
+applies nothing. What the CLI produces carries the ``koord-ack`` header, so
+every aggregate that processes it answers with an Ack listing the outputs it
+caused. ``--wait`` returns once, for each applied object, the read model
+holds that version of the object, an Ack from every aggregate the router
+sent it to, and every output those Acks list. Progress is read from the
+stream (source offsets, Acks), never from consumer lag
+(``streams.broker.tansu_workarounds`` says why).
 
 Source topics are consumed independently, so a Pod may reach the scheduler
-before the Node applied just above it; it is then Unschedulable until the
-Node arrives and the retry places it. With ``--wait`` the result must be
-final, so the objects other than Pods are applied and waited for first, and
-the Pods after them.
+before the Node applied just above it; it is then Unschedulable until a
+later event retries it. With ``--wait`` the result must be final, so the
+objects other than Pods are applied and waited for first, and the Pods
+after them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 
 import click
 
 from state import queries
+from streams import routing
+from streams.routing import ACK_HEADER
 from streams.cli import context
 from streams.kafka import produce
 from streams.objects import ManifestError, load_and_validate, parse_delete_target
@@ -53,11 +57,11 @@ def apply(source: str, dry_run: bool, wait: bool, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     for phase in filter(None, phases):
         sent = [(names[r.topic], r.key, codec.encode(r.schema, r.record)) for r in phase]
-        placed = asyncio.run(produce(context.bootstrap(config), sent))
+        placed = asyncio.run(produce(context.bootstrap(config), sent, headers=[(ACK_HEADER, b"1")]))
         for record in phase:
             click.echo(f"{record.kind.lower()}/{record.key} applied")
         if wait:
-            _wait(config, [(r.kind, r.topic, r.key, names[r.topic], m.partition, m.offset)
+            _wait(config, [(r.kind, r.topic, r.key, r.record, names[r.topic], m.partition, m.offset)
                            for r, m in zip(phase, placed)], timeout, deadline)
 
 
@@ -81,28 +85,31 @@ def delete(kind: str | None, name: str | None, source: str | None, namespace: st
         raise click.ClickException(str(error)) from None
     config = context.settings()
     names = context.topology(config).names()
-    placed = asyncio.run(produce(context.bootstrap(config), [(names[topic], key, None) for _, topic, key in targets]))
+    placed = asyncio.run(produce(context.bootstrap(config), [(names[topic], key, None) for _, topic, key in targets],
+                                 headers=[(ACK_HEADER, b"1")]))
     for target_kind, _, key in targets:
         click.echo(f"{target_kind.lower()}/{key} deleted")
     if wait:
-        _wait(config, [(k, t, key, names[t], m.partition, m.offset) for (k, t, key), m in zip(targets, placed)],
+        _wait(config, [(k, t, key, None, names[t], m.partition, m.offset) for (k, t, key), m in zip(targets, placed)],
               timeout, time.monotonic() + timeout)
 
 
-def _visible(engine, kind: str, topic_id: str, key: str, topic: str, partition: int, offset: int) -> bool:
-    if kind == "Pod":
-        return queries.pod_decided_since(engine, key, partition, offset, source_topic=topic)
-    if kind == "Node":
-        return queries.node_resource_since(engine, key, partition, offset, source_topic=topic)
+def _visible(engine, partitions: dict[str, int], target) -> bool:
+    kind, topic_id, key, record, topic, partition, offset = target
     progress = queries.object_progress(engine, topic_id, key)
-    return progress is not None and progress[0] == partition and progress[1] >= offset
+    if progress is None or progress[0] != partition or progress[1] < offset:
+        return False
+    expected = collections.Counter(route.inbox for route in routing.routes(topic_id, key, kind, record, partitions))
+    return queries.acknowledged(engine, topic, partition, offset, dict(expected))
 
 
 def _wait(config, targets, timeout: float, deadline: float) -> None:
     engine = context.read_model(config)
+    topology = context.topology(config)
+    partitions = {inbox: topology.spec(inbox).partitions for inbox in ("inbox-node", "inbox-scheduling")}
     pending = list(targets)
     while pending:
-        pending = [t for t in pending if not _visible(engine, *t)]
+        pending = [t for t in pending if not _visible(engine, partitions, t)]
         if not pending:
             break
         if time.monotonic() > deadline:

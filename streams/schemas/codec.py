@@ -54,6 +54,7 @@ SCHEMAS = (
     "Tick",
     "KubeSchedulerConfiguration",
     "ElasticQuotaStatus",
+    "Ack",
 )
 """Top-level record schemas: the values that go on topics."""
 

@@ -218,6 +218,16 @@ class Records:
         return cls.record("koord.nodemetrics", node, "NodeMetric", value, offset)
 
     @classmethod
+    def inbox_ack(cls, aggregate, source, offset, *, inbox_partition=0, output_ids=()):
+        value = {
+            "aggregate": aggregate,
+            "causation": {**_causation(source), "inboxPartition": inbox_partition, "inboxOffset": offset},
+            "outputIds": list(output_ids),
+            "timestamp": 1_700_000_000_000 + offset,
+        }
+        return cls.record("koord.acks", f"{source[0]}/{source[1]}", "Ack", value, offset)
+
+    @classmethod
     def quota_status(cls, decision_id, name, offset, *, runtime=None, used=None, request=None, namespace="team"):
         value = {
             "decisionId": decision_id,

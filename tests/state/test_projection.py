@@ -47,6 +47,7 @@ def test_projecting_a_batch_twice_leaves_the_same_rows(projector, read_model, re
         records.ack("a-1", "node-a", 10),
         records.dead_letter(11),
         records.quota_status("qs-1", "team-a", 12, runtime={"cpu": 4000}),
+        records.inbox_ack("inbox-scheduling", ("koord.pods", 0, 2), 13, output_ids=["d-1"]),
     ]
 
     assert projector.apply(batch) == len(batch)

@@ -8,14 +8,13 @@ import pytest
 from streams.objects.quantity import format_quantity
 
 from state.queries import (
+    acknowledged,
     get_deadletters,
     get_elasticquotas,
     get_decisions,
     get_nodes,
     get_pods,
-    node_resource_since,
     object_progress,
-    pod_decided_since,
     top_nodes,
     top_pods,
 )
@@ -242,29 +241,6 @@ def test_object_progress(projector, read_model, records):
         object_progress(read_model, "decisions", "default/web")
 
 
-@pytest.mark.parametrize(
-    ("own_topic", "partition", "offset", "expected"),
-    [
-        pytest.param(True, 1, 7, True, id="caused-by-the-record"),
-        pytest.param(True, 1, 9, True, id="caused-by-a-later-record"),
-        pytest.param(True, 1, 5, False, id="caused-by-an-earlier-record"),
-        pytest.param(True, 0, 9, False, id="other-partition"),
-        pytest.param(False, 1, 9, False, id="other-source-topic"),
-    ],
-)
-def test_wait_progress_checks(projector, read_model, records, own_topic, partition, offset, expected):
-    """The waiter applied default/web and node-a at partition 1, offset 7 of their topics."""
-    pods_topic, nodes_topic = ("koord.pods", "koord.nodes") if own_topic else ("koord.configs", "koord.configs")
-    decision = records.decision("d-1", "default/web", "Scheduled", 1, source=(pods_topic, partition, offset))
-    node_resource = records.node_resource("nr-1", "node-a", 2, source=(nodes_topic, partition, offset))
-    projector.apply([decision, node_resource])
-
-    assert pod_decided_since(read_model, "default/web", 1, 7) is expected
-    assert node_resource_since(read_model, "node-a", 1, 7) is expected
-    assert pod_decided_since(read_model, "default/other", 1, 7) is False
-    assert node_resource_since(read_model, "node-b", 1, 7) is False
-
-
 def test_get_nodes_merges_the_annotations_koordstream_sets(projector, read_model, records):
     ratio = {"node.koordinator.sh/cpu-normalization-ratio": "1.20"}
     projector.apply([records.node("node-a", 1), records.node_resource("nr", "node-a", 2, annotations=ratio)])
@@ -312,3 +288,23 @@ def test_top_nodes_and_pods_combine_usage_requests_and_allocatable(projector, re
     assert pods["web"] == {"namespace": "default", "name": "web", "node": "node-a", "requests": {"cpu": 1500},
                            "usage": {"cpu": 700}}
     assert pods["waiting"]["node"] is None and pods["waiting"]["usage"] == {}
+
+
+def test_acknowledged_needs_every_aggregate_and_every_listed_output(projector, read_model, records):
+    source = ("koord.nodemetrics", 1, 40)
+    expected = {"inbox-node": 1, "inbox-scheduling": 1}
+    assert not acknowledged(read_model, *source, expected)
+    projector.apply([records.inbox_ack("inbox-scheduling", source, 1)])
+    assert not acknowledged(read_model, *source, expected)
+    projector.apply([records.inbox_ack("inbox-node", source, 2, output_ids=["nr-7"])])
+    assert not acknowledged(read_model, *source, expected), "the listed NodeResource is not projected yet"
+    projector.apply([records.node("node-a", 3), records.node_resource("nr-7", "node-a", 4)])
+    assert acknowledged(read_model, *source, expected)
+
+
+def test_acknowledged_counts_one_ack_per_partition_of_a_broadcast(projector, read_model, records):
+    source = ("koord.configs", 0, 5)
+    projector.apply([records.inbox_ack("inbox-node", source, 1, inbox_partition=0),
+                     records.inbox_ack("inbox-node", source, 2, inbox_partition=1)])
+    assert acknowledged(read_model, *source, {"inbox-node": 2})
+    assert not acknowledged(read_model, *source, {"inbox-node": 4})

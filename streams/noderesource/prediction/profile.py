@@ -179,15 +179,6 @@ def forget_pod(profile: NodeProfile, key: str) -> NodeProfile:
     pod_slots = dict(profile.pod_slots)
     del pod_slots[key]
     return NodeProfile(profile.histograms.without_slots([entry[0]]), pod_slots, profile.trained_ms)
-
-
-def _prediction(slot: int, cpu: dict[int, float], memory: dict[int, float]) -> Prediction | None:
-    """``GetPrediction``: cpu milli = int(percentile * 1000), memory = int(percentile) bytes."""
-    if slot not in cpu or slot not in memory:
-        return None
-    return Prediction(int(cpu[slot] * 1000.0), int(memory[slot]))
-
-
 def reclaimable_pods(pods: Mapping[str, PodView]) -> list[tuple[str, int, int, int]]:
     """(key, cpu request, memory request, since) of the Prod/None pods (memoised on a ``PodTable``)."""
     if isinstance(pods, PodTable):

@@ -1,0 +1,1 @@
+"""Benchmarks through the real broker (``koord bench ...``); pure-core benchmarks live beside each core."""

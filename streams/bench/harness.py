@@ -1,0 +1,116 @@
+"""A koordstream to benchmark against: a fresh embedded broker and one worker, or KOORD_BROKER.
+
+With KOORD_BROKER unset the harness starts Tansu on a free port, applies the
+topology and runs one ``koord worker`` (logs in a temporary folder), and
+stops both afterwards. "Caught up" is measured with fetch high watermarks and
+the worker's committed offsets, never with ListOffsets (which Tansu gets
+wrong).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from streams import kafka, supervision
+from streams.broker import embedded
+from streams.topology import Topology, apply, load_topology
+
+READY_TIMEOUT_S = 90
+
+
+@dataclasses.dataclass
+class Harness:
+    bootstrap: str
+    topology: Topology
+    logs: Path
+
+
+@contextlib.contextmanager
+def running(existing_broker: str | None) -> Iterator[Harness]:
+    topology = load_topology()
+    if existing_broker:
+        yield Harness(existing_broker, topology, Path("."))
+        return
+    with tempfile.TemporaryDirectory(prefix="koord-bench-") as tmp:
+        logs = Path(tmp)
+        port = embedded.free_loopback_port()
+        bootstrap = f"127.0.0.1:{port}"
+        broker = embedded.start_tansu(port, logs / "broker.log")
+        worker = None
+        try:
+            embedded.wait_for_metadata(bootstrap, proc=broker)
+            asyncio.run(_apply_topics(bootstrap, topology))
+            worker = supervision.spawn(supervision.koord_command("worker", "-l", "warning"), logs / "worker.log",
+                                       {"KOORD_BROKER": bootstrap})
+            _wait_ready(worker, logs / "worker.log")
+            yield Harness(bootstrap, topology, logs)
+        finally:
+            supervision.stop([p for p in (worker, broker) if p is not None])
+
+
+async def _apply_topics(bootstrap: str, topology: Topology) -> None:
+    async with kafka.admin_client(bootstrap) as admin:
+        await apply(admin, topology)
+
+
+def _wait_ready(worker, log: Path) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise RuntimeError(f"worker exited with {worker.returncode}: {log.read_text()[-2000:]}")
+        if log.exists() and "Worker ready" in log.read_text():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"worker not ready in {READY_TIMEOUT_S}s")
+
+
+async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300) -> None:
+    """Until ``group`` has committed every record of ``topic`` and no new record came for ``settle_s``."""
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), group_id=None, enable_auto_commit=False)
+    admin = AIOKafkaAdminClient(**kafka.client_settings(bootstrap))
+    await consumer.start()
+    await admin.start()
+    try:
+        partitions = sorted(consumer.partitions_for_topic(topic) or ())
+        tps = [TopicPartition(topic, p) for p in partitions]
+        consumer.assign(tps)
+        deadline = time.monotonic() + timeout_s
+        stable_since, last = None, None
+        while time.monotonic() < deadline:
+            highwaters = await _fetch_highwaters(consumer, tps)
+            committed = await admin.list_consumer_group_offsets(group, partitions=tps)
+            done = all((committed.get(tp).offset if committed.get(tp) else 0) >= highwaters[tp] for tp in tps)
+            if done and highwaters == last:
+                if stable_since is None:
+                    stable_since = time.monotonic()
+                elif time.monotonic() - stable_since >= settle_s:
+                    return
+            else:
+                stable_since = None
+            last = highwaters
+            await asyncio.sleep(0.2)
+        raise TimeoutError(f"{group} did not catch up with {topic} in {timeout_s:.0f}s")
+    finally:
+        await consumer.stop()
+        await admin.close()
+
+
+async def _fetch_highwaters(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict:
+    for tp in tps:
+        consumer.seek(tp, 0)
+    out = {}
+    for _ in range(50):
+        await consumer.getmany(*tps, timeout_ms=100, max_records=1)
+        out = {tp: consumer.highwater(tp) for tp in tps}
+        if all(v is not None for v in out.values()):
+            return out
+    return {tp: v or 0 for tp, v in out.items()}

@@ -1,0 +1,127 @@
+"""``koord bench scheduler``: pods/s and submit-to-decision latency through the real broker.
+
+Loads ``nodes`` nodes (32 cores, 128Gi) with a fresh NodeMetric each and four
+ElasticQuotas, waits until the scheduling inbox is caught up, then submits
+``pods`` pods (as fast as possible, or at ``rate`` pods/s) spread over the
+quotas, and reads the decision stream. Latency is from the moment a pod is
+handed to the producer to the moment its first decision is read back.
+Also reports the pure core's in-process pods/s (``streams.scheduler.bench``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from streams import kafka
+from streams.bench.harness import Harness, _fetch_highwaters, wait_caught_up
+from streams.objects import Document, to_record
+from streams.scheduler import bench as in_process
+from streams.schemas import codec
+
+NAMESPACE = "bench"
+QUOTAS = 4
+SHAPES = (("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi"), ("250m", "256Mi"))
+
+
+def _encode(manifest: dict, names: dict) -> tuple[str, str, bytes]:
+    record = to_record(Document("<bench>", 0, 1, manifest))
+    return names[record.topic], record.key, codec.encode(record.schema, record.record)
+
+
+def cluster_manifests(nodes: int, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out = []
+    for i in range(nodes):
+        name = f"bench-node-{i:05d}"
+        resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                    "status": {"capacity": resources, "allocatable": resources}})
+        usage = {"cpu": f"{rng.randrange(0, 19200)}m", "memory": f"{rng.randrange(0, 100)}Gi"}
+        out.append({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
+                    "status": {"updateTime": now, "nodeMetric": {"nodeUsage": {"resources": usage}}}})
+    share = {"cpu": str(32 * nodes // QUOTAS), "memory": f"{128 * nodes // QUOTAS}Gi"}
+    for q in range(QUOTAS):
+        out.append({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+                    "metadata": {"name": f"team-{q}", "namespace": NAMESPACE},
+                    "spec": {"min": share, "max": share}})
+    return out
+
+
+def pod_manifest(run: str, index: int, rng: random.Random) -> dict:
+    cpu, memory = rng.choice(SHAPES)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"bench-{run}-{index:06d}", "namespace": NAMESPACE,
+                         "labels": {"quota.scheduling.koordinator.sh/name": f"team-{index % QUOTAS}"}},
+            "spec": {"containers": [{"name": "main", "image": "bench",
+                                     "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
+
+
+async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int) -> dict:
+    names = harness.topology.names()
+    async with kafka.producer(harness.bootstrap) as producer:
+        for topic, key, value in (_encode(m, names) for m in cluster_manifests(nodes, seed)):
+            await producer.send(topic, key=key.encode(), value=value)
+        await producer.flush()
+    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
+
+    run = f"{int(time.time()) % 100000:05d}"
+    rng = random.Random(seed)
+    encoded = [_encode(pod_manifest(run, i, rng), names) for i in range(pods)]
+    decisions = names["decisions"]
+    consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), group_id=None, enable_auto_commit=False)
+    await consumer.start()
+    tps = [TopicPartition(decisions, p) for p in sorted(consumer.partitions_for_topic(decisions) or ())]
+    consumer.assign(tps)
+    for tp, highwater in (await _fetch_highwaters(consumer, tps)).items():
+        consumer.seek(tp, highwater)
+    sent: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    prefix = f"bench-{run}-"
+
+    async def submit() -> None:
+        async with kafka.producer(harness.bootstrap) as producer:
+            started = time.monotonic()
+            for index, (topic, key, value) in enumerate(encoded):
+                if rate:
+                    delay = started + index / rate - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                sent[key.split("/", 1)[1]] = time.monotonic()
+                await producer.send(topic, key=key.encode(), value=value)
+            await producer.flush()
+
+    async def collect() -> None:
+        deadline = time.monotonic() + 120 + pods / 100
+        while len(seen) < pods and time.monotonic() < deadline:
+            for messages in (await consumer.getmany(timeout_ms=100)).values():
+                now = time.monotonic()
+                for message in messages:
+                    _, decision = codec.decode(message.value)
+                    name = decision["pod"]["name"]
+                    if name.startswith(prefix) and name not in seen:
+                        seen[name] = now
+
+    try:
+        await asyncio.gather(submit(), collect())
+    finally:
+        await consumer.stop()
+    latencies = np.array([seen[name] - sent[name] for name in seen]) * 1000
+    elapsed = max(seen.values()) - min(sent.values()) if seen else float("nan")
+    return {"pods": pods, "decided": len(seen), "pods_per_s": round(len(seen) / elapsed, 1) if seen else 0.0,
+            "p50_ms": round(float(np.percentile(latencies, 50)), 1) if seen else None,
+            "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
+            "offered_rate": rate}
+
+
+def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int) -> dict:
+    end_to_end = asyncio.run(_end_to_end(harness, nodes, pods, rate, seed))
+    core = in_process.run_in_process(nodes, min(pods, 3000), seed)
+    return {"end_to_end": end_to_end, "in_process": {"pods_per_s": core["pods_per_s"], "nodes": nodes,
+                                                     "pods": core["pods"]}}

@@ -1,0 +1,40 @@
+"""``koord bench``: benchmarks through the real broker; they print their figures."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from streams.bench import harness
+from streams.cli import context
+
+
+@click.group()
+def bench() -> None:
+    """Measure koordstream through a real broker (a fresh embedded one unless KOORD_BROKER is set)."""
+
+
+@bench.command("scheduler")
+@click.option("--nodes", default=5000, show_default=True)
+@click.option("--pods", default=5000, show_default=True)
+@click.option("--rate", type=float, default=None, help="Offered pods/s (default: as fast as possible).")
+@click.option("--seed", default=1, show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: str) -> None:
+    """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s."""
+    from streams.bench import scheduler
+
+    with harness.running(context.settings().broker) as running:
+        result = scheduler.run(running, nodes, pods, rate, seed)
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    e2e, core = result["end_to_end"], result["in_process"]
+    click.echo(f"end to end ({nodes} nodes, {pods} pods, {'offered ' + str(rate) + '/s' if rate else 'saturated'}): "
+               f"{e2e['pods_per_s']} pods/s, p50 {e2e['p50_ms']} ms, p99 {e2e['p99_ms']} ms "
+               f"({e2e['decided']}/{e2e['pods']} decided)")
+    click.echo(f"in process: {core['pods_per_s']} pods/s ({core['pods']} pods)")
+
+
+COMMANDS = (bench,)
