@@ -2,7 +2,12 @@
 
 Topics are declared from the topology file and never created by Faust
 (``topic_allow_declare=False``): ``koord topics apply`` creates them,
-changelogs included. Values are raw bytes on every topic; the single codec
+changelogs included. Every agent sends with ``force=True``: without it Faust
+attaches a send to the current event and publishes it only when that
+event's offset is committed, which adds up to a commit interval of latency,
+and loses the message when the current event was already committed (as it
+is for sends after a batch). Outputs are idempotent by id, so sending
+before the commit is safe under at-least-once. Values are raw bytes on every topic; the single codec
 (``streams.schemas.codec``) decodes them inside the agents so that a bad
 record becomes a dead letter instead of a crashed stream.
 """

@@ -6,6 +6,7 @@ foreign producer) is dead-lettered and skipped, so the aggregate keeps going.
 
 from __future__ import annotations
 
+import weakref
 from typing import AsyncIterator
 
 from streams import routing
@@ -30,13 +31,38 @@ def decode_inbox_event(message, topic_ids: dict[str, str]) -> InboxEvent:
     return InboxEvent(cause, envelope["timestamp"], envelope["key"], kind, record, envelope["ack"])
 
 
-async def inbox_events(stream, topic_ids: dict[str, str], dead_letters, stage: str) -> AsyncIterator[tuple[str, InboxEvent]]:
-    """Yield (record key, event) for each good record of an inbox stream."""
-    async for event in stream.events():
-        message = event.message
-        try:
-            inbox_event = decode_inbox_event(message, topic_ids)
-        except codec.CodecError as error:
-            await send_dead_letter(dead_letters, stage, message, f"undecodable inbox record: {error}")
-            continue
-        yield message.key.decode(), inbox_event
+BATCH_MAX = 500
+BATCH_WITHIN_S = 0.005
+"""Events are taken in batches of up to BATCH_MAX, waiting at most BATCH_WITHIN_S for more:
+per-event costs in Faust (acks, delivery waits, table writes) are paid once per batch."""
+
+
+async def inbox_batches(stream, topic_ids: dict[str, str], dead_letters,
+                        stage: str) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
+    """Yield batches of (record key, event, Faust event) for the good records of an inbox stream;
+    Faust acknowledges a batch once the consumer has processed it."""
+    async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+        batch = []
+        for faust_event in events:
+            message = faust_event.message
+            try:
+                batch.append((message.key.decode(), decode_inbox_event(message, topic_ids), faust_event))
+            except codec.CodecError as error:
+                await send_dead_letter(dead_letters, stage, message, f"undecodable inbox record: {error}")
+        if batch:
+            yield batch
+
+
+def write_as(faust_event) -> None:
+    """Make ``faust_event`` the current event for the table writes that follow.
+
+    Faust sends a table write to the changelog partition of the current event
+    (a context variable). After a batch, the writes of each partition are made
+    with one of that partition's events current. Only the context variable is
+    set: ``Stream._set_current_event`` would also change the stream's own
+    ``current_event``, which ``take_events`` reads while buffering the next
+    batch, and an event would be lost.
+    """
+    from faust.streams import _current_event
+
+    _current_event.set(weakref.ref(faust_event))

@@ -1,10 +1,13 @@
 """Node aggregate agent: the node inbox through ``NodePartition``, one per partition.
 
-Each event goes to the driver of its inbox partition; the outputs
-(NodeResource, DeadLetter for a rejected config) are delivered before the
-states are written to the ``node-state`` table, whose values are the
-compact ``dump_state`` bytes (raw, not JSON). The drivers are rebuilt from
-the table on first use after every rebalance.
+Events are taken in batches; each goes to the driver of its inbox
+partition, whose writes are held back until the batch's outputs
+(NodeResource, DeadLetter for a rejected config, Acks) are delivered, then
+written to the ``node-state`` table with an event of that partition as
+Faust's current event (Faust routes a table write to the changelog
+partition of the current event). Values are the compact ``dump_state``
+bytes (raw, not JSON). The drivers are rebuilt from the table on first use
+after every rebalance.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import faust
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams.agents.inbox import inbox_events
+from streams.agents.inbox import inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
 from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
@@ -76,23 +79,29 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
-        async for key, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
-            if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
-                for resource, value in event.record["nodeUsage"].items():
-                    NODE_USAGE.labels(key, resource).set(value)
-            partition = driver(event.causation.inbox_partition)
-            store, pending = partition.store, {}
-            partition.store = _Buffer(store, pending)
-            try:
-                outputs = partition.apply(event)
-            finally:
-                partition.store = store
-            await send_outputs(topics, STAGE, event, outputs, inbox="inbox-node")
-            for node, value in pending.items():
-                if value is None:
-                    store.pop(node)
-                else:
-                    store[node] = value
+        async for batch in inbox_batches(stream, topic_ids, dead_letters, STAGE):
+            caused, written = [], {}
+            for key, event, faust_event in batch:
+                if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
+                    for resource, value in event.record["nodeUsage"].items():
+                        NODE_USAGE.labels(key, resource).set(value)
+                partition = driver(event.causation.inbox_partition)
+                pending = written.setdefault(partition, ({}, faust_event))[0]
+                written[partition] = (pending, faust_event)
+                store = partition.store
+                partition.store = _Buffer(store, pending)
+                try:
+                    caused.append((event, partition.apply(event)))
+                finally:
+                    partition.store = store
+            await send_outputs(topics, STAGE, "inbox-node", caused)
+            for partition, (pending, faust_event) in written.items():
+                write_as(faust_event)
+                for node, value in pending.items():
+                    if value is None:
+                        partition.store.pop(node)
+                    else:
+                        partition.store[node] = value
 
 
 class _Buffer:

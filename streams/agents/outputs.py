@@ -1,9 +1,9 @@
 """Sending an aggregate's outputs: each record to its topic, keyed, delivered, measured.
 
-The aggregates call :func:`send_outputs` with the (schema, record) pairs the
-pure core returned. Sends are awaited until delivered before the caller
-writes its table, so a crash in between re-emits the same records (same ids)
-rather than losing them.
+The aggregates call :func:`send_outputs` once per batch with the (schema,
+record) pairs the pure core returned for each event. Sends are awaited until
+delivered before the caller writes its table, so a crash in between re-emits
+the same records (same ids) rather than losing them.
 """
 
 from __future__ import annotations
@@ -46,25 +46,31 @@ def ack(inbox: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> tuple
                    "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS]}
 
 
-async def send_outputs(topics: dict, aggregate: str, event: InboxEvent, outputs: list[tuple[str, dict]],
-                       inbox: str | None = None) -> None:
-    """Send ``outputs`` (schema, record) to ``topics`` (schema -> Faust topic) and wait for delivery;
-    then, when the event asked for one, the Ack of ``inbox``'s aggregate, listing the outputs' ids."""
-    if event.ack and inbox is not None:
-        outputs = [*outputs, ack(inbox, event, outputs)]
-    if not outputs:
-        return
-    pending = [await topics[schema].send(key=output_key(schema, record).encode(), value=codec.encode(schema, record))
-               for schema, record in outputs]
+async def send_outputs(topics: dict, aggregate: str, inbox: str,
+                       caused: list[tuple[InboxEvent, list[tuple[str, dict]]]]) -> None:
+    """Send every event's outputs (schema, record) to ``topics`` (schema -> Faust topic), each
+    followed by the Ack of ``inbox``'s aggregate when the event asked for one, and wait until all
+    are delivered."""
+    pending, now = [], time.time()
+    for event, outputs in caused:
+        if event.ack:
+            outputs = [*outputs, ack(inbox, event, outputs)]
+        for schema, record in outputs:
+            value = codec.encode(schema, record)
+            pending.append(await topics[schema].send(key=output_key(schema, record).encode(), value=value, force=True))
+            _observe(aggregate, schema, record)
+        if outputs:
+            DECISION_LATENCY.labels(aggregate).observe(max(0.0, now - event.timestamp_ms / 1000))
     for future in pending:
         await future
-    DECISION_LATENCY.labels(aggregate).observe(max(0.0, time.time() - event.timestamp_ms / 1000))
-    for schema, record in outputs:
-        OUTPUTS.labels(aggregate, schema).inc()
-        if schema == "NodeResource" and PER_NODE_ENABLED:
-            for resource, value in record["allocatable"].items():
-                NODE_ALLOCATABLE.labels(record["nodeName"], resource).set(value)
-        elif schema == "ElasticQuotaStatus":
-            for field in ("runtime", "used", "request"):
-                for resource, value in record[field].items():
-                    QUOTA.labels(record["name"], resource, field).set(value)
+
+
+def _observe(aggregate: str, schema: str, record: dict) -> None:
+    OUTPUTS.labels(aggregate, schema).inc()
+    if schema == "NodeResource" and PER_NODE_ENABLED:
+        for resource, value in record["allocatable"].items():
+            NODE_ALLOCATABLE.labels(record["nodeName"], resource).set(value)
+    elif schema == "ElasticQuotaStatus":
+        for field in ("runtime", "used", "request"):
+            for resource, value in record[field].items():
+                QUOTA.labels(record["name"], resource, field).set(value)

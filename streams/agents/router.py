@@ -47,7 +47,8 @@ def register(app: faust.App, topology: Topology) -> None:
                 "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
             })
             for target in routing.routes(source_id, key, kind, record, partitions):
-                await inboxes[target.inbox].send(key=target.key.encode(), value=envelope, partition=target.partition)
+                await inboxes[target.inbox].send(key=target.key.encode(), value=envelope, partition=target.partition,
+                                                 force=True)
 
 
 def _asks_ack(headers) -> bool:

@@ -1,10 +1,10 @@
 """Scheduling aggregate agent: one serial decision stream per domain.
 
-Reads the scheduling inbox, hands each event to the pure core
-(``streams.scheduler.domain``), sends the decisions, then writes the changed
-state entries to the ``scheduling-state`` table. Decisions are delivered
-before the table is written: after a crash the event is processed again and
-re-emits the same decisions (same ids), which readers deduplicate.
+Reads the scheduling inbox in batches, hands each event to the pure core
+(``streams.scheduler.domain``), sends the outputs, then writes the changed
+state entries to the ``scheduling-state`` table. Outputs are delivered
+before the table is written: after a crash the events are processed again
+and re-emit the same outputs (same ids), which readers deduplicate.
 
 The core's in-memory state for a domain is rebuilt from the table on first
 use and dropped on every rebalance, when the table may have moved. After a
@@ -18,7 +18,7 @@ import gc
 
 import faust
 
-from streams.agents.inbox import inbox_events
+from streams.agents.inbox import inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats
@@ -32,14 +32,9 @@ SEPARATOR = "|"
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-scheduling")
     outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
-    dead_letters = outputs["DeadLetter"]
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("scheduling-state", partitions=inbox_spec.partitions)
     """Values are JSON (Faust's table default): internal state, not a public contract."""
-
-    @app.timer(interval=TABLE_SIZE_INTERVAL_S)
-    async def table_size() -> None:
-        TABLE_ENTRIES.labels("scheduling-state").set(len(table))
     domains: dict[str, SchedulingDomain] = {}
 
     def load(domain: str) -> SchedulingDomain:
@@ -49,6 +44,10 @@ def register(app: faust.App, topology: Topology) -> None:
             domains[domain] = SchedulingDomain.restore(domain, entries)
             gc.freeze()
         return domains[domain]
+
+    @app.timer(interval=TABLE_SIZE_INTERVAL_S)
+    async def table_size() -> None:
+        TABLE_ENTRIES.labels("scheduling-state").set(len(table))
 
     @app.timer(interval=PLUGIN_STATS_INTERVAL_S)
     async def plugin_stats() -> None:
@@ -66,11 +65,16 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
-        async for domain, event in inbox_events(stream, topic_ids, dead_letters, STAGE):
-            state = load(domain)
-            await send_outputs(outputs, STAGE, event, state.handle(event), inbox="inbox-scheduling")
-            for key, value in state.take_changes().items():
-                if value is None:
-                    table.pop(domain + SEPARATOR + key, None)
-                else:
-                    table[domain + SEPARATOR + key] = value
+        async for batch in inbox_batches(stream, topic_ids, outputs["DeadLetter"], STAGE):
+            caused, last_event = [], {}
+            for domain, event, faust_event in batch:
+                caused.append((event, load(domain).handle(event)))
+                last_event[domain] = faust_event
+            await send_outputs(outputs, STAGE, "inbox-scheduling", caused)
+            for domain, faust_event in last_event.items():
+                write_as(faust_event)
+                for key, value in load(domain).take_changes().items():
+                    if value is None:
+                        table.pop(domain + SEPARATOR + key, None)
+                    else:
+                        table[domain + SEPARATOR + key] = value

@@ -26,4 +26,4 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.timer(interval=TICK_INTERVAL_S)
     async def tick() -> None:
-        await ticks.send(key=b"tick", value=codec.encode("Tick", {"timestamp": int(time.time() * 1000)}))
+        await ticks.send(key=b"tick", value=codec.encode("Tick", {"timestamp": int(time.time() * 1000)}), force=True)

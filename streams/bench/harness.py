@@ -49,7 +49,7 @@ def running(existing_broker: str | None) -> Iterator[Harness]:
         try:
             embedded.wait_for_metadata(bootstrap, proc=broker)
             asyncio.run(_apply_topics(bootstrap, topology))
-            worker = supervision.spawn(supervision.koord_command("worker", "-l", "warning"), logs / "worker.log",
+            worker = supervision.spawn(supervision.koord_command("worker"), logs / "worker.log",
                                        {"KOORD_BROKER": bootstrap})
             _wait_ready(worker, logs / "worker.log")
             yield Harness(bootstrap, topology, logs)
@@ -88,7 +88,7 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
         while time.monotonic() < deadline:
             highwaters = await _fetch_highwaters(consumer, tps)
             committed = await admin.list_consumer_group_offsets(group, partitions=tps)
-            done = all((committed.get(tp).offset if committed.get(tp) else 0) >= highwaters[tp] for tp in tps)
+            done = all(max(committed[tp].offset if committed.get(tp) else 0, 0) >= highwaters[tp] for tp in tps)
             if done and highwaters == last:
                 if stable_since is None:
                     stable_since = time.monotonic()
