@@ -3,7 +3,10 @@
 Each source record is decoded and checked once here; a good one is wrapped
 unchanged in an InboxEvent (with its topic, partition, offset and timestamp)
 and sent to every inbox that needs it (``streams.routing``); a bad one goes
-to the dead-letter topic with its reason.
+to the dead-letter topic with its reason. Records are taken in batches, and
+a batch's forwards are delivered before Faust acknowledges its records, so
+a crash re-forwards rather than loses (the aggregates drop re-forwarded
+events by source offset).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import faust
 from streams import routing, validation
 from streams.app import raw_topic
 from streams.agents.deadletters import send_dead_letter
+from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -28,27 +32,31 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(sources, name="koord-router")
     async def route(stream):
-        async for event in stream.events():
-            message = event.message
-            source_id = ids[message.topic]
-            key = message.key.decode() if message.key else None
-            try:
-                kind, record, reason = _decode(source_id, key, message.value)
-            except codec.CodecError as error:
-                kind, record, reason = None, None, f"undecodable record: {error}"
-            if reason is None and key is None:
-                reason = "record has no key (the key must name the object)"
-            if reason is not None:
-                await send_dead_letter(dead_letters, STAGE, message, reason)
-                continue
-            envelope = codec.encode("InboxEvent", {
-                "sourceTopic": message.topic, "sourcePartition": message.partition,
-                "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
-                "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
-            })
-            for target in routing.routes(source_id, key, kind, record, partitions):
-                await inboxes[target.inbox].send(key=target.key.encode(), value=envelope, partition=target.partition,
-                                                 force=True)
+        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+            pending = []
+            for event in events:
+                message = event.message
+                source_id = ids[message.topic]
+                key = message.key.decode() if message.key else None
+                try:
+                    kind, record, reason = _decode(source_id, key, message.value)
+                except codec.CodecError as error:
+                    kind, record, reason = None, None, f"undecodable record: {error}"
+                if reason is None and key is None:
+                    reason = "record has no key (the key must name the object)"
+                if reason is not None:
+                    await send_dead_letter(dead_letters, STAGE, message, reason)
+                    continue
+                envelope = codec.encode("InboxEvent", {
+                    "sourceTopic": message.topic, "sourcePartition": message.partition,
+                    "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
+                    "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
+                })
+                for target in routing.routes(source_id, key, kind, record, partitions):
+                    pending.append(await inboxes[target.inbox].send(
+                        key=target.key.encode(), value=envelope, partition=target.partition, force=True))
+            for future in pending:
+                await future
 
 
 def _asks_ack(headers) -> bool:
