@@ -47,10 +47,12 @@ D = AgentSettings()
 @click.option("--max-buffered-metrics", type=int, default=D.max_buffered_metrics, show_default=True,
               help="NodeMetric records kept during a broker outage (oldest dropped first).")
 @click.option("--metrics-port", type=int, default=0, help="Serve Prometheus metrics on this port (0: off).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics server binds.")
 def node_agent(node_name: str, once: bool, output: str, collect_interval: float, report_interval: float,
                aggregate_duration: float, memory_policy: str, cgroup_root: Path, kubepods_dir: str,
                cgroup_driver: str, cgroup_version: str, proc_root: Path, sys_root: Path,
-               host_applications: Path | None, max_buffered_metrics: int, metrics_port: int) -> None:
+               host_applications: Path | None, max_buffered_metrics: int, metrics_port: int,
+               metrics_host: str) -> None:
     """Collect this host's node, pod and device usage; publish Node, NodeMetric and Device objects."""
     settings = AgentSettings(
         node_name=node_name, collect_interval_s=collect_interval, report_interval_s=report_interval,
@@ -68,7 +70,7 @@ def node_agent(node_name: str, once: bool, output: str, collect_interval: float,
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if metrics_port:
         from prometheus_client import start_http_server
-        start_http_server(metrics_port)
+        start_http_server(metrics_port, addr=metrics_host)
     config = context.settings()
     bootstrap = context.bootstrap(config)
     names = context.topology(config).names()

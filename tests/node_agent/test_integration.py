@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -93,16 +94,32 @@ def test_simulator_acknowledges_actuations_with_the_values_read_back(broker):
 
 def test_node_agent_publishes_node_and_node_metric(broker):
     bootstrap, home = broker
+    metrics_port = embedded.free_loopback_port()
     agent = koord(bootstrap, home, "node-agent", "--node-name", "it-agent", "--collect-interval", "0.25",
-                  "--report-interval", "0.5")
+                  "--report-interval", "0.5", "--metrics-port", str(metrics_port))
     try:
         found = asyncio.run(read(bootstrap, ["nodes", "nodemetrics"], lambda found: {
             s for s, r in found if r["metadata"]["name"] == "it-agent"} == {"Node", "NodeMetric"}))
+        series = scrape(metrics_port)
+        assert series["koord_node_agent_published_records_total"] > 0
+        assert "koord_node_agent_collect_seconds" in series
     finally:
         agent.terminate()
         output = agent.communicate(timeout=30)[0]
     kinds = {schema for schema, record in found if record["metadata"]["name"] == "it-agent"}
     assert kinds == {"Node", "NodeMetric"}, output[-2000:]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Sample name -> summed value from a Prometheus endpoint on this machine."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    series: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            series[sample.name] = series.get(sample.name, 0.0) + sample.value
+    return series
 
 
 def test_publisher_buffers_through_an_outage_and_drops_oldest_metrics(broker):
