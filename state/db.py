@@ -11,10 +11,12 @@ SQLite (the embedded default) runs in WAL mode with a busy timeout so `koord get
 the projector writes; PostgreSQL is the production backend.
 """
 
+import time
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, inspect, insert, select
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from state.models import Base, SchemaVersion
 
@@ -69,17 +71,42 @@ def _configure_sqlite(dbapi_connection, _connection_record) -> None:
     cursor.close()
 
 
+CREATE_ATTEMPTS = 30
+CREATE_RETRY_S = 0.1
+
+
+class _BeingCreated(Exception):
+    """Tables exist without a version row: another process is creating the read model."""
+
+
 def create_all(engine: Engine) -> None:
     """Create the tables and record SCHEMA_VERSION on an empty database; on a populated one,
-    check the version. Raises SchemaVersionError when it differs or is missing."""
+    check the version. Raises SchemaVersionError when it differs or is missing.
+
+    Several processes may start on the same empty database (the projection and a `koord get`):
+    the one that loses the race gets an error or sees tables without a version row, waits and
+    checks again, for up to CREATE_ATTEMPTS x CREATE_RETRY_S."""
+    for _ in range(CREATE_ATTEMPTS - 1):
+        try:
+            return _create_or_check(engine, final=False)
+        except (_BeingCreated, OperationalError, ProgrammingError, IntegrityError):
+            time.sleep(CREATE_RETRY_S)
+    _create_or_check(engine, final=True)
+
+
+def _create_or_check(engine: Engine, final: bool) -> None:
     with engine.begin() as connection:
         existing = set(inspect(connection).get_table_names()) & set(Base.metadata.tables)
         if SchemaVersion.__tablename__ in existing:
             found = connection.scalar(select(SchemaVersion.version))
+            if found is None and not final:
+                raise _BeingCreated()
             if found != SCHEMA_VERSION:
                 raise SchemaVersionError(found, engine.url)
             return
         if existing:
+            if not final:
+                raise _BeingCreated()
             raise SchemaVersionError(None, engine.url)
         Base.metadata.create_all(connection)
         connection.execute(insert(SchemaVersion).values(id=1, version=SCHEMA_VERSION))

@@ -65,3 +65,11 @@ def install_faust_sensor(app) -> None:
     from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
 
     app.monitor = PrometheusMonitor(metrics=FaustMetrics.create(REGISTRY, FAUST_PREFIX))
+
+
+def serve(port: int | None, host: str) -> None:
+    """Serve this process's registry on ``host:port`` (nothing when ``port`` is None or 0)."""
+    if port:
+        from prometheus_client import start_http_server
+
+        start_http_server(port, addr=host)

@@ -21,6 +21,8 @@ from node_agent.publisher import Publisher, encode_manifest
 from node_agent.run import follow_pods, run_agent
 from node_agent.settings import CGROUP_DRIVERS, CGROUP_VERSIONS, MEMORY_POLICIES, AgentSettings, SettingsError
 from streams.cli import context
+from streams.cli.options import metrics_options
+from streams.metrics import serve
 from streams.cli.output import emit
 
 D = AgentSettings()
@@ -46,8 +48,7 @@ D = AgentSettings()
               help="YAML/JSON list of host applications (NodeSLO spec.hostApplications).")
 @click.option("--max-buffered-metrics", type=int, default=D.max_buffered_metrics, show_default=True,
               help="NodeMetric records kept during a broker outage (oldest dropped first).")
-@click.option("--metrics-port", type=int, default=0, help="Serve Prometheus metrics on this port (0: off).")
-@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics server binds.")
+@metrics_options
 def node_agent(node_name: str, once: bool, output: str, collect_interval: float, report_interval: float,
                aggregate_duration: float, memory_policy: str, cgroup_root: Path, kubepods_dir: str,
                cgroup_driver: str, cgroup_version: str, proc_root: Path, sys_root: Path,
@@ -68,9 +69,7 @@ def node_agent(node_name: str, once: bool, output: str, collect_interval: float,
         _once(agent, output)
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if metrics_port:
-        from prometheus_client import start_http_server
-        start_http_server(metrics_port, addr=metrics_host)
+    serve(metrics_port, metrics_host)
     config = context.settings()
     bootstrap = context.bootstrap(config)
     names = context.topology(config).names()

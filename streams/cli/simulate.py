@@ -20,6 +20,8 @@ from node_agent.publisher import Publisher
 from node_agent.simulator import Fleet, FleetArgs
 from streams import kafka
 from streams.cli import context
+from streams.cli.options import metrics_options
+from streams.metrics import serve
 from streams.schemas import codec
 
 log = logging.getLogger(__name__)
@@ -36,10 +38,12 @@ SOURCE = "<simulator>"
               help="Simulated seconds between two NodeMetrics of a node.")
 @click.option("--mean-lifetime", default=FleetArgs.mean_lifetime_s, show_default=True,
               help="Mean pod lifetime in simulated seconds.")
+@metrics_options
 def simulate(nodes: int, pods_per_node: int, seed: int, speed: float, duration: int, report_interval: int,
-             mean_lifetime: int) -> None:
+             mean_lifetime: int, metrics_port: int | None, metrics_host: str) -> None:
     """Publish a simulated cluster: nodes, devices, pods arriving and finishing, node metrics; ack actuations."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve(metrics_port, metrics_host)
     config = context.settings()
     bootstrap = context.bootstrap(config)
     names = context.topology(config).names()

@@ -23,7 +23,9 @@ from streams import supervision
 from streams.broker import embedded
 from streams.cli import context
 from streams.cli.get import print_decisions
+from streams.cli.options import metrics_options
 from streams.kafka import admin_client
+from streams.metrics import serve
 from streams.topology import apply as apply_topology
 
 EMBEDDED_WARNING = "The embedded broker (Tansu) keeps topics in memory only: `koord down` loses them."
@@ -95,7 +97,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
         asyncio.run(_apply_topics(bootstrap, topology))
         env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
-        metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection")}
+        metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection", "simulator")}
         children.append(("worker", supervision.spawn(
             supervision.koord_command("worker", "--metrics-port", str(metrics["worker"])), home / "worker.log", env)))
         children.append(("projection", supervision.spawn(
@@ -104,13 +106,15 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
         if nodes > 0:
             children.append(("simulator", supervision.spawn(
                 supervision.koord_command("simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
-                                          "--seed", str(seed)), home / "simulator.log", env)))
+                                          "--seed", str(seed), "--metrics-port", str(metrics["simulator"])),
+                home / "simulator.log", env)))
         state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "ready": True,
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
                  "processes": {name: {"pid": proc.pid, "log": str((home / f"{name}.log").resolve())}
                                for name, proc in children}}
         for name, port in metrics.items():
-            state["processes"][name]["metrics"] = f"http://127.0.0.1:{port}/metrics"
+            if name in state["processes"]:
+                state["processes"][name]["metrics"] = f"http://127.0.0.1:{port}/metrics"
         state_path.write_text(json.dumps(state, indent=2))
         _banner(state)
         return _run_until_stopped(bootstrap, topology, children, stop)
@@ -195,33 +199,26 @@ def status(output: str) -> None:
 
 @click.command()
 @click.option("-l", "--loglevel", default="info", show_default=True)
-@click.option("--metrics-port", type=int, default=None, help="Serve Prometheus metrics on this port.")
-@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@metrics_options
 def worker(loglevel: str, metrics_port: int | None, metrics_host: str) -> None:
     """Run a Faust worker (routers and aggregates) against KOORD_BROKER."""
     from faust.worker import Worker
-    from prometheus_client import start_http_server
 
     from streams.app import create_app
 
-    if metrics_port is not None:
-        start_http_server(metrics_port, addr=metrics_host)
+    serve(metrics_port, metrics_host)
     config = context.settings()
     app = create_app(context.bootstrap(config), context.topology(config))
     Worker(app, loglevel=loglevel).execute_from_commandline()
 
 
 @click.command()
-@click.option("--metrics-port", type=int, default=None, help="Serve Prometheus metrics on this port.")
-@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@metrics_options
 def project(metrics_port: int | None, metrics_host: str) -> None:
     """Run the read-model projection (output and object topics into SQL)."""
-    from prometheus_client import start_http_server
-
     from streams.agents.projection import run_projection
 
-    if metrics_port is not None:
-        start_http_server(metrics_port, addr=metrics_host)
+    serve(metrics_port, metrics_host)
     config = context.settings()
     engine = context.read_model(config)
 

@@ -52,3 +52,30 @@ def test_sqlite_reads_while_a_write_is_open(tmp_path):
     writer.dispose()
     reader.dispose()
 
+
+
+def test_concurrent_creators_all_end_with_one_complete_read_model(database_url):
+    """The projection and a `koord get` may both open a fresh read model at once."""
+    import threading
+
+    from sqlalchemy import func, select
+
+    from state.db import create_all, open_database
+    from state.models import SchemaVersion
+
+    errors = []
+
+    def create():
+        try:
+            create_all(open_database(database_url))
+        except Exception as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with open_database(database_url).connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(SchemaVersion)) == 1
