@@ -66,3 +66,16 @@ def write_as(faust_event) -> None:
     from faust.streams import _current_event
 
     _current_event.set(weakref.ref(faust_event))
+
+
+def forget_on_rebalance(app, cache: dict) -> None:
+    """Empty ``cache`` (an aggregate's in-memory states) whenever partitions move: the table may
+    have changed under it, and the states are rebuilt from the table on next use."""
+
+    @app.on_partitions_revoked.connect
+    async def forget_revoked(sender, revoked, **kwargs):
+        cache.clear()
+
+    @app.on_partitions_assigned.connect
+    async def forget_assigned(sender, assigned, **kwargs):
+        cache.clear()

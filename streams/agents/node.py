@@ -15,7 +15,7 @@ from __future__ import annotations
 import faust
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams.agents.inbox import inbox_batches, write_as
+from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
 from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
@@ -69,13 +69,7 @@ def register(app: faust.App, topology: Topology) -> None:
     async def table_size() -> None:
         TABLE_ENTRIES.labels("node-state").set(len(table))
 
-    @app.on_partitions_revoked.connect
-    async def forget_revoked(sender, revoked, **kwargs):
-        partitions.clear()
-
-    @app.on_partitions_assigned.connect
-    async def forget_assigned(sender, assigned, **kwargs):
-        partitions.clear()
+    forget_on_rebalance(app, partitions)
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):

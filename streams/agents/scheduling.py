@@ -18,7 +18,7 @@ import gc
 
 import faust
 
-from streams.agents.inbox import inbox_batches, write_as
+from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats
@@ -55,13 +55,7 @@ def register(app: faust.App, topology: Topology) -> None:
             for framework in state.frameworks.values():
                 export_plugin_stats(framework.stats)
 
-    @app.on_partitions_revoked.connect
-    async def forget_revoked(sender, revoked, **kwargs):
-        domains.clear()
-
-    @app.on_partitions_assigned.connect
-    async def forget_assigned(sender, assigned, **kwargs):
-        domains.clear()
+    forget_on_rebalance(app, domains)
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):

@@ -71,3 +71,10 @@ def prepare_node_for_resource(status: NodeStatus, result: NodeResource, name: st
     status.capacity[name] = quantity
     status.allocatable[name] = quantity
 
+
+def is_degrade_needed(strategy: ColocationStrategy, metric: MetricView | None, now_ms: int) -> bool:
+    """``isDegradeNeeded`` of both the batch and the mid plugin: no metric, no update time, or ``now``
+    after ``updateTime + degradeTimeMinutes`` (for mid, a missing ProdReclaimable does not degrade)."""
+    if metric is None or metric.update_time_ms is None:
+        return True
+    return now_ms > metric.update_time_ms + strategy.degrade_time_minutes * 60_000

@@ -64,7 +64,8 @@ from streams.noderesource.framework import (
 from streams.noderesource.quantities import (
     divide_milli, format_go_float, is_resource_diff, multiply, multiply_milli, scaled_value,
 )
-from streams.noderesource.resources import host_app_used_above, prepare_node_for_resource, safety_margin
+from streams.noderesource.resources import (host_app_used_above, is_degrade_needed, prepare_node_for_resource,
+                                            safety_margin)
 from streams.noderesource.views import MetricView, PodView, Snapshot, pod_totals
 from streams.objects.quantity import format_quantity
 
@@ -84,13 +85,6 @@ class BatchResourceArgs:
     def validate(self) -> None:
         if not isinstance(self.numa_level, bool):
             raise ValueError(f"{NAME}: numa_level must be a boolean")
-
-
-def is_degrade_needed(strategy: ColocationStrategy, metric: MetricView | None, now_ms: int) -> bool:
-    """``isDegradeNeeded``: no metric, no update time, or ``now`` after ``updateTime + degradeTimeMinutes``."""
-    if metric is None or metric.update_time_ms is None:
-        return True
-    return now_ms > metric.update_time_ms + strategy.degrade_time_minutes * 60_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

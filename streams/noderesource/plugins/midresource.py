@@ -35,8 +35,8 @@ from streams.noderesource.classes import PRIORITY_MID
 from streams.noderesource.config import MID_RECLAIM_MODE_STATIC, ColocationStrategy
 from streams.noderesource.framework import MID_CPU, MID_MEMORY, NodeResource, NodeStatus, ResourceItem
 from streams.noderesource.quantities import format_go_float, is_resource_diff, multiply, multiply_milli, scaled_value
-from streams.noderesource.resources import host_app_used_above, prepare_node_for_resource
-from streams.noderesource.views import MetricView, Snapshot, pod_totals
+from streams.noderesource.resources import host_app_used_above, is_degrade_needed, prepare_node_for_resource
+from streams.noderesource.views import Snapshot, pod_totals
 
 NAME = "MidResource"
 RESOURCE_NAMES = (MID_CPU, MID_MEMORY)
@@ -54,13 +54,6 @@ class MidResourceArgs:
     def validate(self) -> None:
         if not isinstance(self.predict_unreported_reclaimable, bool):
             raise ValueError(f"{NAME}: predict_unreported_reclaimable must be a boolean")
-
-
-def is_degrade_needed(strategy: ColocationStrategy, metric: MetricView | None, now_ms: int) -> bool:
-    """``isDegradeNeeded``; a missing ProdReclaimable does not degrade."""
-    if metric is None or metric.update_time_ms is None:
-        return True
-    return now_ms > metric.update_time_ms + strategy.degrade_time_minutes * 60_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

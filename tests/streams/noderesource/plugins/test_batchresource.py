@@ -10,13 +10,14 @@ import json
 
 import pytest
 
+from streams.noderesource.resources import is_degrade_needed
 from streams.noderesource.config import CPUNormalizationStrategy
 from streams.noderesource.framework import (
     ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE, BATCH_CPU, BATCH_MEMORY,
     NodeResource, NodeStatus, ResourceItem,
 )
 from streams.noderesource.plugins.batchresource import (
-    DEGRADE_MESSAGE, BatchResource, Zone, calculate_on_numa_level, is_degrade_needed, pod_numa_split,
+    DEGRADE_MESSAGE, BatchResource, Zone, calculate_on_numa_level, pod_numa_split,
 )
 from streams.noderesource.views import ANNOTATION_NODE_RESERVATION, ANNOTATION_THIRD_PARTY_ALLOCATIONS, Snapshot
 from tests.streams.noderesource.support import (
