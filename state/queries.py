@@ -330,3 +330,86 @@ def acknowledged(engine: Engine, source_topic: str, source_partition: int, sourc
         for model in (Decision, NodeResource, QuotaStatus):
             found.update(session.scalars(select(model.decision_id).where(model.decision_id.in_(wanted))))
         return wanted <= found
+
+
+# -- explain ----------------------------------------------------------------------------------------------
+
+TOP_SCORES_SHOWN = 5
+EXTENDED_RESOURCES = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory", "kubernetes.io/mid-cpu",
+                      "kubernetes.io/mid-memory")
+
+
+def filter_summary(filter_results: list[dict[str, Any]]) -> str:
+    """The per-plugin filter results as kube-scheduler aggregates them: "<count> <reason>" strings, sorted,
+    joined by ", " (the form of its FitError, e.g. "3 Insufficient cpu, 2 node(s) had untolerated taint")."""
+    counts: dict[str, int] = {}
+    for result in filter_results or []:
+        counts[result["reason"]] = counts.get(result["reason"], 0) + result["count"]
+    return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items()))
+
+
+def explain_pod(engine: Engine, namespace: str, name: str, history: int = 3) -> dict[str, Any] | None:
+    """Why a pod is where it is: its latest ``history`` decisions (newest first; about this pod object, by
+    uid) with the aggregated filter results, the top scores, the chosen node and the input event each came
+    from. None when the read model knows neither the pod nor a decision about it."""
+    key = f"{namespace}/{name}"
+    with Session(engine) as session:
+        pod = session.get(Pod, key)
+        statement = select(Decision).where(Decision.pod_key == key)
+        if pod is not None and pod.uid is not None:
+            statement = statement.where(or_(Decision.pod_uid.is_(None), Decision.pod_uid == pod.uid))
+        decisions = session.scalars(statement.order_by(
+            Decision.topic_offset.desc(), Decision.timestamp_ms.desc()).limit(history)).all()
+        if pod is None and not decisions:
+            return None
+        return {
+            "pod": {"namespace": namespace, "name": name, "uid": pod.uid if pod else None,
+                    "phase": pod.phase if pod else None, "deleted": pod.deleted if pod else None},
+            "decisions": [_explained_decision(decision) for decision in decisions],
+        }
+
+
+def _explained_decision(decision: Decision) -> dict[str, Any]:
+    record = _decision_record(decision)
+    rejected = sum(result["count"] for result in decision.filter_results or [])
+    scores = sorted(decision.scores or [], key=lambda s: (-s["score"], s["node"]))
+    return {**record, "requests": decision.requests, "rejectedNodes": rejected,
+            "filterSummary": filter_summary(decision.filter_results), "topScores": scores[:TOP_SCORES_SHOWN]}
+
+
+def explain_node(engine: Engine, name: str, history: int = 5) -> dict[str, Any] | None:
+    """A node's latest NodeResource (allocatable with batch/mid values, Koordinator's calculation message,
+    causation), the latest NodeMetric the read model holds for it, and batch/mid over its last ``history``
+    NodeResources (newest first). None when the read model knows neither the node nor a NodeResource."""
+    with Session(engine) as session:
+        node = session.get(Node, name)
+        resources = session.scalars(select(NodeResource).where(NodeResource.node_name == name).order_by(
+            NodeResource.topic_offset.desc(), NodeResource.timestamp_ms.desc()).limit(history)).all()
+        metric = session.get(LatestObject, ("nodemetrics", name))
+        if node is None and not resources:
+            return None
+        latest = resources[0] if resources else None
+        return {
+            "node": {"name": name, "deleted": node.deleted if node else None},
+            "latest": None if latest is None else {
+                "decisionId": latest.decision_id, "timestamp": latest.timestamp_ms,
+                "capacity": latest.capacity, "allocatable": latest.allocatable,
+                "extended": {r: latest.allocatable.get(r) for r in EXTENDED_RESOURCES},
+                "annotations": latest.annotations, "message": latest.message,
+                "causation": _causation(latest), "topicPartition": latest.topic_partition,
+                "topicOffset": latest.topic_offset,
+            },
+            "latestNodeMetric": None if metric is None or metric.deleted else {
+                "sourcePartition": metric.source_partition, "sourceOffset": metric.source_offset,
+                "updateTime": (metric.record or {}).get("updateTime"), "nodeUsage": (metric.record or {}).get("nodeUsage"),
+            },
+            "history": [{"decisionId": r.decision_id, "timestamp": r.timestamp_ms,
+                         **{res: r.allocatable.get(res) for res in EXTENDED_RESOURCES},
+                         "causation": _causation(r)} for r in resources],
+        }
+
+
+def _causation(row: Decision | NodeResource) -> dict[str, Any]:
+    return {"inboxTopic": row.inbox_topic, "inboxPartition": row.inbox_partition, "inboxOffset": row.inbox_offset,
+            "sourceTopic": row.source_topic, "sourcePartition": row.source_partition,
+            "sourceOffset": row.source_offset}

@@ -80,3 +80,17 @@ def compare(recorded: Iterable[dict], replayed: Iterable[dict], id_field: str = 
     extra = sorted(seen - set(by_id))
     missing = sorted(set(by_id) - seen)
     return Report(reproduced, tuple(diverged), tuple(missing), tuple(extra), tuple(sorted(conflicting)))
+
+
+def compare_by_schema(recorded: dict[str, list[dict]], replayed: dict[str, list[dict]]) -> dict[str, Report]:
+    """One Report per output schema either side holds (ids are matched within a schema)."""
+    return {schema: compare(recorded.get(schema, []), replayed.get(schema, []))
+            for schema in sorted(set(recorded) | set(replayed))}
+
+
+def total(reports: Iterable[Report]) -> Report:
+    """The reports of several schemas as one."""
+    reports = list(reports)
+    return Report(sum(r.reproduced for r in reports), tuple(d for r in reports for d in r.diverged),
+                  tuple(i for r in reports for i in r.missing), tuple(i for r in reports for i in r.extra),
+                  tuple(i for r in reports for i in r.conflicting))

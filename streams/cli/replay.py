@@ -1,0 +1,198 @@
+"""``koord replay scheduling|node``: audit an aggregate by re-running its inbox, or ask what-if.
+
+Audit: the inbox is read back from the broker (to the Fetch high watermark),
+run through the pure core from its first record (``streams.replay.run``),
+and every output is matched by decision id with the recorded output topics
+(``streams.replay.compare``). Exits 1 unless every recorded output in the
+window is reproduced and nothing else is emitted. The recording is read
+after the replay ran and re-read for up to ``--settle`` seconds while the
+replay has outputs it lacks: a live worker may still be writing those of
+the last inbox records.
+
+What-if (``--config FILE``): the same inbox under another configuration,
+compared with the replay of the unchanged inbox (``streams.replay.whatif``);
+nothing is written to any topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import click
+
+from streams.agents.outputs import OUTPUT_TOPICS
+from streams.cli import context
+from streams.objects import ManifestError
+from streams.replay import run, whatif
+from streams.replay.compare import Report, compare_by_schema, total
+from streams.replay.reader import read_topic
+
+SETTLE_POLL_S = 1.0
+
+
+@click.command()
+@click.argument("aggregate", type=click.Choice([run.SCHEDULING, run.NODE]))
+@click.option("--domain", default=None, help="scheduling: only this scheduling domain.")
+@click.option("--node", default=None, help="node: only this node (its inbox partition is replayed whole).")
+@click.option("--from", "start", default=None,
+              help="Compare the outputs of inbox events from this ISO time, epoch ms, or inbox offset on.")
+@click.option("--to", "end", default=None, help="... up to this one (inclusive); same forms as --from.")
+@click.option("--config", "config_file", default=None,
+              help="What-if: run with this slo-controller-config ConfigMap (node) or "
+                   "KubeSchedulerConfiguration (scheduling) instead of the inbox's.")
+@click.option("--settle", default=10.0, show_default=True,
+              help="Seconds to wait for a live worker to record the outputs of the last inbox records.")
+@click.option("--show", default=20, show_default=True, help="Divergences or what-if rows printed in full.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+def replay(aggregate: str, domain: str | None, node: str | None, start: str | None, end: str | None,
+           config_file: str | None, settle: float, show: int, output: str) -> None:
+    """Replay an aggregate's inbox and compare with what it recorded, or run a what-if with --config."""
+    if domain is not None and aggregate != run.SCHEDULING:
+        raise click.UsageError("--domain applies to `replay scheduling`")
+    if node is not None and aggregate != run.NODE:
+        raise click.UsageError("--node applies to `replay node`")
+    try:
+        window = run.Window(run.Bound.parse(start) if start else None, run.Bound.parse(end) if end else None)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    config_override = None
+    if config_file is not None:
+        try:
+            config_override = whatif.load_config(config_file, aggregate)
+        except ManifestError as error:
+            raise click.ClickException(str(error)) from None
+    config = context.settings()
+    bootstrap, topology = context.bootstrap(config), context.topology(config)
+    inbox = topology.name(run.INBOX_IDS[aggregate])
+    topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
+    events, undecodable = run.decode(asyncio.run(read_topic(bootstrap, inbox)), topic_ids)
+    if domain is not None and not any(key == domain for key, _ in events):
+        raise click.ClickException(f"the inbox {inbox} holds no record of domain {domain!r}")
+    if node is not None and not run.partitions_of(events, node):
+        raise click.ClickException(f"the inbox {inbox} holds no record of node {node!r}")
+    caused = run.replay(aggregate, events, domain=domain, node=node)
+    header = {"aggregate": aggregate, "inbox": inbox, "events": len(caused), "undecodable": len(undecodable),
+              "window": window.describe(), "domain": domain, "node": node}
+    if config_override is not None:
+        _what_if(aggregate, events, caused, config_override, window, domain, node, header, show, output)
+        return
+    schemas = run.compared_schemas(aggregate, OUTPUT_TOPICS)
+    concerns = run.subject_filter(node)
+    replayed = run.replayed_outputs(caused, window, concerns)
+    topics = sorted({topology.name(topic_id) for topic_id in schemas.values()})
+    deadline = time.monotonic() + settle
+    while True:
+        records = [r for topic in topics for r in asyncio.run(read_topic(bootstrap, topic))]
+        recorded = run.recorded_outputs(run.decode_outputs(records, schemas), inbox, caused, window, concerns)
+        reports = compare_by_schema(recorded, replayed)
+        overall = total(reports.values())
+        if not overall.extra or time.monotonic() >= deadline:
+            break
+        time.sleep(SETTLE_POLL_S)
+    header["deadLetters"] = run.dead_letters(caused)
+    if output == "json":
+        click.echo(json.dumps({**header, "outputs": {s: r.to_dict() for s, r in reports.items()},
+                               "total": overall.to_dict(), "ok": overall.ok}, indent=2))
+    else:
+        _print_audit(header, reports, overall, replayed, show)
+    if not overall.ok:
+        raise SystemExit(1)
+
+
+def _print_audit(header: dict, reports: dict[str, Report], overall: Report, replayed: dict[str, list[dict]],
+                 show: int) -> None:
+    scope = f", domain {header['domain']}" if header["domain"] else f", node {header['node']}" if header["node"] else ""
+    click.echo(f"replay {header['aggregate']}: {header['inbox']}, {header['events']} events "
+               f"({header['undecodable']} undecodable){scope}; comparing {header['window']}")
+    rows = [("OUTPUT", "REPRODUCED", "DIVERGED", "MISSING", "EXTRA", "CONFLICTING")]
+    for schema, report in [*reports.items(), ("total", overall)]:
+        rows.append((schema, str(report.reproduced), str(len(report.diverged)), str(len(report.missing)),
+                     str(len(report.extra)), str(len(report.conflicting))))
+    _table(rows)
+    by_id = {record["decisionId"]: (schema, record) for schema, records in replayed.items() for record in records}
+    for divergence in overall.diverged[:show]:
+        schema, record = by_id[divergence.decision_id]
+        click.echo(f"\ndiverged {schema} {divergence.decision_id} ({_subject(record)}, caused by "
+                   f"{_cause(record)}):")
+        for line in divergence.differences:
+            click.echo(f"  {line}")
+    for label, ids in (("missing (recorded, not replayed)", overall.missing),
+                       ("extra (replayed, not recorded)", overall.extra),
+                       ("conflicting (recorded twice with different content)", overall.conflicting)):
+        if ids:
+            more = f" ... and {len(ids) - show} more" if len(ids) > show else ""
+            click.echo(f"\n{label}: {', '.join(ids[:show])}{more}")
+    hidden = len(overall.diverged) - show
+    if hidden > 0:
+        click.echo(f"\n... {hidden} more divergences (-o json lists all)")
+    click.echo("\nOK: every recorded output reproduced" if overall.ok else "\nFAILED: the replay does not match")
+    if header["deadLetters"]:
+        click.echo(f"(the replay dead-lettered {header['deadLetters']} inbox events; dead letters are not compared)")
+
+
+def _subject(record: dict) -> str:
+    if "pod" in record:
+        return f"pod {record['pod']['namespace']}/{record['pod']['name']}"
+    if "nodeName" in record:
+        return f"node {record['nodeName']}"
+    return record.get("name") or "-"
+
+
+def _cause(record: dict) -> str:
+    cause = record.get("causation") or {}
+    return ("{inboxTopic}[{inboxPartition}]@{inboxOffset} from {sourceTopic}[{sourcePartition}]@{sourceOffset}"
+            .format(**cause) if cause else "-")
+
+
+def _what_if(aggregate: str, events, caused, config_override: whatif.WhatIfConfig, window: run.Window,
+             domain: str | None, node: str | None, header: dict, show: int, output: str) -> None:
+    changed = run.replay(aggregate, whatif.with_config(events, config_override, aggregate), domain=domain, node=node)
+    header = {**header, "config": config_override.location}
+    if aggregate == run.NODE:
+        diff = whatif.node_diff(caused, changed, window, node)
+        if output == "json":
+            click.echo(json.dumps({**header, **diff, "headlines": whatif.node_headlines(diff)}, indent=2))
+            return
+        click.echo(f"what-if node with {config_override.location}: {header['events']} inbox events; "
+                   f"{header['window']}; what-if minus baseline")
+        for line in whatif.node_headlines(diff):
+            click.echo(f"  {line}")
+        rows = [("NODE", "RESOURCE", "FIRST", "LAST", "MIN", "MAX", "BASELINE", "WHAT-IF")]
+        for name, resources in list(diff["nodes"].items())[:show]:
+            for resource, d in resources.items():
+                if d["min"] or d["max"]:
+                    rows.append((name, resource, *(str(d[k]) for k in ("first", "last", "min", "max",
+                                                                        "baselineLast", "whatIfLast"))))
+        _table(rows)
+        if len(diff["nodes"]) > show:
+            click.echo(f"... {len(diff['nodes']) - show} more nodes (-o json lists all)")
+        for schema, counts in diff["otherOutputs"].items():
+            click.echo(f"{schema}: {sum(counts['baseline'].values())} in the baseline, "
+                       f"{sum(counts['whatIf'].values())} in the what-if")
+        return
+    diff = whatif.scheduling_diff(caused, changed, window)
+    if output == "json":
+        click.echo(json.dumps({**header, **diff}, indent=2))
+        return
+    click.echo(f"what-if scheduling with {config_override.location}: {header['events']} inbox events; "
+               f"{header['window']}")
+    click.echo(f"  {diff['pods']} pods decided; {diff['placedDifferently']} placed differently; Unschedulable "
+               f"{diff['unschedulable']['baseline']} -> {diff['unschedulable']['whatIf']}")
+    rows = [("POD", "BASELINE", "WHAT-IF")] + [(d["pod"], str(d["baseline"]), str(d["whatIf"]))
+                                               for d in diff["differences"][:show]]
+    _table(rows)
+    if len(diff["differences"]) > show:
+        click.echo(f"... {len(diff['differences']) - show} more (-o json lists all)")
+
+
+def _table(rows: list[tuple]) -> None:
+    if len(rows) < 2:
+        return
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+COMMANDS = (replay,)

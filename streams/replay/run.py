@@ -1,0 +1,237 @@
+"""Re-running an aggregate's inbox through its pure core, from the first record.
+
+The functions here take inbox records already read from the broker and
+return what the core emits for each, so they run without Kafka. They drive
+the core exactly as the live agents do:
+
+- records are decoded with the agents' own ``decode_inbox_event``; one that
+  does not decode is reported, as the agent dead-letters and skips it;
+- scheduling: one fresh ``SchedulingDomain`` per inbox key (the domain),
+  events in inbox order;
+- node: one ``NodePartition`` per inbox partition over an in-memory dict
+  store, events in inbox order.
+
+The core always starts from an empty state at the first inbox record, so a
+window (``Window``) only chooses which outputs are compared, never which
+events are applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Callable, Iterable, Sequence
+
+from streams.agents.inbox import decode_inbox_event
+from streams.events import InboxEvent
+from streams.noderesource.partition import NodePartition
+from streams.schemas import codec
+from streams.scheduler.domain import SchedulingDomain
+
+SCHEDULING, NODE = "scheduling", "node"
+INBOX_IDS = {SCHEDULING: "inbox-scheduling", NODE: "inbox-node"}
+SCHEDULING_OUTPUTS = ("SchedulingDecision", "ElasticQuotaStatus")
+NOT_COMPARED = ("DeadLetter", "Ack")
+"""Outputs without a decision id: dead letters are counted, not matched; the core emits no Acks."""
+OFFSET_LIMIT = 10**11
+"""A bare integer bound below this is an inbox offset, at or above it epoch milliseconds (year 1973 on)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Caused:
+    """One inbox event, the inbox key it was read under, and the (schema, record) outputs it caused."""
+
+    key: str
+    event: InboxEvent
+    outputs: tuple[tuple[str, dict], ...]
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return self.event.causation.inbox_partition, self.event.causation.inbox_offset
+
+
+@dataclasses.dataclass(frozen=True)
+class Undecodable:
+    partition: int
+    offset: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """One end of a window: an event time (epoch ms) or an inbox offset (in each partition)."""
+
+    kind: str
+    value: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Bound":
+        """An ISO timestamp, epoch milliseconds, or an inbox offset (a bare integer below ``OFFSET_LIMIT``)."""
+        text = text.strip()
+        if text.lstrip("-").isdigit():
+            value = int(text)
+            return cls("time", value) if value >= OFFSET_LIMIT else cls("offset", value)
+        try:
+            moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{text!r} is neither an ISO timestamp, epoch milliseconds nor an inbox offset") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+        return cls("time", int(moment.timestamp() * 1000))
+
+    def of(self, event: InboxEvent) -> int:
+        return event.timestamp_ms if self.kind == "time" else event.causation.inbox_offset
+
+    def describe(self) -> str:
+        if self.kind == "offset":
+            return f"inbox offset {self.value}"
+        moment = datetime.datetime.fromtimestamp(self.value / 1000, datetime.timezone.utc)
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """Which inbox events' outputs are compared: both ends inclusive, either open."""
+
+    start: Bound | None = None
+    end: Bound | None = None
+
+    def selects(self, event: InboxEvent) -> bool:
+        if self.start is not None and self.start.of(event) < self.start.value:
+            return False
+        return self.end is None or self.end.of(event) <= self.end.value
+
+    def describe(self) -> str:
+        if self.start is None and self.end is None:
+            return "everything"
+        start = self.start.describe() if self.start else "the beginning"
+        end = self.end.describe() if self.end else "the end"
+        return f"from {start} to {end}"
+
+
+def decode(records: Iterable, topic_ids: dict[str, str]) -> tuple[list[tuple[str, InboxEvent]], list[Undecodable]]:
+    """(inbox key, event) of every record that decodes, in the given order, and the ones that do not.
+
+    ``records`` are Kafka consumer records (``topic``, ``partition``, ``offset``, ``key``, ``value``);
+    ``topic_ids`` maps topic names to topology ids, as the agents use it."""
+    events, bad = [], []
+    for record in records:
+        try:
+            events.append((record.key.decode(), decode_inbox_event(record, topic_ids)))
+        except (codec.CodecError, KeyError, UnicodeDecodeError, AttributeError) as error:
+            bad.append(Undecodable(record.partition, record.offset, str(error)))
+    return events, bad
+
+
+def in_inbox_order(events: Iterable[tuple[str, InboxEvent]]) -> list[tuple[str, InboxEvent]]:
+    return sorted(events, key=lambda item: (item[1].causation.inbox_partition, item[1].causation.inbox_offset))
+
+
+def replay_scheduling(events: Iterable[tuple[str, InboxEvent]], domains: Sequence[str] | None = None) -> list[Caused]:
+    """Each event through a fresh ``SchedulingDomain`` per domain (the inbox key), in inbox order;
+    ``domains`` limits the run to those domains."""
+    states: dict[str, SchedulingDomain] = {}
+    caused = []
+    for key, event in in_inbox_order(events):
+        if domains is not None and key not in domains:
+            continue
+        if key not in states:
+            states[key] = SchedulingDomain(key)
+        caused.append(Caused(key, event, tuple(states[key].handle(event))))
+    return caused
+
+
+def replay_node(events: Iterable[tuple[str, InboxEvent]], partitions: Sequence[int] | None = None) -> list[Caused]:
+    """Each event through one ``NodePartition`` (in-memory store) per inbox partition, in inbox order;
+    ``partitions`` limits the run to those partitions."""
+    drivers: dict[int, NodePartition] = {}
+    caused = []
+    for key, event in in_inbox_order(events):
+        partition = event.causation.inbox_partition
+        if partitions is not None and partition not in partitions:
+            continue
+        if partition not in drivers:
+            drivers[partition] = NodePartition({})
+        caused.append(Caused(key, event, tuple(drivers[partition].apply(event))))
+    return caused
+
+
+def partitions_of(events: Iterable[tuple[str, InboxEvent]], key: str) -> list[int]:
+    """The inbox partitions holding records keyed ``key`` (a node's partition)."""
+    return sorted({event.causation.inbox_partition for k, event in events if k == key})
+
+
+def replay(aggregate: str, events: list[tuple[str, InboxEvent]], domain: str | None = None,
+           node: str | None = None) -> list[Caused]:
+    """Run ``aggregate`` (``scheduling`` or ``node``) over ``events``, limited to one domain or to the
+    partition of one node when asked."""
+    if aggregate == SCHEDULING:
+        return replay_scheduling(events, None if domain is None else [domain])
+    return replay_node(events, None if node is None else partitions_of(events, node))
+
+
+def subject_filter(node: str | None) -> Callable[[str, dict], bool]:
+    """Which outputs concern the asked node (every output when none is asked)."""
+    if node is None:
+        return lambda schema, record: True
+    return lambda schema, record: record.get("nodeName") == node
+
+
+def replayed_outputs(caused: Iterable[Caused], window: Window = Window(),
+                     concerns: Callable[[str, dict], bool] = subject_filter(None)) -> dict[str, list[dict]]:
+    """Outputs with a decision id, by schema, of the events inside ``window`` that ``concerns`` keeps."""
+    out: dict[str, list[dict]] = {}
+    for item in caused:
+        if not window.selects(item.event):
+            continue
+        for schema, record in item.outputs:
+            if schema not in NOT_COMPARED and "decisionId" in record and concerns(schema, record):
+                out.setdefault(schema, []).append(record)
+    return out
+
+
+def recorded_outputs(records: Iterable[tuple[str, dict]], inbox: str, caused: Iterable[Caused],
+                     window: Window = Window(),
+                     concerns: Callable[[str, dict], bool] = subject_filter(None)) -> dict[str, list[dict]]:
+    """Recorded (schema, record) outputs, by schema, caused by a replayed inbox event inside ``window``.
+
+    Outputs caused by inbox records the replay did not read (written after it read the inbox, or of
+    another domain or partition) are left out, so they are neither missing nor extra."""
+    inside = {item.position for item in caused if window.selects(item.event)}
+    out: dict[str, list[dict]] = {}
+    for schema, record in records:
+        cause = record.get("causation") if isinstance(record, dict) else None
+        if not cause or cause.get("inboxTopic") != inbox:
+            continue
+        if (cause["inboxPartition"], cause["inboxOffset"]) in inside and concerns(schema, record):
+            out.setdefault(schema, []).append(record)
+    return out
+
+
+def dead_letters(caused: Iterable[Caused]) -> int:
+    return sum(1 for item in caused for schema, _ in item.outputs if schema == "DeadLetter")
+
+
+def compared_schemas(aggregate: str, output_topics: dict[str, str]) -> dict[str, str]:
+    """Schema -> topology id of the recorded outputs ``aggregate`` is checked against: the scheduler's
+    decisions and quota statuses, or every other output with a decision id (node resources, and
+    whatever the node aggregate's schemas add, such as actuations)."""
+    if aggregate == SCHEDULING:
+        return {schema: output_topics[schema] for schema in SCHEDULING_OUTPUTS}
+    return {schema: topic for schema, topic in output_topics.items()
+            if schema not in SCHEDULING_OUTPUTS and schema not in NOT_COMPARED}
+
+
+def decode_outputs(records: Iterable, schemas: Iterable[str]) -> list[tuple[str, dict]]:
+    """(schema, record) of the recorded records of the given schemas; anything else is skipped."""
+    wanted, out = set(schemas), []
+    for record in records:
+        if record.value is None:
+            continue
+        try:
+            schema, value = codec.decode(record.value)
+        except codec.CodecError:
+            continue
+        if schema in wanted:
+            out.append((schema, value))
+    return out

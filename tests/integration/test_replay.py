@@ -1,0 +1,128 @@
+"""Replay and what-if through the broker: a recorded run of 1,000 pods on 50 nodes with NodeMetrics.
+
+The shared session cluster also holds what other tests applied; the replays cover their records
+too, since replay must reproduce everything the aggregates recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "rp"
+NAMESPACE = "replay"
+NODES = 50
+PODS = 1000
+NODE_CPU = 32
+WHAT_IF_THRESHOLD = 40
+"""cpuReclaimThresholdPercent of the what-if; the recorded run uses 65."""
+SLO_CONFIG = """apiVersion: v1
+kind: ConfigMap
+metadata: {{name: slo-controller-config, namespace: koordinator-system}}
+data:
+  colocation-config: |
+    {{"enable": true, "cpuReclaimThresholdPercent": {threshold}, "memoryReclaimThresholdPercent": 65,
+     "degradeTimeMinutes": 15, "updateTimeThresholdSeconds": 300, "resourceDiffThreshold": 0.1}}
+"""
+
+
+def node_name(i: int) -> str:
+    return f"{PREFIX}-node-{i:02d}"
+
+
+def workload() -> tuple[str, str, str]:
+    """(nodes, pods, node metrics) as multi-document YAML; pods request 250m, so batch stays positive at
+    both thresholds."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    nodes = "---\n".join(f"""apiVersion: v1
+kind: Node
+metadata: {{name: {node_name(i)}}}
+status:
+  capacity: {{cpu: "{NODE_CPU}", memory: 128Gi, pods: "110"}}
+  allocatable: {{cpu: "{NODE_CPU}", memory: 128Gi, pods: "110"}}
+""" for i in range(NODES))
+    pods = "---\n".join(f"""apiVersion: v1
+kind: Pod
+metadata: {{name: {PREFIX}-pod-{i:04d}, namespace: {NAMESPACE}}}
+spec:
+  containers:
+  - name: main
+    image: app
+    resources: {{requests: {{cpu: 250m, memory: 256Mi}}, limits: {{cpu: 250m, memory: 256Mi}}}}
+""" for i in range(PODS))
+    metrics = "---\n".join(f"""apiVersion: slo.koordinator.sh/v1alpha1
+kind: NodeMetric
+metadata: {{name: {node_name(i)}}}
+status:
+  updateTime: "{now}"
+  nodeMetric:
+    nodeUsage: {{resources: {{cpu: "{4 + i % 5}", memory: 20Gi}}}}
+    systemUsage: {{resources: {{cpu: "1", memory: 4Gi}}}}
+""" for i in range(NODES))
+    return nodes, pods, metrics
+
+
+@pytest.fixture(scope="module")
+def recorded(cluster, tmp_path_factory):
+    """The workload applied and decided; the slo-controller-config is deleted again afterwards."""
+    nodes, pods, metrics = workload()
+    started = time.monotonic()
+    cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=SLO_CONFIG.format(threshold=65))
+    cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=nodes)
+    cluster.koord("apply", "-f", "-", "--wait", "--timeout", "90", input=pods, timeout=120)
+    cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=metrics)
+    what_if = tmp_path_factory.mktemp("what-if") / "slo.yaml"
+    what_if.write_text(SLO_CONFIG.format(threshold=WHAT_IF_THRESHOLD))
+    yield {"what_if": what_if, "seconds": time.monotonic() - started}
+    cluster.koord("delete", "configmap", "slo-controller-config", "-n", "koordinator-system", "--wait", check=False)
+
+
+def replay_json(cluster, *args: str) -> dict:
+    result = cluster.koord("replay", *args, "-o", "json", check=False, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def test_every_pod_was_decided(cluster, recorded):
+    pods = cluster.koord_json("get", "pods", "-n", NAMESPACE)["items"]
+    assert len(pods) == PODS
+    assert all(p["spec"].get("nodeName", "").startswith(PREFIX) for p in pods)
+
+
+def test_replay_scheduling_reproduces_every_decision(cluster, recorded):
+    report = replay_json(cluster, "scheduling")
+    total = report["total"]
+    assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
+    assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS
+    assert report["ok"]
+
+
+def test_replay_node_reproduces_every_node_resource(cluster, recorded):
+    report = replay_json(cluster, "node")
+    total = report["total"]
+    assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
+    assert report["outputs"]["NodeResource"]["reproduced"] >= 2 * NODES
+    assert report["ok"]
+
+
+def test_replay_of_one_node_and_a_window(cluster, recorded):
+    report = replay_json(cluster, "node", "--node", node_name(7), "--from", "1")
+    assert report["ok"] and report["node"] == node_name(7)
+    assert 0 < report["outputs"]["NodeResource"]["reproduced"] < 2 * NODES
+
+
+def test_what_if_lower_reclaim_threshold_lowers_batch_cpu_on_every_node_with_usage(cluster, recorded):
+    report = replay_json(cluster, "node", "--config", str(recorded["what_if"]))
+    ours = {name: r for name, r in report["nodes"].items() if name.startswith(PREFIX)}
+    assert sorted(ours) == [node_name(i) for i in range(NODES)]
+    margin = (65 - WHAT_IF_THRESHOLD) * NODE_CPU * 1000 // 100
+    assert {name: r["kubernetes.io/batch-cpu"]["last"] for name, r in ours.items()} == {
+        name: -margin for name in ours}
+    summary = report["summary"]["kubernetes.io/batch-cpu"]
+    assert summary["lower"] == summary["nodesWithUsage"] >= NODES
+    assert summary["averageLowerBy"] == margin
+    assert any(line.startswith(f"kubernetes.io/batch-cpu: lower on {summary['lower']} of") for line in report["headlines"])
