@@ -3,8 +3,9 @@
 The Faust agent and ``koord replay`` both drive the node aggregate through
 this class, so the live stream and its replay apply events the same way:
 
-- a Node, NodeMetric or SchedulingDecision event goes to the state of the
-  node it is keyed by;
+- a Node or NodeMetric event goes to the state of the node it is keyed by,
+  a SchedulingDecision to the state of its ``nodeName`` (its key names the
+  pod: the router keeps a source event's key);
 - the slo-controller-config ConfigMap (broadcast to every partition) is
   parsed; a bad one is rejected with a DeadLetter naming the reason and the
   previous config stays in force; a good one is stored and every node of the
@@ -18,6 +19,7 @@ changed, so ticks that change nothing cost no changelog traffic.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, MutableMapping
 
 from streams.deadletter import dead_letter
@@ -45,6 +47,8 @@ class NodePartition:
             return self._on_config(event)
         if event.kind == "Tick":
             return self._each_node(lambda state: aggregate.handle(state, event, self.config))
+        if event.kind == "SchedulingDecision" and event.record is not None:
+            event = dataclasses.replace(event, key=event.record["nodeName"])
         return self._on_node(event.key, lambda state: aggregate.handle(state, event, self.config))
 
     def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:

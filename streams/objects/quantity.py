@@ -78,14 +78,21 @@ def to_canonical(resource_name: str, value: str | int | float | Decimal) -> int:
     return int(scaled.to_integral_value(rounding=ROUND_UP))
 
 
+_DECIMAL_SUFFIXES = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3))
+
+
 def format_quantity(resource_name: str, value: int) -> str:
-    """Display form of a canonical integer: "1500m"/"2" for cpu, "1Gi" for exact binary byte counts."""
+    """Display form of a canonical integer: "1500m"/"2" for cpu; byte counts as Kubernetes prints a
+    BinarySI quantity: "1Gi" when exactly binary, else decimal "33G" when exact, else plain bytes."""
     if resource_name in MILLI_RESOURCES:
         return str(value // 1000) if value % 1000 == 0 else f"{value}m"
     if value != 0 and _is_bytes(resource_name):
         for suffix, power in _BYTE_SUFFIXES:
             if value % (1 << power) == 0:
                 return f"{value >> power}{suffix}"
+        for suffix, power in _DECIMAL_SUFFIXES:
+            if value % 10**power == 0:
+                return f"{value // 10**power}{suffix}"
     return str(value)
 
 

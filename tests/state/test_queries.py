@@ -164,7 +164,7 @@ def test_get_nodes_overlays_latest_node_resource(projector, read_model, records)
         pytest.param("limits.cpu", 250, "250m", id="quota-cpu"),
         pytest.param("memory", 2**30, "1Gi", id="gibibyte"),
         pytest.param("memory", 1536 * 2**20, "1536Mi", id="mebibytes"),
-        pytest.param("memory", 1000, "1000", id="not-binary"),
+        pytest.param("memory", 1000, "1k", id="decimal"),
         pytest.param("memory", 0, "0", id="zero"),
         pytest.param("kubernetes.io/mid-memory", 2**20, "1Mi", id="mid-memory"),
         pytest.param("ephemeral-storage", 10 * 2**30, "10Gi", id="storage"),
