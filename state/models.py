@@ -5,7 +5,8 @@ Two kinds of table mirror the two kinds of topic:
 - latest state (`pods`, `nodes`, `objects`): one row per topic key, replaced by newer records and
   kept with `deleted=True` after a tombstone, so `apply --wait` can see that a delete landed.
   `source_partition`/`source_offset` are the Kafka position of the record the row reflects.
-- events (`decisions`, `node_resources`, `quota_statuses`, `actuations`, `actuation_acks`, `dead_letters`): one row
+- events (`decisions`, `evictions`, `node_resources`, `quota_statuses`, `actuations`, `actuation_acks`,
+  `dead_letters`): one row
   per event, keyed by the event's own id so at-least-once redelivery inserts nothing new.
   `topic_partition`/`topic_offset` are the event's position on its output topic.
 
@@ -108,6 +109,22 @@ class Decision(Causation, Base):
     filter_results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     scores: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     requests: Mapped[dict[str, int]] = mapped_column(JSON, doc="The pod's effective requests (canonical units).")
+    timestamp_ms: Mapped[int] = mapped_column(BigInteger)
+    topic_partition: Mapped[int]
+    topic_offset: Mapped[int] = mapped_column(BigInteger)
+
+
+class Eviction(Causation, Base):
+    """One Eviction decided by the node-QoS planner (on the decisions topic, beside SchedulingDecisions)."""
+
+    __tablename__ = "evictions"
+
+    decision_id: Mapped[str] = mapped_column(primary_key=True)
+    node_name: Mapped[str] = mapped_column(index=True)
+    pod_key: Mapped[str] = mapped_column(index=True, doc='"<namespace>/<name>" of the pod.')
+    pod_uid: Mapped[str | None]
+    reason: Mapped[str]
+    message: Mapped[str] = mapped_column(Text)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
     topic_partition: Mapped[int]
     topic_offset: Mapped[int] = mapped_column(BigInteger)

@@ -31,6 +31,7 @@ from state.models import (
     ActuationAck,
     DeadLetter,
     Decision,
+    Eviction,
     LatestObject,
     Node,
     NodeResource,
@@ -191,6 +192,22 @@ def _decision_row(record: ProjectedRecord) -> Row:
     }
 
 
+def _eviction_row(record: ProjectedRecord) -> Row:
+    value = record.value
+    pod = value["pod"]
+    return {
+        "decision_id": value["decisionId"],
+        "node_name": value["nodeName"],
+        "pod_key": f"{pod['namespace']}/{pod['name']}",
+        "pod_uid": pod.get("uid"),
+        "reason": value["reason"],
+        "message": value.get("message", ""),
+        "timestamp_ms": value["timestamp"],
+        **_causation(value["causation"]),
+        **_topic_position(record),
+    }
+
+
 def _node_resource_row(record: ProjectedRecord) -> Row:
     value = record.value
     return {
@@ -290,15 +307,21 @@ _LATEST_STATE: Mapping[str, _LatestState] = {
     "nodemetrics": _objects("NodeMetric"),
 }
 
-_EVENTS: Mapping[str, _Events] = {
-    "decisions": _Events(Decision.__table__, "SchedulingDecision", _decision_row),
-    "noderesources": _Events(NodeResource.__table__, "NodeResource", _node_resource_row),
-    "quotastatus": _Events(QuotaStatus.__table__, "ElasticQuotaStatus", _quota_status_row),
-    "acks": _Events(Ack.__table__, "Ack", _ack_row),
-    "actuations": _Events(Actuation.__table__, "Actuation", _actuation_row),
-    "actuation-acks": _Events(ActuationAck.__table__, "ActuationAck", _actuation_ack_row),
-    "deadletters": _Events(DeadLetter.__table__, "DeadLetter", _dead_letter_row),
+def _events(*specs: _Events) -> Mapping[str, _Events]:
+    return {spec.kind: spec for spec in specs}
+
+
+_EVENTS: Mapping[str, Mapping[str, _Events]] = {
+    "decisions": _events(_Events(Decision.__table__, "SchedulingDecision", _decision_row),
+                         _Events(Eviction.__table__, "Eviction", _eviction_row)),
+    "noderesources": _events(_Events(NodeResource.__table__, "NodeResource", _node_resource_row)),
+    "quotastatus": _events(_Events(QuotaStatus.__table__, "ElasticQuotaStatus", _quota_status_row)),
+    "acks": _events(_Events(Ack.__table__, "Ack", _ack_row)),
+    "actuations": _events(_Events(Actuation.__table__, "Actuation", _actuation_row)),
+    "actuation-acks": _events(_Events(ActuationAck.__table__, "ActuationAck", _actuation_ack_row)),
+    "deadletters": _events(_Events(DeadLetter.__table__, "DeadLetter", _dead_letter_row)),
 }
+"""Event topic -> the record kinds it carries -> their table (evictions share the decisions topic)."""
 
 _INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
@@ -322,7 +345,7 @@ class Projector:
         """Project `batch` in one transaction; return how many records were accepted (the rest
         were skipped and logged). Applying the same batch again leaves the same rows."""
         latest: dict[str, dict[str, ProjectedRecord]] = {}
-        events: dict[str, dict[tuple, Row]] = {}
+        events: dict[tuple[str, str], dict[tuple, Row]] = {}
         accepted = 0
         for record in batch:
             logical = self._logical.get(record.topic)
@@ -338,14 +361,14 @@ class Projector:
                 if record.key not in newest or newest[record.key].offset <= record.offset:
                     newest[record.key] = record
             else:
-                spec = _EVENTS[logical]
+                spec = _EVENTS[logical][record.schema]
                 row = spec.row(record)
-                events.setdefault(logical, {}).setdefault(_primary_key(spec.table, row), row)
+                events.setdefault((logical, record.schema), {}).setdefault(_primary_key(spec.table, row), row)
         with self._engine.begin() as connection:
             for logical, records in latest.items():
                 self._upsert_latest(connection, logical, records.values())
-            for logical, rows in events.items():
-                table = _EVENTS[logical].table
+            for (logical, kind), rows in events.items():
+                table = _EVENTS[logical][kind].table
                 statement = self._insert(table).on_conflict_do_nothing(
                     index_elements=[column.name for column in table.primary_key]
                 )
@@ -385,7 +408,7 @@ def _reject_reason(logical: str | None, record: ProjectedRecord) -> str | None:
     elif logical in _EVENTS:
         if record.is_tombstone:
             return "tombstone on an event topic"
-        kinds = frozenset({_EVENTS[logical].kind})
+        kinds = frozenset(_EVENTS[logical])
     else:
         return "topic is not projected"
     if record.value is None:

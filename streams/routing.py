@@ -28,13 +28,15 @@ KIND_BY_SOURCE = {
     "reservations": ("Reservation",),
     "configs": ("ConfigMap", "KubeSchedulerConfiguration"),
     "ticks": ("Tick",),
-    "decisions": ("SchedulingDecision",),
+    "decisions": ("SchedulingDecision", "Eviction"),
     "noderesources": ("NodeResource",),
 }
 """The record kinds each source topic (by topology id) may carry. The
 scheduling decisions are a source too: they tell the node aggregate which
 pods run on its node (with their requests, priority and QoS); the node
-resources tell the scheduler each node's batch and mid allocatable."""
+resources tell the scheduler each node's batch and mid allocatable. Evictions
+share the decisions topic (anyone subscribing to decisions sees them) and are
+routed nowhere: the pod's deletion, not the eviction decision, releases it."""
 
 BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")
 """Decision results that change which pods run on a node."""
@@ -65,6 +67,8 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
     if kind == "Tick":
         nodes = [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
         return nodes + [Route("inbox-scheduling", domain) for domain in DOMAINS]
+    if kind == "Eviction":
+        return []
     if kind == "SchedulingDecision":
         node = record.get("nodeName") if record is not None else None
         return [Route("inbox-node", node)] if node and record["result"] in BINDING_RESULTS else []

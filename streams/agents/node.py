@@ -7,7 +7,8 @@ written to the ``node-state`` table with an event of that partition as
 Faust's current event (Faust routes a table write to the changelog
 partition of the current event). Values are the compact ``dump_state``
 bytes (raw, not JSON). The drivers are rebuilt from the table on first use
-after every rebalance.
+after every rebalance. Actuations are signed with the key of ``KOORD_ACTUATION_KEY``,
+read once here (``planner.SIGNING_KEY``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from __future__ import annotations
 import faust
 from aiokafka.partitioner import DefaultPartitioner
 
+from streams import actuation
 from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.app import raw_topic
 from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 from streams.noderesource.partition import CONFIG_KEY, NodePartition
+from streams.nodeqos import planner
 from streams.topology import Topology
 
 STAGE = "node"
@@ -45,6 +48,7 @@ class _TableSlice:
 
 
 def register(app: faust.App, topology: Topology) -> None:
+    planner.SIGNING_KEY = actuation.signing_key()
     inbox_spec = topology.spec("inbox-node")
     topics = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
     dead_letters = topics["DeadLetter"]

@@ -16,6 +16,7 @@ from streams.schemas import codec
 
 OUTPUT_TOPICS = {
     "SchedulingDecision": "decisions",
+    "Eviction": "decisions",
     "NodeResource": "noderesources",
     "ElasticQuotaStatus": "quotastatus",
     "Actuation": "actuations",
@@ -26,7 +27,7 @@ OUTPUT_TOPICS = {
 
 
 def output_key(schema: str, record: dict) -> str:
-    if schema == "SchedulingDecision":
+    if schema in ("SchedulingDecision", "Eviction"):
         return f"{record['pod']['namespace']}/{record['pod']['name']}"
     if schema == "ElasticQuotaStatus":
         return record["name"]

@@ -14,6 +14,8 @@ Events (``event.kind``; records as the Avro schemas decode them):
   ``resourceDiffThreshold``, ``updateTimeThresholdSeconds`` elapsed, or a new
   CPU normalization ratio). A deleted NodeMetric degrades the node and
   forgets when it was last published (Koordinator cleans its sync context).
+  Then the node's QoS is planned (``streams.nodeqos.planner``): Actuation
+  records for the targets whose values changed, Eviction decisions.
 - ``SchedulingDecision`` — ``Scheduled``/``Bound`` to this node adds or
   updates the pod (requests, priority class and QoS with default);
   ``Released``/``Preempted`` removes it. No publication: Koordinator does not
@@ -24,7 +26,9 @@ Events (``event.kind``; records as the Avro schemas decode them):
 - other kinds (a ConfigMap included: the shell calls ``recalculate`` for it)
   are ignored and not recorded as applied.
 
-``recalculate`` runs the calculation after a config change (same sync rules).
+``recalculate`` runs the calculation after a config change (same sync rules)
+and plans the node's QoS again. Outputs are (schema, record) pairs:
+``NodeResource``, then ``Actuation`` and ``Eviction``.
 Idempotence: the last source offset per source partition is remembered and
 an event at or below it is ignored. Time is ``event.timestamp_ms`` only.
 
@@ -35,7 +39,10 @@ count a missing one as 0.
 
 ``dump_state``/``load_state`` give a compact, exact binary form: node and pod
 table as zlib-compressed JSON (encoded again only when they change), the
-NodeMetric and the profile's histograms as packed integers and numpy arrays.
+NodeMetric and the profile's histograms as packed integers and numpy arrays,
+then the QoS memory (``planner.QoSMemory``) and the host-application names
+and classes of the NodeMetric as one zlib-compressed JSON tail (absent in
+states written before node QoS: they load with an empty memory).
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from streams.noderesource.classes import (
     KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES, decision_priority_class, qos_class_by_name,
 )
 from streams.noderesource.config import SloConfig
-from streams.noderesource.framework import EXTENDED_RESOURCES
+from streams.noderesource.framework import BATCH_CPU, EXTENDED_RESOURCES
 from streams.noderesource.plugins import midresource
 from streams.noderesource.prediction.profile import (
     NodeProfile, PredictionArgs, forget_pod, predict, profile_from_bytes, profile_to_bytes, train,
@@ -62,8 +69,15 @@ from streams.noderesource.reconcile import Observer, Published, published_after,
 from streams.noderesource.views import (
     HostAppMetric, MetricView, NodeView, PodTable, PodView, build_node_view, metric_view, node_view,
 )
+from streams.nodeqos import planner
+from streams.nodeqos import registry as qos_registry
+from streams.nodeqos.config import qos_config_of
+from streams.nodeqos.planner import QoSMemory
+from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
 
 PLUGINS = registry.build()
+QOS_STRATEGIES = qos_registry.build()
+"""The node-QoS strategies in ``qos_registry.ORDER`` (a shell may replace them, e.g. to turn eviction on)."""
 PREDICTION_ARGS = PredictionArgs()
 """koordlet's prediction settings the node profile follows (a shell may replace them at start-up)."""
 OBSERVER: Observer | None = None
@@ -84,6 +98,8 @@ class NodeState:
     """The last NodeMetric, as reported."""
     profile: NodeProfile = NodeProfile()
     published: Published = Published()
+    qos: QoSMemory = QoSMemory()
+    """What the node-QoS plan emitted last, the actuation sequence and eviction bookkeeping."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node and pod table; not part of the state."""
 
@@ -93,7 +109,8 @@ def initial_state() -> NodeState:
 
 
 def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
-             metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None) -> NodeState:
+             metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None,
+             qos: QoSMemory | None = None) -> NodeState:
     """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
     keep_encoded = node is ... and pods is None
     return NodeState(state.sources if sources is None else sources,
@@ -102,6 +119,7 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
                      state.metric if metric is ... else metric,
                      state.profile if profile is None else profile,
                      state.published if published is None else published,
+                     state.qos if qos is None else qos,
                      state.encoded if keep_encoded else [])
 
 
@@ -113,8 +131,8 @@ def _seen(state: NodeState, cause: Causation) -> dict[str, int] | None:
     return {**state.sources, source: cause.source_offset}
 
 
-def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[NodeState, list[dict]]:
-    """Apply one inbox event; return the new state and the NodeResource records to publish."""
+def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[NodeState, list[tuple[str, dict]]]:
+    """Apply one inbox event; return the new state and the (schema, record) outputs to publish."""
     sources = _seen(state, event.causation)
     if sources is None:
         return state, []
@@ -127,7 +145,8 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[Node
             metric = metric_view(event.record)
             profile = train(state.profile, metric, state.pods, now, PREDICTION_ARGS)
             state = _replace(state, sources=sources, metric=metric, profile=profile)
-        return _calculate(state, config, now, event.causation, force=False)
+        state, outputs = _calculate(state, config, now, event.causation, force=False)
+        return _plan_qos(state, config, now, event.causation, outputs)
     if kind == "Node":
         if event.deleted:
             return _replace(state, sources=sources, node=None, published=Published()), []
@@ -143,12 +162,27 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[Node
 
 
 def recalculate(state: NodeState, config: SloConfig, now_ms: int,
-                causation: Causation) -> tuple[NodeState, list[dict]]:
-    """Recalculate after a config change; publishes when Koordinator would update the node."""
+                causation: Causation) -> tuple[NodeState, list[tuple[str, dict]]]:
+    """Recalculate after a config change (publishes when Koordinator would update the node) and re-plan QoS."""
     sources = _seen(state, causation)
     if sources is None:
         return state, []
-    return _calculate(_replace(state, sources=sources), config, now_ms, causation, force=False)
+    state, outputs = _calculate(_replace(state, sources=sources), config, now_ms, causation, force=False)
+    return _plan_qos(state, config, now_ms, causation, outputs)
+
+
+def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation,
+              outputs: list[tuple[str, dict]]) -> tuple[NodeState, list[tuple[str, dict]]]:
+    """Plan the node's QoS after the NodeResource outputs; nothing before the Node is known."""
+    node = state.node
+    if node is None:
+        return state, outputs
+    strategy = qos_config_of(config).for_node(node.labels)
+    memory, planned = planner.plan_node(QOS_STRATEGIES, node, state.pods, state.metric, strategy, now_ms,
+                                        state.qos, cause)
+    if memory is not state.qos:
+        state = _replace(state, qos=memory)
+    return state, outputs + planned
 
 
 def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
@@ -160,17 +194,22 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
         if key not in state.pods:
             return state
         pods = PodTable((k, v) for k, v in state.pods.items() if k != key)
-        return _replace(state, pods=pods, profile=forget_pod(state.profile, key))
+        return _replace(state, pods=pods, profile=forget_pod(state.profile, key), qos=state.qos.forget_pod(key))
     if result not in RUNNING_RESULTS or record.get("nodeName") != event.key:
         return state
     requests = record.get("requests") or {}
+    limits = record.get("limits") or {}
     qos = qos_class_by_name(record.get("qosClass"))
     known = state.pods.get(key)
     view = PodView(
         request_cpu=requests.get("cpu", 0), request_memory=requests.get("memory", 0),
         priority_class=decision_priority_class(record.get("priorityClass"), record.get("priority"), qos),
         qos=qos, since_ms=known.since_ms if known is not None else event.timestamp_ms,
-        numa_nodes=known.numa_nodes if known is not None else ())
+        numa_nodes=known.numa_nodes if known is not None else (),
+        uid=pod.get("uid"), limit_cpu=limits.get("cpu", 0), request_batch_cpu=requests.get(BATCH_CPU, 0),
+        priority=record.get("priority"),
+        labels=tuple(sorted(selected(record.get("labels"), LABELS).items())),
+        annotations=tuple(sorted(selected(record.get("annotations"), ANNOTATIONS).items())))
     if view == known:
         return state
     pods = PodTable(state.pods)
@@ -179,7 +218,7 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
 
 
 def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causation,
-               force: bool) -> tuple[NodeState, list[dict]]:
+               force: bool) -> tuple[NodeState, list[tuple[str, dict]]]:
     node = state.node
     if node is None:
         return state, []
@@ -204,7 +243,7 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
         "timestamp": now_ms,
         "annotations": status.annotations,
     }
-    return _replace(state, published=published_after(outcome, now_ms)), [record]
+    return _replace(state, published=published_after(outcome, now_ms)), [("NodeResource", record)]
 
 
 # --- persistence -------------------------------------------------------------------------------------
@@ -222,7 +261,8 @@ def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
     node = state.node
     node_json = None if node is None else [node.name, node.capacity, node.allocatable, node.labels, node.annotations]
     pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
-                  p.since_ms, list(p.numa_nodes)] for key in keys for p in (state.pods[key],)]
+                  p.since_ms, list(p.numa_nodes), p.uid, p.limit_cpu, p.request_batch_cpu, p.priority,
+                  dict(p.labels), dict(p.annotations)] for key in keys for p in (state.pods[key],)]
     data = zlib.compress(json.dumps([node_json, pods_json], separators=(",", ":")).encode(), 6)
     state.encoded[:] = [data, keys]
     return data, keys
@@ -268,8 +308,11 @@ def dump_state(state: NodeState) -> bytes:
     dynamic = json.dumps([state.sources, published.synced_ms, extended, dict(published.annotations), other_keys],
                          separators=(",", ":")).encode()
     profile = profile_to_bytes(state.profile, index)
+    apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []
+    tail = b"" if state.qos == QoSMemory() and not any(name or qos for name, qos in apps) else zlib.compress(
+        json.dumps([state.qos.to_json(), apps], separators=(",", ":")).encode(), 6)
     return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
-                     static, dynamic, metric, profile))
+                     static, dynamic, metric, profile, tail))
 
 
 def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str]) -> MetricView | None:
@@ -300,6 +343,14 @@ def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str
     )
 
 
+def _pod_view(entry: list) -> PodView:
+    """A pod-table entry; entries written before node QoS have only the first seven fields."""
+    _, cpu, memory, priority, qos, since, numa, *more = entry
+    uid, limit_cpu, batch_cpu, spec_priority, labels, annotations = more or (None, 0, 0, None, {}, {})
+    return PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa), uid, limit_cpu,
+                   batch_cpu, spec_priority, tuple(sorted(labels.items())), tuple(sorted(annotations.items())))
+
+
 def load_state(data: bytes) -> NodeState:
     if data[:4] != FORMAT:
         raise ValueError("not a node-aggregate state (bad format marker)")
@@ -312,12 +363,18 @@ def load_state(data: bytes) -> NodeState:
     keys = [entry[0] for entry in pods_json]
     metric = _load_metric(data, offset, keys, other_keys)
     offset += metric_length
-    profile, _ = profile_from_bytes(data, offset, keys)
+    profile, offset = profile_from_bytes(data, offset, keys)
+    qos_memory = QoSMemory()
+    if offset < len(data):
+        memory_json, apps = json.loads(zlib.decompress(data[offset:]))
+        qos_memory = QoSMemory.from_json(memory_json)
+        if metric is not None:
+            metric = dataclasses.replace(metric, host_apps=tuple(
+                dataclasses.replace(app, name=name, qos=qos) for app, (name, qos) in zip(metric.host_apps, apps)))
     node = None if node_json is None else build_node_view(*node_json)
-    pods = PodTable((key, PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa)))
-                    for key, cpu, memory, priority, qos, since, numa in pods_json)
+    pods = PodTable((entry[0], _pod_view(entry)) for entry in pods_json)
     published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
                                                     if value is not None}), MappingProxyType(annotations))
-    state = NodeState(sources, node, pods, metric, profile, published)
+    state = NodeState(sources, node, pods, metric, profile, published, qos_memory)
     state.encoded[:] = [data[16:16 + static_length], keys]
     return state

@@ -8,8 +8,9 @@ Data keys (``apis/configuration/slo_controller_config.go``):
   per CPU model, plus ``nodeConfigs``;
 - ``resource-threshold-config``, ``resource-qos-config``, ``system-config``
   (and ``cpu-burst-config``, ``host-application-config``,
-  ``resource-amplification-config``): parsed JSON, kept for the node QoS
-  issue; only their syntax is checked here.
+  ``resource-amplification-config``): parsed JSON; only their syntax is
+  checked here, ``streams.nodeqos.config`` decodes and validates the node-QoS
+  ones (``NodePartition`` attaches them with ``with_qos``).
 
 Merging follows Koordinator (``util.MergeCfg`` is a JSON overlay: a field
 given in the newer document replaces the older one; a null or absent field
@@ -381,6 +382,8 @@ class SloConfig:
     """Parsed ``system-config`` (None when absent)."""
     extra: Mapping[str, object] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     """Parsed JSON of the other keys in ``OTHER_JSON_KEYS`` that are present."""
+    qos: object = None
+    """The node-QoS keys parsed (``streams.nodeqos.config.NodeQoSConfig``), attached by ``with_qos``; None: not yet."""
 
 
 DEFAULT_CONFIG = SloConfig()

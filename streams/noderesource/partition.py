@@ -12,6 +12,11 @@ this class, so the live stream and its replay apply events the same way:
   partition is recalculated;
 - a Tick (broadcast too) lets time pass for every node of the partition.
 
+The config in force carries its parsed node-QoS keys (``nodeqos.config.with_qos``):
+an invalid resource-threshold/resource-qos/cpu-burst/system/host-application
+config is rejected like any other. Outputs are the aggregate's (schema, record)
+pairs: NodeResource, Actuation, Eviction.
+
 States live in ``store`` as ``dump_state`` bytes, the config as its Avro
 record under ``CONFIG_KEY``; a state is written back only when its bytes
 changed, so ticks that change nothing cost no changelog traffic.
@@ -27,6 +32,7 @@ from streams.events import InboxEvent
 from streams.noderesource import aggregate
 from streams.noderesource.config import (CONFIG_NAME, CONFIG_NAMESPACE, DEFAULT_CONFIG, ConfigError,
                                          parse_slo_config)
+from streams.nodeqos.config import with_qos
 from streams.schemas import codec
 
 CONFIG_KEY = "__slo-controller-config__"
@@ -39,7 +45,7 @@ class NodePartition:
         self.store = store
         self.nodes = set(nodes)
         raw = store.get(CONFIG_KEY)
-        self.config = parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG
+        self.config = with_qos(parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG)
 
     def apply(self, event: InboxEvent) -> list[tuple[str, dict]]:
         """Apply one inbox event; return the (schema, record) outputs it causes."""
@@ -55,7 +61,7 @@ class NodePartition:
         if event.key != CONFIG_OBJECT_KEY:
             return []
         try:
-            config = parse_slo_config(event.record, self.config)
+            config = with_qos(parse_slo_config(event.record, self.config))
         except ConfigError as error:
             cause = event.causation
             return [("DeadLetter", dead_letter(
@@ -81,4 +87,4 @@ class NodePartition:
         if after != before:
             self.store[node] = after
             self.nodes.add(node)
-        return [("NodeResource", record) for record in outputs]
+        return outputs

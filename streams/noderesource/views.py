@@ -113,6 +113,24 @@ class PodView:
     """When the node aggregate first saw the pod bound (its age for the prediction's cold start)."""
     numa_nodes: tuple[int, ...] = ()
     """NUMA nodes of ``scheduling.koordinator.sh/resource-status``; empty: shared by all zones."""
+    uid: str | None = None
+    """The pod UID (node-QoS actuations address pod cgroups by it)."""
+    limit_cpu: int = 0
+    """The pod's cpu limit (sum over containers with a limit); 0: none."""
+    request_batch_cpu: int = 0
+    """The pod's ``kubernetes.io/batch-cpu`` request (milli-cores), what a BE pod asks for."""
+    priority: int | None = None
+    """``spec.priority``; None when unset."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """The node-QoS labels of the pod (``streams.nodeqos.podmeta.LABELS``), sorted."""
+    annotations: tuple[tuple[str, str], ...] = ()
+    """The node-QoS annotations of the pod (``streams.nodeqos.podmeta.ANNOTATIONS``), sorted."""
+
+    def label(self, key: str) -> str | None:
+        return next((value for name, value in self.labels if name == key), None)
+
+    def annotation(self, key: str) -> str | None:
+        return next((value for name, value in self.annotations if name == key), None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -166,6 +184,8 @@ class HostAppMetric:
     priority: str | None
     cpu: int
     memory: int
+    name: str = ""
+    qos: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -357,7 +377,8 @@ def metric_view(record: Mapping) -> MetricView:
         node_usage=(node_usage["cpu"], node_usage["memory"])
         if "cpu" in node_usage and "memory" in node_usage else None,
         system_usage=(system.get("cpu", 0), system.get("memory", 0)),
-        host_apps=tuple(HostAppMetric(app.get("priority"), app["usage"].get("cpu", 0), app["usage"].get("memory", 0))
+        host_apps=tuple(HostAppMetric(app.get("priority"), app["usage"].get("cpu", 0), app["usage"].get("memory", 0),
+                                      app.get("name") or "", app.get("qos"))
                         for app in record.get("hostApplicationMetric") or ()),
         prod_reclaimable=(reclaimable.get("cpu", 0), reclaimable.get("memory", 0)) if reclaimable else None,
         pods=pods,

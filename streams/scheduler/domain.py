@@ -34,6 +34,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.events import InboxEvent, decision_id
+from streams.nodeqos import podmeta
 from streams.schemas import codec
 from streams.scheduler import config as scheduler_config
 from streams.scheduler import podinfo, priority
@@ -606,6 +607,8 @@ class _Outputs:
             "priority": pod.priority,
             "priorityClass": pod.priority_class_raw or priority.CLASS_NONE_NAME,
             "qosClass": pod.qos_class or None,
+            "labels": podmeta.selected(pod.labels, podmeta.LABELS),
+            "annotations": podmeta.selected(pod.annotations, podmeta.ANNOTATIONS),
         }))
 
     def quota_status(self, tree: str, status: dict) -> None:

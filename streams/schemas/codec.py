@@ -55,6 +55,7 @@ SCHEMAS = (
     "KubeSchedulerConfiguration",
     "ElasticQuotaStatus",
     "Ack",
+    "Eviction",
 )
 """Top-level record schemas: the values that go on topics."""
 

@@ -190,6 +190,20 @@ class Records:
         return cls.record("koord.decisions", pod, "SchedulingDecision", value, offset)
 
     @classmethod
+    def eviction(cls, decision_id, pod, node, offset, *, uid=None, reason="EvictPodByNodeMemoryUsage"):
+        namespace, name = pod.split("/")
+        value = {
+            "decisionId": decision_id,
+            "nodeName": node,
+            "pod": {"namespace": namespace, "name": name, "uid": uid},
+            "reason": reason,
+            "message": "node memory usage 95% >= threshold 80%",
+            "causation": _causation(("koord.nodemetrics", 0, offset)),
+            "timestamp": 1_700_000_000_000 + offset,
+        }
+        return cls.record("koord.decisions", pod, "Eviction", value, offset)
+
+    @classmethod
     def node_resource(cls, decision_id, node, offset, *, capacity=None, allocatable=None, source=None,
                       annotations=None):
         value = {

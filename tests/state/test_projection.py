@@ -3,7 +3,7 @@
 import pytest
 from sqlalchemy import select
 
-from state.models import Base, LatestObject, Node, Pod
+from state.models import Base, Decision, Eviction, LatestObject, Node, Pod
 from state.projection import _EVENTS, _LATEST_STATE, Projector
 from state.queries import get_decisions, object_progress
 from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
@@ -48,6 +48,7 @@ def test_projecting_a_batch_twice_leaves_the_same_rows(projector, read_model, re
         records.dead_letter(11),
         records.quota_status("qs-1", "team-a", 12, runtime={"cpu": 4000}),
         records.inbox_ack("inbox-scheduling", ("koord.pods", 0, 2), 13, output_ids=["d-1"]),
+        records.eviction("e-1", "default/batch", "node-a", 14, uid="uid-b"),
     ]
 
     assert projector.apply(batch) == len(batch)
@@ -159,3 +160,18 @@ def test_topic_mapping_selects_the_projected_topics(read_model, records):
     assert projector.apply([default_topic, renamed]) == 1
     assert object_progress(read_model, "pods", "default/web") is None
     assert object_progress(read_model, "pods", "default/api") == (0, 2, False)
+
+
+def test_evictions_share_the_decisions_topic_and_are_kept_once_per_decision_id(projector, read_model, records):
+    eviction = records.eviction("e-1", "default/batch", "node-a", 3, uid="uid-b")
+    batch = [records.decision("d-1", "default/batch", "Bound", 2, node_name="node-a"), eviction, eviction]
+
+    assert projector.apply(batch) == 3
+    assert projector.apply([eviction]) == 1
+
+    with read_model.connect() as connection:
+        evictions = connection.execute(select(Eviction.decision_id, Eviction.node_name, Eviction.pod_key,
+                                              Eviction.pod_uid, Eviction.reason, Eviction.topic_offset)).all()
+        decisions = connection.execute(select(Decision.decision_id)).scalars().all()
+    assert evictions == [("e-1", "node-a", "default/batch", "uid-b", "EvictPodByNodeMemoryUsage", 3)]
+    assert decisions == ["d-1"]

@@ -30,8 +30,13 @@ def run(*events, config=ENABLED, state=None):
     outputs = []
     for ev in events:
         state, out = aggregate.handle(state, ev, config)
-        outputs.extend(out)
+        outputs.extend(node_resources(out))
     return state, outputs
+
+
+def node_resources(outputs: list[tuple[str, dict]]) -> list[dict]:
+    """The NodeResource records among the aggregate's outputs (node QoS is tested in tests/streams/nodeqos)."""
+    return [record for schema, record in outputs if schema == "NodeResource"]
 
 
 def node_event(ts=NOW, offset=None, **kwargs):
@@ -154,13 +159,15 @@ def test_config_change_recalculates_and_disabling_removes_batch_and_mid():
     state, _ = run(node_event(), *bound(*FIXTURE_A_PODS), metric_event())
     cause = event("ConfigMap", "koordinator-system/slo-controller-config", None).causation
     disabled = parse_slo_config(configmap({"enable": False}), ENABLED)
-    state, [out] = aggregate.recalculate(state, disabled, NOW + 1000, cause)
+    state, outputs = aggregate.recalculate(state, disabled, NOW + 1000, cause)
+    [out] = node_resources(outputs)
     assert batch(out) == (None, None, None, None) and out["message"] == DISABLED_MESSAGE
     assert aggregate.recalculate(state, disabled, NOW + 2000, cause) == (state, [])
     request = parse_slo_config(configmap({"enable": True, "cpuReclaimThresholdPercent": 70,
                                           "memoryReclaimThresholdPercent": 80, "memoryCalculatePolicy": "request"}),
                                ENABLED)
-    _, [out] = aggregate.recalculate(state, request, NOW + 3000, event("ConfigMap", "x", None).causation)
+    _, outputs = aggregate.recalculate(state, request, NOW + 3000, event("ConfigMap", "x", None).causation)
+    [out] = node_resources(outputs)
     assert batch(out)[:2] == (30_000, 36 * G)
 
 
@@ -254,7 +261,7 @@ def test_kinds_the_aggregate_does_not_handle_are_not_recorded():
     assert run(config_event, state=state) == (state, [])
     disabled = parse_slo_config(configmap({"enable": False}), ENABLED)
     _, out = aggregate.recalculate(state, disabled, NOW + 1000, config_event.causation)
-    assert [o["message"] for o in out] == [DISABLED_MESSAGE]
+    assert [o["message"] for o in node_resources(out)] == [DISABLED_MESSAGE]
 
 
 @pytest.mark.parametrize("events", [

@@ -81,7 +81,7 @@ def test_manifests_give_koordinators_numbers_and_message(tmp_path):
     outputs = []
     for ev in events:
         state, out = aggregate.handle(state, ev, config)
-        outputs.extend(out)
+        outputs.extend(record for schema, record in out if schema == "NodeResource")
 
     first, last = outputs
     assert first["message"].startswith("degrade node resource because of abnormal nodeMetric")

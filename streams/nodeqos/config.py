@@ -1,0 +1,519 @@
+"""The node-QoS keys of ``slo-controller-config``, parsed into frozen strategies with Koordinator's defaults.
+
+Keys and shapes (``apis/configuration/slo_controller_config.go``, types in
+``apis/slo/v1alpha1/nodeslo_types.go``):
+
+- ``resource-threshold-config``: ``{"clusterStrategy": ResourceThresholdStrategy, "nodeStrategies": [...]}``;
+- ``resource-qos-config``: ``{"clusterStrategy": ResourceQOSStrategy, "nodeStrategies": [...]}``;
+- ``cpu-burst-config``: ``{"clusterStrategy": CPUBurstStrategy, "nodeStrategies": [...]}``;
+- ``system-config``: ``{"clusterStrategy": SystemStrategy, "nodeStrategies": [...]}``;
+- ``host-application-config``: ``{"applications": [...], "nodeConfigs": [{..., "applications": [...]}]}``.
+
+Each node strategy carries ``name`` and ``nodeSelector`` inline. Merging is the
+slo-controller's (``util.MergeCfg``, a JSON overlay where absent or null fields
+keep the older value, nested objects merged field by field): the cluster
+strategy over the defaults (``sloconfig.Default*Strategy``), a node strategy
+over the merged cluster strategy; for a node, the first node strategy whose
+selector matches its labels wins (an invalid or missing selector matches no
+node, as the controller treats it). Host applications of a matching node config
+replace the cluster list.
+
+Validation follows the struct tags (the webhook): percents in [0, 100],
+``memoryEvictLowerPercent < memoryEvictThresholdPercent``,
+``cpuEvictBESatisfactionLowerPercent < ...UpperPercent``,
+``cpuEvictTimeWindowSeconds > 0``, ``catRangeStartPercent < catRangeEndPercent``,
+group identity in [-1, 2], schedIdle in [0, 1], ``cpuBurstPercent`` in [1, 10000],
+``cfsQuotaBurstPercent >= 100``, ``cfsQuotaBurstPeriodSeconds >= -1``, network
+bandwidths that parse. Anything else raises ``ConfigError`` so the previous
+config stays in force.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Generic, TypeVar
+
+from streams.noderesource.config import (
+    OTHER_JSON_KEYS, RESOURCE_QOS_CONFIG_KEY, RESOURCE_THRESHOLD_CONFIG_KEY, SYSTEM_CONFIG_KEY, ConfigError, SloConfig,
+    _node_profiles,
+)
+from streams.noderesource.selectors import LabelSelector
+from streams.objects.quantity import QuantityError, to_canonical
+
+CPU_BURST_CONFIG_KEY = "cpu-burst-config"
+HOST_APPLICATION_CONFIG_KEY = "host-application-config"
+assert CPU_BURST_CONFIG_KEY in OTHER_JSON_KEYS and HOST_APPLICATION_CONFIG_KEY in OTHER_JSON_KEYS
+
+SUPPRESS_CPUSET = "cpuset"
+SUPPRESS_CFS_QUOTA = "cfsQuota"
+EVICT_BY_REAL_LIMIT = "evictByRealLimit"
+EVICT_BY_ALLOCATABLE = "evictByAllocatable"
+CPU_POLICY_GROUP_IDENTITY = "groupIdentity"
+CPU_POLICY_CORE_SCHED = "coreSched"
+NET_POLICY_TC = "tc"
+NET_POLICY_TERWAY = "terway-qos"
+BURST_NONE = "none"
+BURST_CPU_ONLY = "cpuBurstOnly"
+BURST_CFS_QUOTA_ONLY = "cfsQuotaBurstOnly"
+BURST_AUTO = "auto"
+QOS_CLASS_KEYS = {"LSR": "lsrClass", "LS": "lsClass", "BE": "beClass", "SYSTEM": "systemClass"}
+"""QoS class -> its field in ``ResourceQOSStrategy``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceThresholdStrategy:
+    """``ResourceThresholdStrategy``; defaults are ``DefaultResourceThresholdStrategy()``."""
+
+    enable: bool = False
+    """Suppress and evict BE on this node at all."""
+    cpu_suppress_threshold_percent: int = 65
+    """BE may use ``capacity * p / 100`` minus what LS pods, LS host apps and the system use."""
+    cpu_suppress_min_percent: int | None = None
+    """Floor of the BE share as a percent of capacity; None: no floor."""
+    cpu_suppress_policy: str = SUPPRESS_CPUSET
+    """``cpuset`` (shrink BE's cpuset) or ``cfsQuota`` (set BE's cfs quota); other values act as ``cpuset``."""
+    memory_evict_threshold_percent: int = 70
+    """Evict BE pods when node memory usage reaches this percent."""
+    memory_evict_lower_percent: int | None = None
+    """Evict until usage is below this percent; None: threshold - 2."""
+    cpu_evict_be_satisfaction_upper_percent: int | None = None
+    """Evict until BE's limit/request reaches this percent."""
+    cpu_evict_be_satisfaction_lower_percent: int | None = None
+    """Evict when BE's limit/request is at or below this percent (valid in (0, 60])."""
+    cpu_evict_be_usage_threshold_percent: int | None = None
+    """Only when BE uses at least this percent of its limit; None: 90."""
+    cpu_evict_time_window_seconds: int | None = None
+    """Averaging window of the BE metrics; None: the collect interval."""
+    cpu_evict_policy: str = EVICT_BY_REAL_LIMIT
+    """``evictByRealLimit`` (BE's cgroup limit) or ``evictByAllocatable`` (node batch-cpu allocatable)."""
+
+    def validate(self, where: str) -> None:
+        for name in ("cpu_suppress_threshold_percent", "cpu_suppress_min_percent", "memory_evict_threshold_percent",
+                     "memory_evict_lower_percent", "cpu_evict_be_satisfaction_upper_percent",
+                     "cpu_evict_be_satisfaction_lower_percent", "cpu_evict_be_usage_threshold_percent"):
+            _percent(getattr(self, name), f"{where}.{_camel(name)}")
+        lower = self.memory_evict_lower_percent
+        if lower is not None and lower >= self.memory_evict_threshold_percent:
+            raise ConfigError(f"{where}: memoryEvictLowerPercent ({lower}) must be below "
+                              f"memoryEvictThresholdPercent ({self.memory_evict_threshold_percent})")
+        upper, low = self.cpu_evict_be_satisfaction_upper_percent, self.cpu_evict_be_satisfaction_lower_percent
+        if upper is not None and low is not None and low >= upper:
+            raise ConfigError(f"{where}: cpuEvictBESatisfactionLowerPercent ({low}) must be below "
+                              f"cpuEvictBESatisfactionUpperPercent ({upper})")
+        window = self.cpu_evict_time_window_seconds
+        if window is not None and window <= 0:
+            raise ConfigError(f"{where}: cpuEvictTimeWindowSeconds must be greater than 0, got {window}")
+
+
+@dataclasses.dataclass(frozen=True)
+class CPUQoS:
+    """``CPUQOSCfg`` of one class."""
+
+    enable: bool = False
+    group_identity: int = 0
+    """``cpu.bvt_warp_ns`` of the class (-1..2) under the groupIdentity policy."""
+    sched_idle: int = 0
+    """``cpu.idle`` of the class (0/1) under the coreSched policy."""
+    core_expeller: bool = False
+    """Under coreSched: the class takes its own cookie (``-expeller`` group suffix)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResctrlQoS:
+    """``ResctrlQOSCfg`` of one class: the LLC ways range and the memory bandwidth percent."""
+
+    enable: bool = False
+    """Pods of the class join the class's resctrl group (the schemata are written regardless)."""
+    cat_range_start_percent: int = 0
+    cat_range_end_percent: int = 100
+    mba_percent: int = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkQoS:
+    """``NetworkQOSCfg`` of one class; bandwidths are bits per second (int: percent of the total, str: a quantity)."""
+
+    enable: bool = False
+    ingress_request: int | str | None = None
+    ingress_limit: int | str | None = None
+    egress_request: int | str | None = None
+    egress_limit: int | str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassQoS:
+    cpu: CPUQoS = CPUQoS()
+    resctrl: ResctrlQoS = ResctrlQoS()
+    network: NetworkQoS = NetworkQoS()
+
+
+_DEFAULT_CLASSES = MappingProxyType({
+    "LSR": ClassQoS(CPUQoS(False, 2, 0, True), ResctrlQoS()),
+    "LS": ClassQoS(CPUQoS(False, 2, 0, True), ResctrlQoS()),
+    "BE": ClassQoS(CPUQoS(False, -1, 0, False), ResctrlQoS(False, 0, 30, 100)),
+    "SYSTEM": ClassQoS(CPUQoS(False, 0, 0, False), ResctrlQoS()),
+})
+"""``DefaultResourceQOSStrategy()``: ``DefaultCPUQOS`` and ``DefaultResctrlQOS`` per class, all disabled."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceQoSStrategy:
+    """``ResourceQOSStrategy``: policies and the per-class settings."""
+
+    cpu_policy: str = CPU_POLICY_GROUP_IDENTITY
+    """``groupIdentity`` or ``coreSched``."""
+    net_policy: str = NET_POLICY_TC
+    """``tc`` or ``terway-qos``."""
+    classes: Mapping[str, ClassQoS] = dataclasses.field(default_factory=lambda: _DEFAULT_CLASSES)
+    """QoS class (LSR, LS, BE, SYSTEM) -> its settings; LSE uses LSR's."""
+
+    def of(self, qos: str) -> ClassQoS:
+        """The settings of a pod's QoS class (LSE as LSR; None and unknown classes get the disabled defaults)."""
+        return self.classes.get("LSR" if qos == "LSE" else qos, ClassQoS())
+
+    def group_identity(self, qos: str) -> int:
+        """The class's bvt under the groupIdentity policy: its value when enabled, else 0."""
+        if self.cpu_policy not in (CPU_POLICY_GROUP_IDENTITY, ""):
+            return 0
+        cpu = self.of(qos).cpu
+        return cpu.group_identity if cpu.enable else 0
+
+    def validate(self, where: str) -> None:
+        for qos, settings in self.classes.items():
+            cpu, resctrl = settings.cpu, settings.resctrl
+            name = f"{where}.{QOS_CLASS_KEYS[qos]}"
+            if not -1 <= cpu.group_identity <= 2:
+                raise ConfigError(f"{name}.cpuQOS.groupIdentity must be in [-1, 2], got {cpu.group_identity}")
+            if cpu.sched_idle not in (0, 1):
+                raise ConfigError(f"{name}.cpuQOS.schedIdle must be 0 or 1, got {cpu.sched_idle}")
+            for field in ("cat_range_start_percent", "cat_range_end_percent", "mba_percent"):
+                _percent(getattr(resctrl, field), f"{name}.resctrlQOS.{_camel(field)}")
+            if resctrl.cat_range_start_percent >= resctrl.cat_range_end_percent:
+                raise ConfigError(f"{name}.resctrlQOS: catRangeStartPercent ({resctrl.cat_range_start_percent}) must "
+                                  f"be below catRangeEndPercent ({resctrl.cat_range_end_percent})")
+            for field in ("ingress_request", "ingress_limit", "egress_request", "egress_limit"):
+                value = getattr(settings.network, field)
+                if isinstance(value, int):
+                    _percent(value, f"{name}.networkQOS.{_camel(field)}")
+                elif isinstance(value, str):
+                    bandwidth_bits(value, f"{name}.networkQOS.{_camel(field)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class CPUBurstStrategy:
+    """``CPUBurstStrategy``; defaults are ``DefaultCPUBurstStrategy()``."""
+
+    policy: str = BURST_NONE
+    """``none``, ``cpuBurstOnly``, ``cfsQuotaBurstOnly`` or ``auto``."""
+    cpu_burst_percent: int = 1000
+    """``cpu.cfs_burst_us`` = cpu limit * p / 100 (in quota units)."""
+    cfs_quota_burst_percent: int = 300
+    """Ceiling of a scaled-up ``cpu.cfs_quota_us`` as a percent of the limit's quota."""
+    cfs_quota_burst_period_seconds: int = -1
+    """How long a pod may burst its quota (token bucket); -1: unlimited."""
+    share_pool_threshold_percent: int = 50
+    """Share-pool usage at which the node counts as overloaded (quotas scale down)."""
+
+    def validate(self, where: str) -> None:
+        if not 1 <= self.cpu_burst_percent <= 10000:
+            raise ConfigError(f"{where}.cpuBurstPercent must be in [1, 10000], got {self.cpu_burst_percent}")
+        if self.cfs_quota_burst_percent < 100:
+            raise ConfigError(f"{where}.cfsQuotaBurstPercent must be 100 or greater, got {self.cfs_quota_burst_percent}")
+        if self.cfs_quota_burst_period_seconds < -1:
+            raise ConfigError(f"{where}.cfsQuotaBurstPeriodSeconds must be -1 or greater, "
+                              f"got {self.cfs_quota_burst_period_seconds}")
+        _percent(self.share_pool_threshold_percent, f"{where}.sharePoolThresholdPercent")
+
+
+@dataclasses.dataclass(frozen=True)
+class SystemStrategy:
+    """``SystemStrategy`` (the fields the node-QoS plan reads)."""
+
+    total_network_bandwidth: int = 0
+    """``totalNetworkBandwidth`` in bits per second; 0: unknown (terway-qos writes 0, tc plans nothing)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HostApplication:
+    """``HostApplicationSpec``: a process tree outside Kubernetes that koordlet treats like pods of its QoS."""
+
+    name: str
+    priority: str = ""
+    qos: str = ""
+    cgroup_path: str = ""
+    """``GetHostAppCgroupRelativePath``: base dir (CgroupRoot "", Kubepods ``kubepods``, KubepodsBurstable
+    ``kubepods/burstable``, KubepodsBesteffort ``kubepods/besteffort``) / parentDir / relativePath; without
+    ``cgroupPath``: ``host-latency-sensitive/<name>`` (LSE/LSR/LS), ``host-best-effort/<name>`` (BE), else the name."""
+    cgroup_base: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeQoSStrategy:
+    """Everything the node-QoS plan reads from the config, resolved for one node."""
+
+    threshold: ResourceThresholdStrategy = ResourceThresholdStrategy()
+    qos: ResourceQoSStrategy = ResourceQoSStrategy()
+    burst: CPUBurstStrategy = CPUBurstStrategy()
+    system: SystemStrategy = SystemStrategy()
+    host_apps: tuple[HostApplication, ...] = ()
+
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Section(Generic[T]):
+    """One key: its cluster strategy and the node strategies (already merged over it)."""
+
+    cluster: T
+    nodes: tuple[tuple[str, LabelSelector, T], ...] = ()
+
+    def for_node(self, labels: Mapping[str, str]) -> T:
+        for _, selector, strategy in self.nodes:
+            if selector.matches(labels):
+                return strategy
+        return self.cluster
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeQoSConfig:
+    threshold: Section[ResourceThresholdStrategy] = Section(ResourceThresholdStrategy())
+    qos: Section[ResourceQoSStrategy] = Section(ResourceQoSStrategy())
+    burst: Section[CPUBurstStrategy] = Section(CPUBurstStrategy())
+    system: Section[SystemStrategy] = Section(SystemStrategy())
+    host_apps: Section[tuple[HostApplication, ...]] = Section(())
+
+    def for_node(self, labels: Mapping[str, str]) -> NodeQoSStrategy:
+        return NodeQoSStrategy(self.threshold.for_node(labels), self.qos.for_node(labels),
+                               self.burst.for_node(labels), self.system.for_node(labels),
+                               self.host_apps.for_node(labels))
+
+
+DEFAULT_QOS_CONFIG = NodeQoSConfig()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.upper() if part in ("cpu", "be", "mba", "cat") else part.title() for part in rest)
+
+
+def _percent(value: int | None, where: str) -> None:
+    if value is not None and not 0 <= value <= 100:
+        raise ConfigError(f"{where} must be in [0, 100], got {value}")
+
+
+def merge_json(base: object, overlay: object) -> object:
+    """``util.MergeCfg``: ``overlay``'s non-null fields replace ``base``'s, objects merged field by field."""
+    if not isinstance(base, dict) or not isinstance(overlay, dict):
+        return base if overlay is None else overlay
+    merged = dict(base)
+    for key, value in overlay.items():
+        if value is not None:
+            merged[key] = merge_json(base.get(key), value)
+    return merged
+
+
+def _field(raw: Mapping, name: str, kind: type, where: str, default):
+    value = raw.get(name)
+    if value is None:
+        return default
+    ok = isinstance(value, bool) if kind is bool else (
+        isinstance(value, kind) and not isinstance(value, bool))
+    if not ok:
+        raise ConfigError(f"{where}.{name}: expected {kind.__name__}, got {json.dumps(value)}")
+    return value
+
+
+def _object(raw: object, where: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object, got {json.dumps(raw)}")
+    return raw
+
+
+def decode_threshold(raw: Mapping, where: str) -> ResourceThresholdStrategy:
+    d = ResourceThresholdStrategy()
+    strategy = ResourceThresholdStrategy(
+        enable=_field(raw, "enable", bool, where, d.enable),
+        cpu_suppress_threshold_percent=_field(raw, "cpuSuppressThresholdPercent", int, where,
+                                              d.cpu_suppress_threshold_percent),
+        cpu_suppress_min_percent=_field(raw, "cpuSuppressMinPercent", int, where, None),
+        cpu_suppress_policy=_field(raw, "cpuSuppressPolicy", str, where, d.cpu_suppress_policy) or d.cpu_suppress_policy,
+        memory_evict_threshold_percent=_field(raw, "memoryEvictThresholdPercent", int, where,
+                                              d.memory_evict_threshold_percent),
+        memory_evict_lower_percent=_field(raw, "memoryEvictLowerPercent", int, where, None),
+        cpu_evict_be_satisfaction_upper_percent=_field(raw, "cpuEvictBESatisfactionUpperPercent", int, where, None),
+        cpu_evict_be_satisfaction_lower_percent=_field(raw, "cpuEvictBESatisfactionLowerPercent", int, where, None),
+        cpu_evict_be_usage_threshold_percent=_field(raw, "cpuEvictBEUsageThresholdPercent", int, where, None),
+        cpu_evict_time_window_seconds=_field(raw, "cpuEvictTimeWindowSeconds", int, where, None),
+        cpu_evict_policy=_field(raw, "cpuEvictPolicy", str, where, d.cpu_evict_policy) or d.cpu_evict_policy,
+    )
+    strategy.validate(where)
+    return strategy
+
+
+def _bandwidth(raw: Mapping, name: str, where: str) -> int | str | None:
+    value = raw.get(name)
+    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ConfigError(f"{where}.{name}: expected an integer percent or a quantity string, got {json.dumps(value)}")
+
+
+def _class_qos(raw: Mapping, default: ClassQoS, where: str) -> ClassQoS:
+    cpu_raw = _object(raw.get("cpuQOS"), f"{where}.cpuQOS")
+    resctrl_raw = _object(raw.get("resctrlQOS"), f"{where}.resctrlQOS")
+    net_raw = _object(raw.get("networkQOS"), f"{where}.networkQOS")
+    d = default
+    return ClassQoS(
+        CPUQoS(_field(cpu_raw, "enable", bool, f"{where}.cpuQOS", d.cpu.enable),
+               _field(cpu_raw, "groupIdentity", int, f"{where}.cpuQOS", d.cpu.group_identity),
+               _field(cpu_raw, "schedIdle", int, f"{where}.cpuQOS", d.cpu.sched_idle),
+               _field(cpu_raw, "coreExpeller", bool, f"{where}.cpuQOS", d.cpu.core_expeller)),
+        ResctrlQoS(_field(resctrl_raw, "enable", bool, f"{where}.resctrlQOS", d.resctrl.enable),
+                   _field(resctrl_raw, "catRangeStartPercent", int, f"{where}.resctrlQOS",
+                          d.resctrl.cat_range_start_percent),
+                   _field(resctrl_raw, "catRangeEndPercent", int, f"{where}.resctrlQOS", d.resctrl.cat_range_end_percent),
+                   _field(resctrl_raw, "mbaPercent", int, f"{where}.resctrlQOS", d.resctrl.mba_percent)),
+        NetworkQoS(_field(net_raw, "enable", bool, f"{where}.networkQOS", d.network.enable),
+                   *(_bandwidth(net_raw, name, f"{where}.networkQOS")
+                     for name in ("ingressRequest", "ingressLimit", "egressRequest", "egressLimit"))),
+    )
+
+
+def decode_qos(raw: Mapping, where: str) -> ResourceQoSStrategy:
+    policies = _object(raw.get("policies"), f"{where}.policies")
+    classes = {qos: _class_qos(_object(raw.get(key), f"{where}.{key}"), _DEFAULT_CLASSES[qos], f"{where}.{key}")
+               for qos, key in QOS_CLASS_KEYS.items()}
+    strategy = ResourceQoSStrategy(
+        cpu_policy=_field(policies, "cpuPolicy", str, f"{where}.policies", CPU_POLICY_GROUP_IDENTITY),
+        net_policy=_field(policies, "netQOSPolicy", str, f"{where}.policies", NET_POLICY_TC),
+        classes=MappingProxyType(classes))
+    strategy.validate(where)
+    return strategy
+
+
+def decode_burst(raw: Mapping, where: str) -> CPUBurstStrategy:
+    d = CPUBurstStrategy()
+    strategy = CPUBurstStrategy(
+        policy=_field(raw, "policy", str, where, d.policy) or d.policy,
+        cpu_burst_percent=_field(raw, "cpuBurstPercent", int, where, d.cpu_burst_percent),
+        cfs_quota_burst_percent=_field(raw, "cfsQuotaBurstPercent", int, where, d.cfs_quota_burst_percent),
+        cfs_quota_burst_period_seconds=_field(raw, "cfsQuotaBurstPeriodSeconds", int, where,
+                                              d.cfs_quota_burst_period_seconds),
+        share_pool_threshold_percent=_field(raw, "sharePoolThresholdPercent", int, where,
+                                            d.share_pool_threshold_percent))
+    strategy.validate(where)
+    return strategy
+
+
+def bandwidth_bits(text: str, where: str) -> int:
+    """A bandwidth quantity (``"100M"``) as an integer; ConfigError when it does not parse or is negative."""
+    try:
+        value = to_canonical("bandwidth", text)
+    except QuantityError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if value < 0:
+        raise ConfigError(f"{where}: must not be negative, got {text!r}")
+    return value
+
+
+def decode_system(raw: Mapping, where: str) -> SystemStrategy:
+    total = raw.get("totalNetworkBandwidth")
+    if total is None:
+        return SystemStrategy()
+    if isinstance(total, bool) or not isinstance(total, (str, int)):
+        raise ConfigError(f"{where}.totalNetworkBandwidth: expected a quantity, got {json.dumps(total)}")
+    return SystemStrategy(bandwidth_bits(str(total), f"{where}.totalNetworkBandwidth"))
+
+
+_CGROUP_BASES = {"": "", "CgroupRoot": "", "Kubepods": "kubepods", "KubepodsBurstable": "kubepods/burstable",
+                 "KubepodsBesteffort": "kubepods/besteffort"}
+_DEFAULT_HOST_DIRS = {"LSE": "host-latency-sensitive", "LSR": "host-latency-sensitive",
+                      "LS": "host-latency-sensitive", "BE": "host-best-effort"}
+
+
+def _join(*parts: str) -> str:
+    """``filepath.Join`` of relative parts: empty parts dropped, slashes collapsed."""
+    return "/".join(piece for part in parts for piece in part.split("/") if piece and piece != ".")
+
+
+def decode_host_apps(raw: object, where: str) -> tuple[HostApplication, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: expected a list")
+    apps = []
+    for index, entry in enumerate(raw):
+        at = f"{where}[{index}]"
+        entry = _object(entry, at)
+        name = _field(entry, "name", str, at, "")
+        qos = _field(entry, "qos", str, at, "")
+        path_raw = entry.get("cgroupPath")
+        if path_raw is None:
+            base, path = "", _join(_DEFAULT_HOST_DIRS.get(qos, ""), name)
+        else:
+            path_raw = _object(path_raw, f"{at}.cgroupPath")
+            base = _field(path_raw, "base", str, f"{at}.cgroupPath", "")
+            if base not in _CGROUP_BASES:
+                raise ConfigError(f"{at}.cgroupPath.base: unknown base {base!r} "
+                                  f"(known: {', '.join(b for b in _CGROUP_BASES if b)})")
+            path = _join(_CGROUP_BASES[base], _field(path_raw, "parentDir", str, f"{at}.cgroupPath", ""),
+                         _field(path_raw, "relativePath", str, f"{at}.cgroupPath", ""))
+        if ".." in path.split("/"):
+            raise ConfigError(f"{at}.cgroupPath: must not leave the cgroup root, got {path!r}")
+        apps.append(HostApplication(name, _field(entry, "priority", str, at, ""), qos, path, base))
+    return tuple(apps)
+
+
+def _strategy_section(raw: object, key: str, decode: Callable[[Mapping, str], T], default: T) -> Section[T]:
+    """A ``clusterStrategy`` / ``nodeStrategies`` key, each merged over the defaults / cluster strategy."""
+    if raw is None:
+        return Section(default)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: must be a JSON object")
+    cluster_raw = _object(raw.get("clusterStrategy"), f"{key}.clusterStrategy")
+    cluster = decode(cluster_raw, f"{key}.clusterStrategy")
+    nodes = []
+    for index, (name, selector, entry) in enumerate(_node_profiles(raw.get("nodeStrategies"), key, strict=False)):
+        fields = {k: v for k, v in entry.items() if k not in ("name", "nodeSelector")}
+        nodes.append((name, selector, decode(merge_json(cluster_raw, fields), f"{key}.nodeStrategies[{index}]")))
+    return Section(cluster, tuple(nodes))
+
+
+def _host_app_section(raw: object) -> Section[tuple[HostApplication, ...]]:
+    key = HOST_APPLICATION_CONFIG_KEY
+    if raw is None:
+        return Section(())
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: must be a JSON object")
+    cluster = decode_host_apps(raw.get("applications"), f"{key}.applications")
+    nodes = tuple((name, selector, decode_host_apps(entry.get("applications"), f"{key}.nodeConfigs[{i}].applications"))
+                  for i, (name, selector, entry) in enumerate(_node_profiles(raw.get("nodeConfigs"), key, False)))
+    return Section(cluster, nodes)
+
+
+def parse_qos_config(slo: SloConfig) -> NodeQoSConfig:
+    """The node-QoS config of an ``SloConfig`` (its keys kept as parsed JSON); ConfigError when invalid."""
+    return NodeQoSConfig(
+        threshold=_strategy_section(slo.resource_threshold, RESOURCE_THRESHOLD_CONFIG_KEY, decode_threshold,
+                                    ResourceThresholdStrategy()),
+        qos=_strategy_section(slo.resource_qos, RESOURCE_QOS_CONFIG_KEY, decode_qos, ResourceQoSStrategy()),
+        burst=_strategy_section(slo.extra.get(CPU_BURST_CONFIG_KEY), CPU_BURST_CONFIG_KEY, decode_burst,
+                                CPUBurstStrategy()),
+        system=_strategy_section(slo.system, SYSTEM_CONFIG_KEY, decode_system, SystemStrategy()),
+        host_apps=_host_app_section(slo.extra.get(HOST_APPLICATION_CONFIG_KEY)),
+    )
+
+
+def with_qos(slo: SloConfig) -> SloConfig:
+    """``slo`` carrying its parsed node-QoS config (``SloConfig.qos``); ConfigError when that is invalid."""
+    return dataclasses.replace(slo, qos=parse_qos_config(slo))
+
+
+def qos_config_of(slo: SloConfig) -> NodeQoSConfig:
+    """The parsed node-QoS config of ``slo``: attached by ``with_qos``, else parsed now."""
+    return slo.qos if slo.qos is not None else parse_qos_config(slo)

@@ -1,0 +1,128 @@
+"""One node-QoS plan: run the strategies, merge their settings, emit what changed as signed Actuations.
+
+``plan_node`` is pure: it takes the node's frozen inputs and its ``QoSMemory``
+(what was emitted last, the per-node sequence, eviction bookkeeping) and
+returns the new memory and the (schema, record) outputs:
+
+1. every strategy in ``registry.ORDER`` plans on the same ``Snapshot``;
+2. settings for the same (targetKind, targetId, mechanism) are merged in that
+   order (a later strategy's value for the same setting name wins);
+3. a target is emitted only when its merged values differ from the values
+   last emitted for it; a target never emitted whose values are all the
+   kernel's defaults (``BASELINE``: no burst, not idle, bvt 0) is not emitted
+   either, so a default config sends nothing for every pod;
+4. each emitted target takes the next per-node ``sequence`` and a decision id
+   ``decision_id(cause, index, "<node>|<kind>|<id>|<mechanism>")``, stable
+   across replays, and is signed with ``SIGNING_KEY`` (``streams.actuation.sign``);
+5. evictions become Eviction decisions; an evicted pod is not picked again
+   until it is released.
+
+Remembered values of pod targets whose pod left the node are dropped, so the
+memory stays bounded by the pods on the node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from streams import actuation
+from streams.actuation import CPU_BURST, CPU_BVT_WARP, CPU_IDLE, TARGET_HOSTAPP, TARGET_POD
+from streams.events import Causation, decision_id
+from streams.noderesource.views import MetricView, NodeView, PodView
+from streams.nodeqos.config import NodeQoSStrategy
+from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE, Eviction, Snapshot, Strategy, TargetKey
+
+SIGNING_KEY: bytes | None = None
+"""Key the records are signed with; set once by the shell from ``streams.actuation.signing_key()``."""
+BASELINE = MappingProxyType({CPU_BURST: "0", CPU_IDLE: "0", CPU_BVT_WARP: "0", CORE_SCHED_GROUP: CORE_SCHED_NONE})
+"""Settings whose kernel default needs no actuation when it was never changed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class QoSMemory:
+    sequence: int = 0
+    """Sequence of the last Actuation emitted for the node."""
+    last: Mapping[TargetKey, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    """Values last emitted per target."""
+    last_eviction_ms: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    evicted: frozenset[str] = frozenset()
+
+    def forget_pod(self, key: str) -> QoSMemory:
+        if key not in self.evicted:
+            return self
+        return dataclasses.replace(self, evicted=self.evicted - {key})
+
+    def to_json(self) -> list:
+        """A JSON-able form with sorted keys (the state's bytes must not depend on dict order)."""
+        last = sorted(["|".join(target), sorted(values.items())] for target, values in self.last.items())
+        return [self.sequence, last, sorted(self.last_eviction_ms.items()), sorted(self.evicted)]
+
+    @staticmethod
+    def from_json(data: list) -> QoSMemory:
+        sequence, last, evictions, evicted = data
+        return QoSMemory(sequence, {tuple(target.split("|", 2)): dict(values) for target, values in last},
+                         dict(evictions), frozenset(evicted))
+
+
+def _all_baseline(values: Mapping[str, str]) -> bool:
+    return all(BASELINE.get(name) == value for name, value in values.items())
+
+
+def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str, PodView],
+              metric: MetricView | None, strategy: NodeQoSStrategy, now_ms: int, memory: QoSMemory,
+              cause: Causation) -> tuple[QoSMemory, list[tuple[str, dict]]]:
+    """Plan the node; return the new memory and the Actuation / Eviction records to publish."""
+    snapshot = Snapshot(node, pods, metric, strategy, now_ms, memory.last, memory.last_eviction_ms, memory.evicted)
+    merged: dict[TargetKey, dict[str, str]] = {}
+    evictions: list[tuple[str, Eviction]] = []
+    last_eviction = dict(memory.last_eviction_ms)
+    for plugin in strategies:
+        plan = plugin.plan(snapshot)
+        for setting in plan.settings:
+            merged.setdefault(setting.key, {}).update(setting.values)
+        evictions.extend((plugin.name, eviction) for eviction in plan.evictions)
+        if plan.start_cool_down:
+            last_eviction.setdefault(plugin.name, now_ms)
+    uids = {pod.uid for pod in pods.values() if pod.uid}
+    apps = {app.name for app in strategy.host_apps}
+    last = {target: values for target, values in memory.last.items()
+            if (target[0] != TARGET_POD or target[1] in uids) and (target[0] != TARGET_HOSTAPP or target[1] in apps)}
+    sequence, outputs = memory.sequence, []
+    for index, (target, values) in enumerate(merged.items()):
+        before = last.get(target)
+        if before == values or (before is None and _all_baseline(values)):
+            continue
+        sequence += 1
+        last[target] = values
+        outputs.append(("Actuation", actuation.sign({
+            "decisionId": decision_id(cause, index, f"{node.name}|{'|'.join(target)}"),
+            "nodeName": node.name,
+            "sequence": sequence,
+            "targetKind": target[0],
+            "targetId": target[1],
+            "mechanism": target[2],
+            "values": dict(values),
+            "causation": cause.to_record(),
+            "timestamp": now_ms,
+        }, SIGNING_KEY)))
+    evicted = set(memory.evicted)
+    for index, (plugin_name, eviction) in enumerate(evictions):
+        if eviction.pod_key in evicted:
+            continue
+        evicted.add(eviction.pod_key)
+        last_eviction[plugin_name] = now_ms
+        namespace, _, name = eviction.pod_key.partition("/")
+        outputs.append(("Eviction", {
+            "decisionId": decision_id(cause, index, f"{node.name}|evict|{eviction.pod_key}"),
+            "nodeName": node.name,
+            "pod": {"namespace": namespace, "name": name, "uid": eviction.uid},
+            "reason": eviction.reason,
+            "message": eviction.message,
+            "causation": cause.to_record(),
+            "timestamp": now_ms,
+        }))
+    evicted &= set(pods)
+    new = QoSMemory(sequence, last, last_eviction, frozenset(evicted))
+    return (memory if new == memory else new), outputs

@@ -1,0 +1,1 @@
+"""Node-QoS strategies, one module each; registered in ``streams.nodeqos.registry``."""

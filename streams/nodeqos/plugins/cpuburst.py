@@ -1,0 +1,159 @@
+"""CPU burst: let LS pods with a cpu limit burst above it (``cpu.cfs_burst_us``) and scale their quota.
+
+koordlet's ``qosmanager/plugins/cpuburst/cpu_burst.go``. Pods handled: QoS not LSR/LSE/BE (with default),
+with a UID. The pod annotation ``koordinator.sh/cpuBurst`` (``CPUBurstConfig`` JSON) is merged over the
+node's ``cpu-burst-config`` strategy.
+
+- Static burst (policies ``cpuBurstOnly``, ``auto``): ``cfs_burst_us = limit_cores * cpuBurstPercent / 100
+  * 100000 = limit_milli * cpuBurstPercent``; 0 for other policies or without a cpu limit. The pod value is
+  the sum over its containers, i.e. computed on the pod's cpu limit (containers without a limit add 0).
+- Share pool (every plan): ``poolTotal = CPUs*1000 - sum(cpu requests of LSE/LSR pods)``,
+  ``poolUsage = nodeUsage - sum(usage of LSE/LSR/BE pods)``, ``ratio = poolUsage / poolTotal`` (1 when the
+  total is <= 0): **overload** if ``ratio >= t``, **cooling** if ``0.9 t <= ratio < t``, else **idle**
+  (``t = sharePoolThresholdPercent / 100``); **unknown** without node usage.
+- Quota burst (policies ``cfsQuotaBurstOnly``, ``auto``), per pod with a limit:
+  ``base = limit_milli * 100`` (at least 1000), ``ceil = base * cfsQuotaBurstPercent / 100`` (when > 100 %).
+  Operation: reset without a quota-burst policy; else scale up when the pod was throttled, remain when it was
+  not or when throttling is unknown; overload turns up/remain into down, cooling/unknown turns up into
+  remain. Up ``cur * 1.2``, down ``cur * 0.8``, reset ``base``, clamped to ``[base, ceil]``.
+
+NodeMetrics carry no throttling, so the plan's operation is "remain" unless the node is overloaded (then
+down) or the policy lost quota burst (then reset): what koordlet does without throttle metrics. The token
+limiter of ``cfsQuotaBurstPeriodSeconds`` needs a random initial token and per-pod state; only the default
+(-1, unlimited: always allowed) is followed, a set period is treated as unlimited too. The current quota
+is the one last emitted (else ``base``); a reset is emitted only when a scaled quota was emitted before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+
+from streams.actuation import CPU_BURST, CPU_QUOTA, MECHANISM_CGROUP, TARGET_POD
+from streams.noderesource.classes import QOS_BE, QOS_LSE, QOS_LSR
+from streams.nodeqos.config import BURST_AUTO, BURST_CFS_QUOTA_ONLY, BURST_CPU_ONLY, CPUBurstStrategy, merge_json
+from streams.nodeqos.framework import Plan, Setting, Snapshot
+from streams.nodeqos.podmeta import ANNOTATION_CPU_BURST
+
+NAME = "CPUBurst"
+IDLE, COOLING, OVERLOAD, UNKNOWN = "idle", "cooling", "overload", "unknown"
+UP, DOWN, REMAIN, RESET = "scaleUp", "scaleDown", "remain", "reset"
+REASON_BAD_ANNOTATION = "cpuBurst annotation does not parse"
+CFS_PERIOD = 100_000
+MIN_QUOTA = 1000
+SCALE_UP_RATIO = 1.2
+SCALE_DOWN_RATIO = 0.8
+COOLING_RATIO = 0.9
+
+
+@dataclasses.dataclass(frozen=True)
+class CPUBurstArgs:
+    enabled: bool = True
+    """Feature gate ``CPUBurst`` (on in Koordinator)."""
+
+    def validate(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ValueError("CPUBurstArgs.enabled must be a boolean")
+
+
+def static_burst(limit_milli: int, policy: str, percent: int) -> int:
+    if policy not in (BURST_CPU_ONLY, BURST_AUTO) or limit_milli <= 0:
+        return 0
+    return int(limit_milli / 1000 * percent / 100 * CFS_PERIOD)
+
+
+def share_pool_state(processors: int, node_usage: int | None, lsr_requests: int, excluded_usage: int,
+                     threshold_percent: int) -> str:
+    """``getNodeStateForBurst`` in milli-cores."""
+    if node_usage is None or processors <= 0:
+        return UNKNOWN
+    total = processors * 1000 - lsr_requests
+    ratio = 1.0 if total <= 0 else (node_usage - excluded_usage) / total
+    threshold = threshold_percent / 100
+    if ratio >= threshold:
+        return OVERLOAD
+    if ratio >= COOLING_RATIO * threshold:
+        return COOLING
+    return IDLE
+
+
+def quota_operation(policy: str, throttled: bool | None, node_state: str) -> str:
+    if policy not in (BURST_CFS_QUOTA_ONLY, BURST_AUTO):
+        return RESET
+    operation = UP if throttled else REMAIN
+    if node_state == OVERLOAD:
+        return DOWN
+    if node_state in (COOLING, UNKNOWN) and operation == UP:
+        return REMAIN
+    return operation
+
+
+def burst_quota(limit_milli: int, current: int, operation: str, burst_percent: int) -> int:
+    """The container/pod quota after ``operation``, clamped to [base, ceil]."""
+    base = max(limit_milli * CFS_PERIOD // 1000, MIN_QUOTA)
+    ceil = int(base * burst_percent / 100) if burst_percent > 100 else base
+    target = {UP: int(current * SCALE_UP_RATIO), DOWN: int(current * SCALE_DOWN_RATIO),
+              RESET: base}.get(operation, current)
+    return min(max(target, base), ceil)
+
+
+def _pod_strategy(node: CPUBurstStrategy, annotation: str | None) -> CPUBurstStrategy | None:
+    if annotation is None:
+        return node
+    try:
+        raw = json.loads(annotation)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    base = {"policy": node.policy, "cpuBurstPercent": node.cpu_burst_percent,
+            "cfsQuotaBurstPercent": node.cfs_quota_burst_percent,
+            "cfsQuotaBurstPeriodSeconds": node.cfs_quota_burst_period_seconds}
+    merged: Mapping = merge_json(base, raw)
+    try:
+        return dataclasses.replace(node, policy=str(merged["policy"]), cpu_burst_percent=int(merged["cpuBurstPercent"]),
+                                   cfs_quota_burst_percent=int(merged["cfsQuotaBurstPercent"]),
+                                   cfs_quota_burst_period_seconds=int(merged["cfsQuotaBurstPeriodSeconds"]))
+    except (TypeError, ValueError):
+        return None
+
+
+class CPUBurst:
+    name = NAME
+
+    def __init__(self, args: CPUBurstArgs = CPUBurstArgs()) -> None:
+        args.validate()
+        self.args = args
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        if not self.args.enabled:
+            return Plan()
+        node_strategy = snapshot.strategy.burst
+        metric = snapshot.metric
+        lsr_requests = sum(p.request_cpu for p in snapshot.pods.values() if p.qos in (QOS_LSE, QOS_LSR))
+        excluded = 0
+        if metric is not None:
+            excluded = sum(cpu for key, (cpu, _, _) in metric.pods.items()
+                           if (pod := snapshot.pods.get(key)) is not None and pod.qos in (QOS_LSE, QOS_LSR, QOS_BE))
+        state = share_pool_state(-(-snapshot.node.capacity_cpu // 1000),
+                                 metric.node_usage[0] if metric is not None and metric.node_usage else None,
+                                 lsr_requests, excluded, node_strategy.share_pool_threshold_percent)
+        settings = []
+        for key in sorted(snapshot.pods):
+            pod = snapshot.pods[key]
+            if pod.qos in (QOS_LSE, QOS_LSR, QOS_BE) or not pod.uid:
+                continue
+            strategy = _pod_strategy(node_strategy, pod.annotation(ANNOTATION_CPU_BURST))
+            if strategy is None:
+                continue
+            values = {CPU_BURST: str(static_burst(pod.limit_cpu, strategy.policy, strategy.cpu_burst_percent))}
+            target = (TARGET_POD, pod.uid, MECHANISM_CGROUP)
+            previous = snapshot.previous.get(target, {})
+            if pod.limit_cpu > 0 and (strategy.policy in (BURST_CFS_QUOTA_ONLY, BURST_AUTO) or CPU_QUOTA in previous):
+                base = max(pod.limit_cpu * CFS_PERIOD // 1000, MIN_QUOTA)
+                current = int(previous.get(CPU_QUOTA, base))
+                operation = quota_operation(strategy.policy, None, state)
+                values[CPU_QUOTA] = str(burst_quota(pod.limit_cpu, current, operation, strategy.cfs_quota_burst_percent))
+            settings.append(Setting(*target, values))
+        return Plan(tuple(settings))

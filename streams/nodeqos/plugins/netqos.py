@@ -1,0 +1,130 @@
+"""Network QoS: bandwidth classes L0/L1/L2 of terway-qos (and the ``tc`` policy), per node and per pod.
+
+koordlet's runtime hook ``terwayqos`` (``terwayqos.go``, ``types.go``) and ``tc/helper.go``:
+
+- total = ``system-config`` ``totalNetworkBandwidth`` (bits/s). Under ``netQOSPolicy: terway-qos`` the node
+  setting is always written (``total_bps``, and 0 for a disabled class); under ``tc`` (the default) only when
+  the total is known (> 0) and a class has ``networkQOS.enable``.
+- Classes: LS -> ``L1`` (terway's ``offline_l1``), BE -> ``L2`` (``offline_l2``); ``L0`` (SYSTEM, prio 0) is
+  not shaped. ``<class>.request_bps`` <- ``egressRequest``, ``<class>.limit_bps`` <- ``egressLimit`` of the
+  class when enabled, else 0 (tc shapes egress; the contract has no ingress class settings).
+- Values: a string is a bandwidth quantity in bits/s, rejected when above the total; an integer is a percent
+  of the total, ``total * pct / 100``; unset is 0. Everything is in **bits** per second; terway's file holds
+  bytes (/8), the actuator converts (terway's own percent form skips the /8, a quirk of its byte units that
+  bits do not have).
+- Pods: with the annotation ``koordinator.sh/networkQOS`` (``{"ingressLimit": "...", "egressLimit": "..."}``,
+  keys matched case-insensitively as Go's JSON decoder does) a pod gets ``pod/<uid>`` ``tc`` with its
+  ``priority`` (SYSTEM 0; LSE/LSR/LS 1; BE 2; else by Kubernetes QoS: Guaranteed/Burstable 1, BestEffort 2,
+  unknown 0) and its ``ingress.limit_bps`` / ``egress.limit_bps``.
+
+A value that does not parse or exceeds the total fails the node file, as terway's ``parseQuantity`` does:
+nothing is planned for the node then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from streams.actuation import MECHANISM_TC, TARGET_NODE, TARGET_POD, TOTAL_BPS
+from streams.noderesource.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM
+from streams.noderesource.config import ConfigError
+from streams.nodeqos.config import NET_POLICY_TERWAY, bandwidth_bits
+from streams.nodeqos.framework import (
+    LIMIT_BPS, NET_EGRESS_LIMIT, NET_INGRESS_LIMIT, NET_PRIORITY, REQUEST_BPS, Plan, Setting, Snapshot,
+)
+from streams.nodeqos.podmeta import ANNOTATION_NETWORK_QOS, KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, kube_qos, raw_qos
+
+NAME = "NetQoS"
+REASON_ABOVE_TOTAL = "bandwidth above totalNetworkBandwidth"
+CLASSES = (("L1", QOS_LS), ("L2", QOS_BE))
+
+
+@dataclasses.dataclass(frozen=True)
+class NetQoSArgs:
+    enabled: bool = True
+    """Run the network-QoS hook."""
+
+    def validate(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ValueError("NetQoSArgs.enabled must be a boolean")
+
+
+def bandwidth(value: int | str | None, total: int) -> int:
+    """``parseQuantity`` in bits/s: percent of ``total`` for an int, a quantity for a string; ValueError above
+    the total."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value * total // 100
+    bits = bandwidth_bits(value, "bandwidth")
+    if bits > total:
+        raise ValueError(f"{REASON_ABOVE_TOTAL}: {value} > {total}")
+    return bits
+
+
+def priority(qos_label: str, kube: str | None) -> int:
+    if qos_label == QOS_SYSTEM:
+        return 0
+    if qos_label in (QOS_LSE, QOS_LSR, QOS_LS):
+        return 1
+    if qos_label == QOS_BE:
+        return 2
+    return {KUBE_GUARANTEED: 1, KUBE_BURSTABLE: 1, KUBE_BEST_EFFORT: 2}.get(kube or "", 0)
+
+
+def pod_limits(annotation: str) -> tuple[int, int] | None:
+    """(ingress, egress) bits/s of ``koordinator.sh/networkQOS``; None when it does not parse."""
+    try:
+        raw = json.loads(annotation)
+        if not isinstance(raw, dict):
+            return None
+        fields = {key.lower(): value for key, value in raw.items()}
+        result = []
+        for name in ("ingresslimit", "egresslimit"):
+            value = fields.get(name)
+            result.append(0 if value is None else bandwidth_bits(str(value), name))
+    except (ValueError, ConfigError):
+        return None
+    return result[0], result[1]
+
+
+class NetQoS:
+    name = NAME
+
+    def __init__(self, args: NetQoSArgs = NetQoSArgs()) -> None:
+        args.validate()
+        self.args = args
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        if not self.args.enabled:
+            return Plan()
+        strategy = snapshot.strategy.qos
+        total = snapshot.strategy.system.total_network_bandwidth
+        terway = strategy.net_policy == NET_POLICY_TERWAY
+        any_enabled = any(strategy.of(qos).network.enable for _, qos in CLASSES)
+        settings = []
+        if terway or (total > 0 and any_enabled):
+            values = {TOTAL_BPS: str(total)}
+            try:
+                for name, qos in CLASSES:
+                    network = strategy.of(qos).network
+                    request = bandwidth(network.egress_request, total) if network.enable else 0
+                    limit = bandwidth(network.egress_limit, total) if network.enable else 0
+                    values[f"{name}{REQUEST_BPS}"] = str(request)
+                    values[f"{name}{LIMIT_BPS}"] = str(limit)
+                settings.append(Setting(TARGET_NODE, snapshot.node.name, MECHANISM_TC, values))
+            except (ValueError, ConfigError):
+                pass
+        for key in sorted(snapshot.pods):
+            pod = snapshot.pods[key]
+            annotation = pod.annotation(ANNOTATION_NETWORK_QOS)
+            if not pod.uid or annotation is None:
+                continue
+            limits = pod_limits(annotation)
+            if limits is None:
+                continue
+            settings.append(Setting(TARGET_POD, pod.uid, MECHANISM_TC, {
+                NET_PRIORITY: str(priority(raw_qos(pod.labels), kube_qos(pod.qos, pod.labels))),
+                NET_INGRESS_LIMIT: str(limits[0]), NET_EGRESS_LIMIT: str(limits[1])}))
+        return Plan(tuple(settings))

@@ -1,0 +1,108 @@
+"""Resctrl: LLC ways (CAT) and memory bandwidth (MBA) per QoS class, and per pod by annotation.
+
+koordlet's ``qosmanager/plugins/resctrl/resctrl_reconcile.go`` and the resctrl runtime hook. Every plan
+writes the schemata of the three groups ``LSR`` (QoS LSE and LSR), ``LS`` and ``BE`` from their classes'
+``resctrlQOS`` (defaults ``DefaultResctrlQOS``: LSR and LS CAT 0-100 %, BE CAT **0-30 %**, MBA 100 %, all
+``enable: false``), whether or not the class is enabled, then puts the pods of the enabled classes in their
+group (``tasks.pods``: sorted pod UIDs; koordlet adds the pods' task ids, the actuator does that).
+
+A pod with the annotation ``node.koordinator.sh/resctrl``
+(``{"llc": {"schemata": {"range": [start, end]}}, "mb": {"schemata": {"percent": p}}}``) is left out of
+its class's group and gets its own group (``pod/<uid>``) with that range (default 0-100) and percent
+(default 100); an annotation that does not parse, or a range outside 0 <= start < end <= 100, leaves the
+pod in no group. The agent turns percents into the host's bit masks:
+``startWay = ceil(ways * start / 100)``, ``endWay = ceil(ways * end / 100)``,
+``mask = (1 << endWay) - (1 << startWay)`` (``l3_mask``), and rounds MBA up to a multiple of 10 on Intel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+from streams.actuation import (
+    L3_END, L3_START, MB_PERCENT, MECHANISM_RESCTRL, QOS_GROUPS, TARGET_POD, TARGET_QOS, TASKS_PODS,
+)
+from streams.noderesource.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR
+from streams.nodeqos.framework import Plan, Setting, Snapshot
+from streams.nodeqos.podmeta import ANNOTATION_RESCTRL
+
+NAME = "Resctrl"
+REASON_BAD_ANNOTATION = "resctrl annotation does not parse"
+GROUP_OF_QOS = {QOS_LSE: "LSR", QOS_LSR: "LSR", QOS_LS: "LS", QOS_BE: "BE"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ResctrlArgs:
+    enabled: bool = True
+    """Feature gate ``RdtResctrl`` (on in Koordinator)."""
+
+    def validate(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ValueError("ResctrlArgs.enabled must be a boolean")
+
+
+def l3_mask(cbm: int, start: int, end: int) -> str:
+    """``CalculateCatL3MaskValue``: the hex mask of [start, end) percent of the ways of ``cbm``."""
+    if cbm <= 0 or (cbm + 1) & cbm:
+        raise ValueError(f"illegal cbm {cbm:#x}")
+    if start < 0 or end > 100 or end <= start:
+        raise ValueError(f"illegal l3 cat percent: start {start}, end {end}")
+    ways = cbm.bit_length()
+    start_way, end_way = math.ceil(ways * start / 100), math.ceil(ways * end / 100)
+    return format((1 << end_way) - (1 << start_way), "x")
+
+
+def pod_schemata(annotation: str) -> tuple[int, int, int] | None:
+    """(l3 start, l3 end, mb percent) of a pod's resctrl annotation; None when it is not usable."""
+    try:
+        raw = json.loads(annotation)
+        if not isinstance(raw, dict):
+            return None
+        llc = ((raw.get("llc") or {}).get("schemata") or {})
+        mb = ((raw.get("mb") or {}).get("schemata") or {})
+        start, end = (llc.get("range") or [0, 100])[:2]
+        percent = mb.get("percent") or 100
+    except (ValueError, AttributeError, TypeError):
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, percent)):
+        return None
+    if not 0 <= start < end <= 100 or not 0 < percent <= 100:
+        return None
+    return start, end, percent
+
+
+class Resctrl:
+    name = NAME
+
+    def __init__(self, args: ResctrlArgs = ResctrlArgs()) -> None:
+        args.validate()
+        self.args = args
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        if not self.args.enabled:
+            return Plan()
+        strategy = snapshot.strategy.qos
+        members: dict[str, list[str]] = {group: [] for group in QOS_GROUPS}
+        settings = []
+        for key in sorted(snapshot.pods):
+            pod = snapshot.pods[key]
+            if not pod.uid:
+                continue
+            annotation = pod.annotation(ANNOTATION_RESCTRL)
+            if annotation is not None:
+                schemata = pod_schemata(annotation)
+                if schemata is not None:
+                    settings.append(Setting(TARGET_POD, pod.uid, MECHANISM_RESCTRL, {
+                        L3_START: str(schemata[0]), L3_END: str(schemata[1]), MB_PERCENT: str(schemata[2]),
+                        TASKS_PODS: pod.uid}))
+                continue
+            group = GROUP_OF_QOS.get(pod.qos)
+            if group is not None and strategy.of(pod.qos).resctrl.enable:
+                members[group].append(pod.uid)
+        groups = [Setting(TARGET_QOS, group, MECHANISM_RESCTRL, {
+            L3_START: str(resctrl.cat_range_start_percent), L3_END: str(resctrl.cat_range_end_percent),
+            MB_PERCENT: str(resctrl.mba_percent), TASKS_PODS: ",".join(sorted(members[group]))})
+            for group in QOS_GROUPS for resctrl in (strategy.of(group).resctrl,)]
+        return Plan(tuple(groups + settings))

@@ -1,0 +1,55 @@
+"""The node-QoS strategy registry: name -> factory (a name registered twice raises), and the order plans run in.
+
+Order (``ORDER``) and why:
+
+1. CPUSuppress — writes ``qos/BE`` quota or cpuset; first, as koordlet's suppress loop owns BE's cpu limit.
+2. CPUBurst — pod ``cpu.cfs_burst_us`` / ``cpu.cfs_quota_us`` of LS pods; independent of suppress.
+3. CgroupIdle — bvt / cpu.idle / core-sched cookies; after the two above because it adds settings to the
+   same ``qos/BE`` cgroup target, and merging keeps every strategy's setting names.
+4. Resctrl, 5. NetQoS — other mechanisms, order-free.
+6. HostApps — host applications get the LS/BE treatment computed from the same class settings.
+7. MemoryEvict, 8. CPUEvict — evictions last: koordlet runs BEMemoryEvict before BECPUEvict, and a pod
+   picked by the first is not picked again by the second.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from streams.nodeqos.plugins import (
+    cgroupidle, cpuburst, cpuevict, cpusuppress, hostapps, memoryevict, netqos, resctrl,
+)
+
+
+def _registry(entries: list[tuple[str, Callable[[], object]]]) -> dict[str, Callable[[], object]]:
+    registry: dict[str, Callable[[], object]] = {}
+    for name, factory in entries:
+        if name in registry:
+            raise ValueError(f"node-QoS strategy {name!r} registered twice")
+        registry[name] = factory
+    return registry
+
+
+REGISTRY = _registry([
+    (cpusuppress.NAME, cpusuppress.CPUSuppress),
+    (cpuburst.NAME, cpuburst.CPUBurst),
+    (cgroupidle.NAME, cgroupidle.CgroupIdle),
+    (resctrl.NAME, resctrl.Resctrl),
+    (netqos.NAME, netqos.NetQoS),
+    (hostapps.NAME, hostapps.HostApps),
+    (memoryevict.NAME, memoryevict.MemoryEvict),
+    (cpuevict.NAME, cpuevict.CPUEvict),
+])
+
+ORDER = (cpusuppress.NAME, cpuburst.NAME, cgroupidle.NAME, resctrl.NAME, netqos.NAME, hostapps.NAME,
+         memoryevict.NAME, cpuevict.NAME)
+
+
+def build(names: tuple[str, ...] = ORDER) -> tuple:
+    """One instance of each named strategy (default args), in the given order; KeyError for unknown/repeated."""
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown:
+        raise KeyError(f"unknown node-QoS strategies: {', '.join(unknown)} (have: {', '.join(sorted(REGISTRY))})")
+    if len(set(names)) != len(names):
+        raise KeyError(f"node-QoS strategies listed twice: {', '.join(sorted(n for n in set(names) if names.count(n) > 1))}")
+    return tuple(REGISTRY[name]() for name in names)
