@@ -8,7 +8,7 @@ and per-container CPU and memory.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 PUBLISHED = Counter("koord_node_agent_published_records_total", "Records delivered to the broker.",
                     ["topic"])
@@ -29,6 +29,17 @@ CONTAINER_CPU = Gauge("koord_node_agent_container_cpu_usage_cores",
                       "Container CPU over the last report interval.", ["pod_uid", "container_id"])
 CONTAINER_MEMORY = Gauge("koord_node_agent_container_memory_usage_bytes",
                          "Container memory under the configured policy.", ["pod_uid", "container_id"])
+
+ACTUATIONS = Counter("koord_node_agent_actuations_total",
+                     "Actuations handled by the actuator; result is applied, failed, rejected or dry-run.",
+                     ["mechanism", "result"])
+ACTUATIONS_REJECTED = Counter("koord_node_agent_actuations_rejected_total",
+                              "Actuations refused before anything was written, by reason "
+                              "(node_agent.actuator.verify).", ["reason"])
+ACTUATION_LATENCY = Histogram("koord_actuation_latency_seconds",
+                              "From the Actuation record's timestamp to the last kernel write done.",
+                              ["mechanism"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                                                      10.0, 30.0, 60.0))
 
 ACTUATIONS_ACKED = Counter("koord_simulator_actuations_acknowledged_total", "Actuations the simulator acknowledged.",
                            ["applied"])

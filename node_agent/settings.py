@@ -8,6 +8,7 @@ slo-controller's colocation defaults).
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 MEMORY_POLICIES = ("usageWithoutPageCache", "usageWithHotPageCache", "usageWithPageCache")
@@ -15,6 +16,8 @@ MEMORY_POLICIES = ("usageWithoutPageCache", "usageWithHotPageCache", "usageWithP
 
 CGROUP_DRIVERS = ("auto", "cgroupfs", "systemd")
 CGROUP_VERSIONS = ("auto", "v1", "v2")
+INTERFACE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
+"""A network interface name (IFNAMSIZ - 1 characters, no slash or space)."""
 
 
 class SettingsError(ValueError):
@@ -76,6 +79,25 @@ class AgentSettings:
     """NodeMetric records kept while the broker is unreachable: one hour at the
     default report interval. When full, the oldest is dropped and counted."""
 
+    actuate: bool = True
+    """Apply the actuations addressed to this node (``node_agent.actuator``) and acknowledge them."""
+
+    actuation_dry_run: bool = False
+    """Print the writes each actuation would make; write nothing on the host, persist nothing,
+    acknowledge nothing."""
+
+    resctrl_root: Path = Path("/sys/fs/resctrl")
+    """Mount point of the resctrl file system (LLC CAT and MBA groups). Without it,
+    resctrl actuations are acknowledged as unsupported."""
+
+    tc_interface: str = ""
+    """Interface whose egress the tc backend shapes with HTB classes L0/L1/L2;
+    empty: tc actuations are acknowledged as unsupported (nothing is shaped)."""
+
+    state_dir: Path = Path("/var/lib/koordstream/node-agent")
+    """Where the actuator keeps the last applied sequence per target and its read
+    offset, so a restart never re-applies an older actuation."""
+
     def validate(self) -> "AgentSettings":
         if not 0.05 <= self.collect_interval_s <= 60:
             raise SettingsError(f"collect_interval_s must be in [0.05, 60], got {self.collect_interval_s}")
@@ -94,6 +116,8 @@ class AgentSettings:
             raise SettingsError(f"cgroup_version must be one of {', '.join(CGROUP_VERSIONS)}, got {self.cgroup_version!r}")
         if not self.kubepods_dir or "/" in self.kubepods_dir or self.kubepods_dir.startswith("."):
             raise SettingsError(f"kubepods_dir must be one directory name, got {self.kubepods_dir!r}")
+        if self.tc_interface and not INTERFACE_NAME.match(self.tc_interface):
+            raise SettingsError(f"tc_interface must be an interface name, got {self.tc_interface!r}")
         if self.max_buffered_metrics < 1 or self.max_pods < 0:
             raise SettingsError("max_buffered_metrics must be >= 1 and max_pods >= 0")
         return self

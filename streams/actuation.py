@@ -79,6 +79,9 @@ RESCTRL_SETTINGS = (L3_START, L3_END, MB_PERCENT, TASKS_PODS)
 
 NET_CLASSES = ("L0", "L1", "L2")
 TOTAL_BPS = "total_bps"
+REQUEST_BPS_SUFFIX = ".request_bps"
+LIMIT_BPS_SUFFIX = ".limit_bps"
+TC_SETTINGS = (TOTAL_BPS, *(f"{c}{suffix}" for c in NET_CLASSES for suffix in (REQUEST_BPS_SUFFIX, LIMIT_BPS_SUFFIX)))
 HOSTAPP_PATH = "cgroup.path"
 
 KEY_ENV = "KOORD_ACTUATION_KEY"

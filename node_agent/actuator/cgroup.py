@@ -1,0 +1,165 @@
+"""What the two cgroup backends share: target directories, value clamping, the protected LS tier.
+
+Targets (``streams.actuation``): ``qos`` LSR/LS -> the kubepods root, BE -> its
+besteffort tier; ``pod`` -> the pod's directory in whichever kube-QoS tier
+holds it; ``container`` -> the container's directory (its scope under the
+systemd driver); ``hostapp`` -> the validated relative ``cgroup.path``.
+
+Values are clamped by ``limits.py``. The kubepods root holds every pod, so on
+the LSR/LS ``qos`` targets only settings that cannot starve LS pods are
+accepted: quota and memory limit ``-1``, ``cpu.idle`` 0, ``cpu.bvt_warp_ns`` >= 0,
+no cpuset (``protected-target`` otherwise). The version modules
+(``cgroupv1.py``, ``cgroupv2.py``) say which files carry each setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from node_agent.actuator import limits
+from node_agent.actuator.backend import Outcome, Plan
+from node_agent.actuator.files import Write, apply_writes, read_value, write_value
+from node_agent.actuator.paths import CgroupPaths, PathProblem
+from node_agent.actuator.verify import BAD_TARGET, BAD_VALUE, PROTECTED_TARGET, TARGET_NOT_FOUND, Rejected, Target
+from node_agent.collectors.cgroups import CgroupLayout
+from streams import actuation as contract
+from streams.actuation import (CGROUP_SETTINGS, CPU_BURST, CPU_BVT_WARP, CPU_IDLE, CPU_PERIOD, CPU_QUOTA, CPU_SHARES,
+                               CPUSET_CPUS, MEMORY_LIMIT)
+
+Desired = dict[str, object]
+"""Canonical setting -> clamped value (int, or a frozenset of CPUs for cpuset.cpus)."""
+
+
+class CgroupBackend:
+    mechanism = contract.MECHANISM_CGROUP
+    version = ""
+
+    def __init__(self, layout: CgroupLayout, writer: Callable = write_value) -> None:
+        self.layout = layout
+        self.paths = CgroupPaths(layout)
+        self.writer = writer
+
+    # Version specifics.
+
+    def subsystem(self, setting: str) -> str:
+        raise NotImplementedError
+
+    def read_current(self, rel: str, setting: str) -> object | None:
+        """The value in force in canonical units, None when the file is missing or unreadable."""
+        raise NotImplementedError
+
+    def allowed_cpus(self, parent: str) -> frozenset[int] | None:
+        """The CPUs a child of ``parent`` may use; None when unknown."""
+        raise NotImplementedError
+
+    def writes(self, rel: str, desired: Desired) -> tuple[list[Write], dict[str, str]]:
+        """(ordered writes, unsupported settings) turning ``desired`` into files."""
+        raise NotImplementedError
+
+    def format_current(self, setting: str, value: object) -> str:
+        return limits.format_cpulist(value) if setting == CPUSET_CPUS else str(value)
+
+    # Shared.
+
+    def target_dir(self, target: Target) -> str:
+        try:
+            if target.kind == contract.TARGET_QOS:
+                rel = self.paths.qos_dir(target.qos)
+            elif target.kind == contract.TARGET_POD:
+                rel = self.paths.pod_dir(target.pod_uid)
+            elif target.kind == contract.TARGET_CONTAINER:
+                rel = self.paths.container_dir(target.pod_uid, target.container_id)
+            else:
+                rel = target.cgroup_path
+            if rel is None or not self.paths.directory("cpu", rel).is_dir():
+                raise Rejected(TARGET_NOT_FOUND, f"no cgroup for {target.kind} {target.id} under {self.layout.root}")
+            return rel
+        except PathProblem as err:
+            raise Rejected(BAD_TARGET, str(err)) from None
+
+    def plan(self, target: Target, values: dict[str, str]) -> Plan:
+        rel = self.target_dir(target)
+        desired = self.normalize(rel, values)
+        if target.kind == contract.TARGET_QOS and target.qos in ("LSR", "LS"):
+            protect_ls(target, desired)
+        writes, unsupported = self.writes(rel, desired)
+        actions = [f"write {w.value!r} to {w.path}" for w in writes if not w.satisfied_by(read_value(w.path))]
+        requested = tuple(s for s in CGROUP_SETTINGS if s in desired and s not in unsupported)
+        return Plan(target, requested, actions, unsupported, payload=(rel, writes))
+
+    def execute(self, plan: Plan) -> Outcome:
+        _, writes = plan.payload
+        return Outcome(apply_writes(writes, self.writer).error)
+
+    def read_back(self, plan: Plan) -> dict[str, str]:
+        rel, _ = plan.payload
+        result = {}
+        for setting in plan.requested:
+            value = self.read_current(rel, setting)
+            if value is not None:
+                result[setting] = self.format_current(setting, value)
+        return result
+
+    def normalize(self, rel: str, values: dict[str, str]) -> Desired:
+        """The clamped values; Rejected(bad-value) for text that is not a value of its setting."""
+        try:
+            return self._normalize(rel, values)
+        except limits.ValueProblem as err:
+            raise Rejected(BAD_VALUE, str(err)) from None
+
+    def _normalize(self, rel: str, values: dict[str, str]) -> Desired:
+        ints = {name: limits.parse_int(name, text) for name, text in values.items()
+                if name in CGROUP_SETTINGS and name != CPUSET_CPUS}
+        desired: Desired = {}
+        period = ints.get(CPU_PERIOD)
+        if period is not None:
+            desired[CPU_PERIOD] = period = limits.clamp_period(period)
+        else:
+            period = self.read_current(rel, CPU_PERIOD) or limits.DEFAULT_CFS_PERIOD_US
+        if CPU_QUOTA in ints:
+            desired[CPU_QUOTA] = limits.clamp_quota(ints[CPU_QUOTA], period)
+        if CPU_BURST in ints:
+            quota = desired.get(CPU_QUOTA, self.read_current(rel, CPU_QUOTA))
+            desired[CPU_BURST] = limits.clamp_burst(ints[CPU_BURST], limits.UNLIMITED if quota is None else quota)
+        if CPU_SHARES in ints:
+            desired[CPU_SHARES] = limits.clamp_shares(ints[CPU_SHARES])
+        if CPU_IDLE in ints:
+            if ints[CPU_IDLE] not in (0, 1):
+                raise limits.ValueProblem(f"{CPU_IDLE} must be 0 or 1, got {ints[CPU_IDLE]}")
+            desired[CPU_IDLE] = ints[CPU_IDLE]
+        if CPU_BVT_WARP in ints:
+            desired[CPU_BVT_WARP] = limits.clamp(ints[CPU_BVT_WARP], limits.MIN_BVT, limits.MAX_BVT)
+        if MEMORY_LIMIT in ints:
+            desired[MEMORY_LIMIT] = limits.clamp_memory(ints[MEMORY_LIMIT])
+        if CPUSET_CPUS in values:
+            allowed = self.allowed_cpus(rel.rpartition("/")[0])
+            desired[CPUSET_CPUS] = limits.clamp_cpuset(limits.parse_cpulist(values[CPUSET_CPUS]), allowed)
+        return desired
+
+
+def protect_ls(target: Target, desired: Desired) -> None:
+    """Refuse what could starve the LS/LSR pods under the kubepods root."""
+    problems = []
+    if desired.get(CPU_QUOTA, limits.UNLIMITED) != limits.UNLIMITED:
+        problems.append(f"{CPU_QUOTA} must stay -1")
+    if desired.get(MEMORY_LIMIT, limits.UNLIMITED) != limits.UNLIMITED:
+        problems.append(f"{MEMORY_LIMIT} must stay -1")
+    if desired.get(CPU_IDLE, 0) != 0:
+        problems.append(f"{CPU_IDLE} must stay 0")
+    if desired.get(CPU_BVT_WARP, 0) < 0:
+        problems.append(f"{CPU_BVT_WARP} must not be negative")
+    if CPUSET_CPUS in desired:
+        problems.append(f"{CPUSET_CPUS} is the kubelet's")
+    if problems:
+        raise Rejected(PROTECTED_TARGET, f"qos {target.qos} is the kubepods root of every pod: " + "; ".join(problems))
+
+
+def ordered_bandwidth(bandwidth: list[Write], burst: Write | None, current_burst: object | None,
+                      new_burst: int | None) -> list[Write]:
+    """Quota (and period) and burst in an order the kernel accepts: it refuses burst > quota at every step,
+    so a shrinking burst goes first and a growing one last."""
+    if burst is None:
+        return bandwidth
+    if isinstance(current_burst, int) and new_burst is not None and new_burst < current_burst:
+        return [burst, *bandwidth]
+    return [*bandwidth, burst]

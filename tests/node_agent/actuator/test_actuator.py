@@ -1,0 +1,102 @@
+"""Actuator.apply end to end on a fake tree, the dry run, and the Kafka shell's pieces."""
+
+import json
+import types
+
+from aiokafka.partitioner import DefaultPartitioner
+from prometheus_client import REGISTRY
+
+from node_agent.actuator.actuator import Actuator, OffsetStore, handle_record, partition_for
+from node_agent.actuator.sequences import SequenceStore
+from node_agent.actuator.verify import Verifier
+from streams.schemas import codec
+from tests.node_agent.actuator.conftest import NODE, actuation, make_actuator, snapshot
+
+
+def latency_count():
+    return REGISTRY.get_sample_value("koord_actuation_latency_seconds_count", {"mechanism": "cgroup"}) or 0
+
+
+def test_apply_writes_reads_back_and_acknowledges(v1_tree, tmp_path):
+    observed = latency_count()
+    ack = make_actuator(v1_tree, state_dir=tmp_path / "state").apply(
+        actuation({"cpu.cfs_quota_us": "50000", "cpu.shares": "2"}, sequence=3, decision="plan-7"))
+    assert ack == {"actuationId": "plan-7", "nodeName": NODE, "sequence": 3, "applied": True,
+                   "values": {"cpu.cfs_quota_us": "50000", "cpu.shares": "2"}, "error": None,
+                   "timestamp": 1_700_000_000_500}
+    assert v1_tree.read("cpu", "kubepods/besteffort", "cpu.cfs_quota_us") == "50000"
+    assert latency_count() == observed + 1
+    assert json.loads((tmp_path / "state/actuation-sequences.json").read_text())["last"][0][1] == 3
+    codec.encode("ActuationAck", ack)
+
+
+def test_unsupported_settings_are_reported_not_applied(v1_tree):
+    ack = make_actuator(v1_tree).apply(actuation({"cpu.bvt_warp_ns": "-1", "cpu.shares": "2"}))
+    assert ack["applied"] is False and ack["values"] == {"cpu.shares": "2"}
+    assert "unsupported cpu.bvt_warp_ns" in ack["error"]
+
+
+def test_failed_write_is_acknowledged_with_the_values_in_force(v1_tree):
+    actuator = make_actuator(v1_tree)
+
+    def failing(path, value):
+        raise OSError(16, "Device or resource busy")
+    actuator.backends["cgroup"].writer = failing
+    ack = actuator.apply(actuation({"memory.limit_in_bytes": str(1 << 30)}))
+    assert ack["applied"] is False and "EBUSY" in ack["error"]
+    assert ack["values"] == {"memory.limit_in_bytes": "-1"}
+
+
+def test_mechanism_without_backend_is_unsupported(v1_tree):
+    ack = make_actuator(v1_tree).apply(actuation({"total_bps": "1000000"}, kind="node", target=NODE, mechanism="tc"))
+    assert ack["applied"] is False and ack["error"].startswith("unsupported: no tc backend")
+
+
+def test_dry_run_prints_and_writes_nothing(v1_tree, tmp_path):
+    lines = []
+    actuator = make_actuator(v1_tree, state_dir=tmp_path / "state", dry_run=True, out=lines.append)
+    before = snapshot(tmp_path)
+    ack = actuator.apply(actuation({"cpu.cfs_quota_us": "50000"}))
+    assert snapshot(tmp_path) == before
+    (line,) = lines
+    printed = json.loads(line)
+    assert printed["would"] == [f"write '50000' to {v1_tree.root}/cpu/kubepods/besteffort/cpu.cfs_quota_us"]
+    assert ack["applied"] is False and ack["error"].startswith("dry-run")
+
+
+class FakePublisher:
+    def __init__(self):
+        self.records = []
+
+    def submit_record(self, topic_id, key, schema, record, **kwargs):
+        self.records.append((topic_id, key, schema, record))
+
+
+def consumed(value, key=NODE.encode(), offset=4):
+    return types.SimpleNamespace(topic="koord.actuations", partition=1, offset=offset, key=key, value=value)
+
+
+def test_handle_record_acks_and_dead_letters(v1_tree):
+    actuator, publisher = make_actuator(v1_tree), FakePublisher()
+    handle_record(actuator, consumed(codec.encode("Actuation", actuation({"cpu.shares": "2"}))), publisher)
+    handle_record(actuator, consumed(b"\x00garbage"), publisher)
+    (ack_topic, key, schema, ack), (dead_topic, _, dead_schema, dead) = publisher.records
+    assert (ack_topic, key, schema, ack["applied"]) == ("actuation-acks", NODE, "ActuationAck", True)
+    assert (dead_topic, dead_schema, dead["sourceOffset"], dead["payload"]) == ("deadletters", "DeadLetter", 4,
+                                                                                 b"\x00garbage")
+
+
+def test_partition_is_the_producers_partition():
+    for name in ("node-a", "compose-node", "fake-node", "n" * 63):
+        assert partition_for(name, [3, 0, 2, 1]) == DefaultPartitioner()(name.encode(), [0, 1, 2, 3], [0, 1, 2, 3])
+
+
+def test_offsets_persist(tmp_path):
+    OffsetStore(tmp_path).put("koord.actuations", 2, 41)
+    assert OffsetStore(tmp_path).get("koord.actuations", 2) == 41
+    assert OffsetStore(tmp_path).get("koord.actuations", 1) is None
+
+
+def test_apply_is_callable_without_kafka(v1_tree):
+    actuator = Actuator(NODE, {"cgroup": v1_tree.backend()}, Verifier(NODE, None, SequenceStore(None)))
+    assert actuator.apply(actuation({"cpu.shares": "4"}))["values"] == {"cpu.shares": "4"}
