@@ -7,10 +7,10 @@ returns the new memory and the (schema, record) outputs:
 1. every strategy in ``registry.ORDER`` plans on the same ``Snapshot``;
 2. settings for the same (targetKind, targetId, mechanism) are merged in that
    order (a later strategy's value for the same setting name wins);
-3. a target is emitted only when its merged values differ from the values
-   last emitted for it; a target never emitted whose values are all the
-   kernel's defaults (``BASELINE``: no burst, not idle, bvt 0) is not emitted
-   either, so a default config sends nothing for every pod;
+3. a setting still at the kernel's default (``BASELINE``: no burst, not idle,
+   bvt 0, default core-sched cookie) that was never emitted for its target is
+   left out, so a default config sends nothing for every pod; a target is
+   emitted only when its remaining values differ from the ones last emitted;
 4. each emitted target takes the next per-node ``sequence`` and a decision id
    ``decision_id(cause, index, "<node>|<kind>|<id>|<mechanism>")``, stable
    across replays, and is signed with ``SIGNING_KEY`` (``streams.actuation.sign``);
@@ -66,10 +66,6 @@ class QoSMemory:
                          dict(evictions), frozenset(evicted))
 
 
-def _all_baseline(values: Mapping[str, str]) -> bool:
-    return all(BASELINE.get(name) == value for name, value in values.items())
-
-
 def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, strategy: NodeQoSStrategy, now_ms: int, memory: QoSMemory,
               cause: Causation) -> tuple[QoSMemory, list[tuple[str, dict]]]:
@@ -90,9 +86,11 @@ def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str,
     last = {target: values for target, values in memory.last.items()
             if (target[0] != TARGET_POD or target[1] in uids) and (target[0] != TARGET_HOSTAPP or target[1] in apps)}
     sequence, outputs = memory.sequence, []
-    for index, (target, values) in enumerate(merged.items()):
+    for index, (target, planned) in enumerate(merged.items()):
         before = last.get(target)
-        if before == values or (before is None and _all_baseline(values)):
+        values = {name: value for name, value in planned.items()
+                  if before is not None and name in before or BASELINE.get(name) != value}
+        if not values or before == values:
             continue
         sequence += 1
         last[target] = values

@@ -1,0 +1,144 @@
+"""Node QoS through the node aggregate: NodeMetric in, signed Actuations and Evictions out, state persisted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streams import actuation
+from streams.noderesource import aggregate
+from streams.noderesource.config import DEFAULT_CONFIG, ConfigError, parse_slo_config
+from streams.noderesource.partition import NodePartition
+from streams.nodeqos import planner
+from streams.nodeqos.plugins import memoryevict
+from streams.schemas import codec
+from tests.streams.noderesource.support import G, NOW, configmap, decision, event, metric_record, node_record, pod_usage
+
+NODE = "test-node1"
+KEY = b"shared-secret"
+THRESHOLD = {"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 70, "cpuSuppressPolicy": "cfsQuota",
+                                 "memoryEvictThresholdPercent": 80}}
+SUPPRESS = parse_slo_config(configmap(**{"resource-threshold-config": json.dumps(THRESHOLD)}), DEFAULT_CONFIG)
+
+
+def _bound(name, qos, uid, **kwargs):
+    record = decision(name, qos=qos, **kwargs)
+    record["pod"]["uid"] = uid
+    return event("SchedulingDecision", NODE, record)
+
+
+def _metric(ts=NOW, ls_used=8000, be_used=2000, node_used=12_000, memory_used=10 * G, be_memory=G):
+    return event("NodeMetric", NODE, metric_record(
+        NODE, update_time=ts, node_usage={"cpu": node_used, "memory": memory_used},
+        pods=[pod_usage("test", "ls-pod", ls_used, G), pod_usage("test", "be-pod", be_used, be_memory)]), ts=ts)
+
+
+def run(*events, config=SUPPRESS, state=None):
+    state = state or aggregate.initial_state()
+    outputs = []
+    for ev in events:
+        state, out = aggregate.handle(state, ev, config)
+        outputs.extend(out)
+    return state, outputs
+
+
+def actuations(outputs, kind=None, target=None):
+    return [r for s, r in outputs if s == "Actuation" and (kind is None or r["targetKind"] == kind)
+            and (target is None or r["targetId"] == target)]
+
+
+@pytest.fixture
+def signing(monkeypatch):
+    monkeypatch.setattr(planner, "SIGNING_KEY", KEY)
+
+
+def test_be_over_the_suppress_threshold_gets_koordinators_cfs_quota(signing):
+    """Test_cpuSuppress_suppressBECPU (TV-3-8): 16 cores, threshold 70, node 12, LS 8, BE 2 -> 1.2 cores."""
+    _, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+                 _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric())
+    [record] = [r for r in actuations(out, "qos", "BE") if r["mechanism"] == "cgroup"]
+    assert (record["mechanism"], record["values"]) == ("cgroup", {actuation.CPU_QUOTA: "120000"})
+    assert record["nodeName"] == NODE and record["timestamp"] == NOW
+    assert actuation.verify(record, KEY)
+    codec.encode("Actuation", record)
+
+
+def test_a_node_metric_yields_signed_actuations_with_stable_ids_and_increasing_sequences(signing):
+    events = [event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+              _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric()]
+    state, out = run(*events)
+    records = actuations(out)
+    assert [(r["targetKind"], r["targetId"], r["mechanism"]) for r in records] == [
+        ("qos", "BE", "cgroup"), ("qos", "LSR", "resctrl"), ("qos", "LS", "resctrl"), ("qos", "BE", "resctrl")]
+    assert [r["sequence"] for r in records] == [1, 2, 3, 4]
+    assert records[3]["values"] == {"l3.start_percent": "0", "l3.end_percent": "30", "mb.percent": "100",
+                                    "tasks.pods": ""}
+    assert all(actuation.verify(r, KEY) for r in records)
+    assert [r["decisionId"] for r in actuations(run(*events)[1])] == [r["decisionId"] for r in records]
+    assert state.qos.sequence == 4
+
+
+def test_unchanged_values_are_not_emitted_again_and_changes_continue_the_sequence(signing):
+    state, _ = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+                   _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric())
+    state, out = run(_metric(ts=NOW + 1000), state=state)
+    assert actuations(out) == []
+    state, out = run(_metric(ts=NOW + 2000, ls_used=4000, node_used=8000), state=state)
+    [record] = actuations(out)
+    assert record["sequence"] == 5 and record["values"] == {actuation.CPU_QUOTA: "280000"}, "+10 % of 16 cores"
+
+
+def test_state_round_trips_through_dump_and_load_with_the_qos_memory():
+    state, _ = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+                   _bound("ls-pod", "LS", "uid-ls", cpu=2000),
+                   _bound("be-pod", "BE", "uid-be"), _metric())
+    loaded = aggregate.load_state(aggregate.dump_state(state))
+    assert aggregate.dump_state(loaded) == aggregate.dump_state(state)
+    assert (loaded.qos, dict(loaded.pods), loaded.metric) == (state.qos, dict(state.pods), state.metric)
+    later = _metric(ts=NOW + 5000, ls_used=3000)
+    assert run(later, state=loaded)[1] == run(later, state=state)[1]
+
+
+def test_a_state_without_the_qos_tail_loads_with_an_empty_memory():
+    state, _ = run(event("Node", NODE, node_record(NODE)), config=DEFAULT_CONFIG)
+    assert aggregate.load_state(aggregate.dump_state(state)).qos == planner.QoSMemory()
+
+
+def test_memory_eviction_is_a_decision_on_the_decision_stream(monkeypatch):
+    monkeypatch.setattr(aggregate, "QOS_STRATEGIES", tuple(
+        memoryevict.MemoryEvict(memoryevict.MemoryEvictArgs(enabled=True)) if s.name == memoryevict.NAME else s
+        for s in aggregate.QOS_STRATEGIES))
+    state, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=100 * G)),
+                     _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"),
+                     _metric(memory_used=95 * G, be_memory=20 * G))
+    [eviction] = [r for s, r in out if s == "Eviction"]
+    assert eviction["pod"] == {"namespace": "test", "name": "be-pod", "uid": "uid-be"}
+    assert eviction["reason"] == memoryevict.REASON_EVICTED and eviction["nodeName"] == NODE
+    codec.encode("Eviction", eviction)
+    _, again = run(_metric(ts=NOW + 10_000, memory_used=95 * G, be_memory=20 * G), state=state)
+    assert [r for s, r in again if s == "Eviction"] == [], "an evicted pod is not picked again"
+
+
+def test_partition_rejects_an_invalid_qos_config_and_keeps_the_previous_one():
+    partition = NodePartition({})
+    bad = configmap(**{"resource-threshold-config": json.dumps({"clusterStrategy": {"cpuSuppressThresholdPercent": 150}})})
+    [(schema, record)] = partition.apply(event("ConfigMap", "koordinator-system/slo-controller-config", bad))
+    assert schema == "DeadLetter" and "cpuSuppressThresholdPercent must be in [0, 100]" in record["reason"]
+    assert partition.config.qos is not None and partition.config.qos.threshold.cluster.enable is False
+
+
+def test_the_pure_core_never_reads_the_key_from_the_environment(monkeypatch):
+    monkeypatch.setenv(actuation.KEY_ENV, "from-env")
+    _, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)), _bound("be-pod", "BE", "uid-be"),
+                 _metric())
+    assert all(r["signature"] is None for r in actuations(out))
+
+
+def test_invalid_qos_config_raises_config_error():
+    from streams.nodeqos.config import parse_qos_config
+    bad = parse_slo_config(configmap(**{"resource-qos-config": json.dumps(
+        {"clusterStrategy": {"beClass": {"resctrlQOS": {"catRangeStartPercent": 50, "catRangeEndPercent": 40}}}})}),
+        DEFAULT_CONFIG)
+    with pytest.raises(ConfigError, match="catRangeStartPercent"):
+        parse_qos_config(bad)
