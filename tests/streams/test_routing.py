@@ -26,3 +26,11 @@ from streams.routing import DEFAULT_DOMAIN, Route, routes
 ])
 def test_routes(kind, key, record, expected):
     assert routes("x", key, kind, record, {"inbox-node": 3, "inbox-scheduling": 2}) == expected
+
+
+def test_evictions_on_the_decisions_topic_are_valid_and_routed_nowhere():
+    from streams import validation
+    record = {"decisionId": "e", "nodeName": "n1", "pod": {"namespace": "ns", "name": "p", "uid": "u"},
+              "reason": "EvictPodByNodeMemoryUsage", "message": "", "timestamp": 1}
+    assert validation.problems("decisions", "ns/p", "Eviction", record) == []
+    assert routes("decisions", "ns/p", "Eviction", record, {"inbox-node": 3, "inbox-scheduling": 1}) == []

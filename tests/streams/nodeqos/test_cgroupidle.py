@@ -1,0 +1,83 @@
+"""Group identity, cgroup idle and core scheduling: groupidentity/rule_test.go and coresched/helper_test.go
+vectors (reference TV-3-30, TV-3-31)."""
+
+from __future__ import annotations
+
+import pytest
+
+from streams.actuation import CPU_BVT_WARP, CPU_IDLE
+from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE
+from streams.nodeqos.plugins.cgroupidle import CgroupIdle, bvt_with_annotation, core_sched_group, pod_bvt
+from tests.streams.nodeqos.support import pod, qos_strategy, snapshot
+
+
+def _qos(policy="groupIdentity", lsr=True, ls=True, be=True, be_idle=0):
+    return qos_strategy(resource_qos_config={"clusterStrategy": {
+        "policies": {"cpuPolicy": policy},
+        "lsrClass": {"cpuQOS": {"enable": lsr, "groupIdentity": 2}},
+        "lsClass": {"cpuQOS": {"enable": ls, "groupIdentity": 2}},
+        "beClass": {"cpuQOS": {"enable": be, "groupIdentity": -1, "schedIdle": be_idle}}}}).qos
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    pytest.param(_qos(), {"LSE": 2, "LSR": 2, "LS": 2, "BE": -1, "Guaranteed": 2, "Burstable": 2, "BestEffort": -1},
+                 id="Test_bvtPlugin_parseRule/all-enabled"),
+    pytest.param(_qos(lsr=False), {"LSE": 0, "LSR": 0, "LS": 2, "BE": -1, "Guaranteed": 2, "Burstable": 2,
+                                   "BestEffort": -1}, id="Test_bvtPlugin_parseRule/lsr-disabled"),
+    pytest.param(_qos(lsr=False, ls=False), {"LSE": 0, "LSR": 0, "LS": 0, "BE": -1, "Guaranteed": 0, "Burstable": 0,
+                                             "BestEffort": -1}, id="Test_bvtPlugin_parseRule/lsr-ls-disabled"),
+])
+def test_pod_bvt(strategy, expected):
+    got = {qos: pod_bvt(strategy, qos, None) for qos in ("LSE", "LSR", "LS", "BE")}
+    got.update({kube: pod_bvt(strategy, "", kube) for kube in ("Guaranteed", "Burstable", "BestEffort")})
+    assert got == expected
+
+
+@pytest.mark.parametrize("annotation, qos, expected", [
+    pytest.param('{"enable":true,"groupIdentity":-1}', "LS", -1, id="ls-override"),
+    pytest.param('{"groupIdentity":-1}', "LS", 0, id="ls-override-without-enable-disables"),
+    pytest.param('{"enable":true,"groupIdentity":-1}', "LSR", 2, id="lsr-not-overridden"),
+    pytest.param('{"enable":true,"groupIdentity":5}', "LS", None, id="bad-value-fails"),
+    pytest.param('not json', "LS", None, id="bad-json-fails"),
+])
+def test_cpu_qos_annotation(annotation, qos, expected):
+    """TestBvtPlugin_SetPodBvtValue: annotation overrides only for LS pods."""
+    assert bvt_with_annotation(2, qos, annotation) == expected
+
+
+ENABLED_CORE = _qos(policy="coreSched", be=False)
+
+
+@pytest.mark.parametrize("strategy, qos, kube, labels, expected", [
+    pytest.param(ENABLED_CORE, "LS", None, {"koordinator.sh/core-sched-group-id": "group-xxx"},
+                 (True, "group-xxx-expeller"), id="ls-with-group"),
+    pytest.param(_qos(policy="coreSched"), "BE", None, {}, (True, ""), id="be-without-group"),
+    pytest.param(ENABLED_CORE, "", "Burstable", {}, (True, "-expeller"), id="burstable-no-labels"),
+    pytest.param(ENABLED_CORE, "LS", None, {"koordinator.sh/core-sched-policy": "exclusive"}, (True, "xxx-expeller"),
+                 id="exclusive-uses-uid"),
+    pytest.param(ENABLED_CORE, "", "Guaranteed", {"koordinator.sh/core-sched-policy": "none"}, (False, "-expeller"),
+                 id="policy-none"),
+    pytest.param(_qos(policy="groupIdentity"), "LS", None, {"koordinator.sh/core-sched-group-id": "group-xxx"},
+                 (False, "group-xxx"), id="disabled-rule"),
+])
+def test_core_sched_group(strategy, qos, kube, labels, expected):
+    """Test_isPodEnabled (TV-3-31)."""
+    assert core_sched_group(strategy, qos, kube, "xxx", tuple(labels.items())) == expected
+
+
+def test_plan_writes_be_dir_pods_and_cookies():
+    strategy = qos_strategy(resource_qos_config={"clusterStrategy": {
+        "policies": {"cpuPolicy": "coreSched"}, "lsClass": {"cpuQOS": {"enable": True, "coreExpeller": True}},
+        "beClass": {"cpuQOS": {"enable": True, "schedIdle": 1}}}})
+    pods = {"ns/ls": pod("LS", "u-ls", labels={"koordinator.sh/qosClass": "LS"}),
+            "ns/be": pod("BE", "u-be", labels={"koordinator.sh/qosClass": "BE"})}
+    settings = {s.target_id: s.values for s in CgroupIdle().plan(snapshot(strategy, pods=pods)).settings}
+    assert settings == {"BE": {CPU_BVT_WARP: "0", CPU_IDLE: "1"},
+                        "u-ls": {CPU_BVT_WARP: "0", CORE_SCHED_GROUP: "-expeller"},
+                        "u-be": {CPU_BVT_WARP: "0", CORE_SCHED_GROUP: ""}}
+
+
+def test_default_config_plans_only_kernel_defaults():
+    pods = {"ns/ls": pod("LS", "u-ls")}
+    settings = CgroupIdle().plan(snapshot(qos_strategy(), pods=pods)).settings
+    assert {v for s in settings for v in s.values.values()} == {"0", CORE_SCHED_NONE}
