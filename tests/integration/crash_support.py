@@ -1,0 +1,109 @@
+"""A koordstream of its own for the crash test: a Tansu broker, the topology, named workers and the projection.
+
+Each worker runs in its own working directory (Faust keeps a data directory there) and serves metrics on
+its own port, so the test can tell which worker emits the scheduling decisions and SIGKILL that one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from streams import supervision
+from streams.broker import embedded
+from streams.kafka import admin_client
+from streams.topology import apply, load_topology
+
+READY_TIMEOUT_S = 60
+
+
+@dataclasses.dataclass
+class Worker:
+    name: str
+    process: subprocess.Popen
+    log: Path
+    metrics_port: int
+
+
+@dataclasses.dataclass
+class CrashCluster:
+    home: Path
+    bootstrap: str
+    env: dict[str, str]
+    broker: subprocess.Popen
+    workers: dict[str, Worker] = dataclasses.field(default_factory=dict)
+    projection: subprocess.Popen | None = None
+
+    @classmethod
+    def start(cls, home: Path) -> "CrashCluster":
+        port = embedded.free_loopback_port()
+        bootstrap = f"127.0.0.1:{port}"
+        broker = embedded.start_tansu(port, home / "broker.log")
+        env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home),
+               "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
+        cluster = cls(home, bootstrap, env, broker)
+        embedded.wait_for_metadata(bootstrap, proc=broker)
+
+        async def topics():
+            async with admin_client(bootstrap) as admin:
+                await apply(admin, load_topology())
+
+        asyncio.run(topics())
+        cluster.projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
+        return cluster
+
+    def start_worker(self, name: str) -> Worker:
+        """Start (or restart) worker ``name`` in its own directory; returns once it is ready."""
+        directory = self.home / name
+        directory.mkdir(exist_ok=True)
+        log = self.home / f"{name}.log"
+        since = log.stat().st_size if log.exists() else 0
+        port = embedded.free_loopback_port()
+        process = subprocess.Popen(
+            supervision.koord_command("worker", "--metrics-port", str(port)), cwd=directory,
+            stdout=open(log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env}, preexec_fn=supervision.child_preexec, process_group=0)
+        worker = self.workers[name] = Worker(name, process, log, port)
+        self._wait_ready(worker, since)
+        return worker
+
+    def _wait_ready(self, worker: Worker, since: int) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            text = worker.log.read_bytes()[since:].decode(errors="replace") if worker.log.exists() else ""
+            if "Worker ready" in text:
+                return
+            if worker.process.poll() is not None:
+                raise RuntimeError(f"worker {worker.name} exited with {worker.process.returncode}:\n{text[-3000:]}")
+            time.sleep(0.2)
+        raise TimeoutError(f"worker {worker.name} not ready within {READY_TIMEOUT_S}s")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL worker ``name``: no shutdown, no commit, no table flush."""
+        process = self.workers[name].process
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def metric(self, name: str, sample: str, **labels: str) -> float:
+        """The current value of a Prometheus sample of worker ``name`` (0 when absent)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        url = f"http://127.0.0.1:{self.workers[name].metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+        return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
+                   if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()))
+
+    def koord(self, *args: str, input: str | None = None, timeout: float = 90) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "streams.cli", *args], input=input, capture_output=True,
+                              text=True, env={**os.environ, **self.env}, timeout=timeout)
+
+    def stop(self) -> None:
+        processes = [w.process for w in self.workers.values()]
+        supervision.stop([p for p in (self.projection, *processes, self.broker) if p is not None])

@@ -1,0 +1,178 @@
+"""Crash safety: SIGKILL the worker that schedules, mid-stream, restart it, and lose or double nothing.
+
+Two workers share the partitions of a broker of this module's own. 240 pods of 200m are streamed to 12
+nodes of 4 cpus, exactly the fleet's capacity: a restored scheduling state that forgot an assignment
+would overbook a node, one that counted a pod twice would leave a pod Unschedulable. The worker
+emitting the scheduling decisions is killed once it has decided a quarter of the pods, while pods keep
+coming, and restarted a few seconds later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import threading
+import time
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from state import queries
+from state.db import open_database
+from state.models import Decision
+from streams.kafka import produce
+from streams.objects import load_and_validate
+from streams.replay.reader import read_topic
+from streams.schemas import codec
+from streams.topology import load_topology
+from tests.integration.crash_support import CrashCluster
+
+pytestmark = pytest.mark.integration
+
+NAMESPACE = "crash"
+NODES, NODE_CPU_M = 12, 4000
+PODS, POD_CPU_M = 240, 200
+CHUNK, CHUNK_INTERVAL_S = 10, 0.1
+KILL_AFTER_DECISIONS = PODS // 4
+RESTART_AFTER_S = 4.0
+DECIDED_TIMEOUT_S = 90
+
+
+def manifests() -> tuple[str, list[tuple[str, str, bytes]]]:
+    """The nodes as YAML for ``koord apply``; the pods as (topic, key, value) to produce."""
+    nodes = "---\n".join(f"""apiVersion: v1
+kind: Node
+metadata: {{name: crash-node-{i:02d}}}
+status:
+  capacity: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
+  allocatable: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
+""" for i in range(NODES))
+    pods = "---\n".join(f"""apiVersion: v1
+kind: Pod
+metadata: {{name: crash-pod-{i:03d}, namespace: {NAMESPACE}}}
+spec:
+  containers:
+  - name: main
+    image: app
+    resources: {{requests: {{cpu: {POD_CPU_M}m, memory: 64Mi}}}}
+""" for i in range(PODS))
+    topic = load_topology().name("pods")
+    return nodes, [(topic, r.key, codec.encode(r.schema, r.record)) for r in load_and_validate("-", stdin_text=pods)]
+
+
+def stream_pods(bootstrap: str, records: list[tuple[str, str, bytes]]) -> None:
+    for start in range(0, len(records), CHUNK):
+        asyncio.run(produce(bootstrap, records[start:start + CHUNK]))
+        time.sleep(CHUNK_INTERVAL_S)
+
+
+def scheduling_outputs(cluster: CrashCluster, name: str) -> float:
+    return cluster.metric(name, "koord_outputs_total", aggregate="scheduling", schema="SchedulingDecision")
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} within {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def crash_run(tmp_path_factory):
+    """The scenario; returns what the tests check: decisions on the topic, in the read model, the pods."""
+    cluster = CrashCluster.start(tmp_path_factory.mktemp("crash-home"))
+    started = time.monotonic()
+    try:
+        cluster.start_worker("worker-a")
+        cluster.start_worker("worker-b")
+        nodes, pods = manifests()
+        applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=nodes)
+        assert applied.returncode == 0, applied.stderr
+        producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods))
+        producer.start()
+        decided = {}
+
+        def enough_decided() -> bool:
+            decided.update({name: scheduling_outputs(cluster, name) for name in cluster.workers})
+            return sum(decided.values()) >= KILL_AFTER_DECISIONS
+
+        wait_for(enough_decided, 60, f"{KILL_AFTER_DECISIONS} decisions")
+        victim = max(decided, key=decided.get)
+        cluster.kill(victim)
+        killed_at = time.monotonic()
+        time.sleep(RESTART_AFTER_S)
+        cluster.start_worker(victim)
+        producer.join()
+        engine = open_database(cluster.env["KOORD_DATABASE_URL"])
+        wait_for(lambda: all(p["spec"].get("nodeName") for p in queries.get_pods(engine, namespace=NAMESPACE))
+                 and len(queries.get_pods(engine, namespace=NAMESPACE)) == PODS, DECIDED_TIMEOUT_S,
+                 "every pod placed")
+        all_decided = time.monotonic()
+        topic = load_topology().name("decisions")
+        recorded = [codec.decode(r.value)[1] for r in asyncio.run(read_topic(cluster.bootstrap, topic))]
+        with Session(engine) as session:
+            rows = session.scalars(select(Decision).where(Decision.pod_key.like(f"{NAMESPACE}/%"))).all()
+            row_count = session.scalar(select(func.count()).select_from(Decision))
+        replayed = cluster.koord("replay", "scheduling", "-o", "json")
+        ids = collections.Counter(d["decisionId"] for d in recorded)
+        print(f"\ncrash run: killed {victim} after {decided}; {len(recorded)} decisions recorded, "
+              f"{sum(n - 1 for n in ids.values())} redelivered copies; restarted {victim} emitted "
+              f"{scheduling_outputs(cluster, victim):.0f}; all placed {all_decided - killed_at:.1f}s after the kill, "
+              f"{all_decided - started:.1f}s after the start")
+        yield {
+            "victim": victim, "decided_before_kill": decided, "recorded": recorded, "rows": rows,
+            "row_count": row_count, "pods": queries.get_pods(engine, namespace=NAMESPACE),
+            "replay": replayed, "restarted_outputs": scheduling_outputs(cluster, victim),
+            "seconds": {"total": all_decided - started, "kill_to_all_decided": all_decided - killed_at},
+        }
+    finally:
+        cluster.stop()
+
+
+def test_every_pod_is_placed_and_no_node_is_overbooked(crash_run):
+    pods = crash_run["pods"]
+    assert len(pods) == PODS
+    per_node = collections.Counter(p["spec"]["nodeName"] for p in pods)
+    assert sorted(per_node) == [f"crash-node-{i:02d}" for i in range(NODES)]
+    assert max(per_node.values()) * POD_CPU_M <= NODE_CPU_M
+
+
+def test_no_decision_is_lost_and_each_pod_is_scheduled_once(crash_run):
+    ours = [d for d in crash_run["recorded"] if d["pod"]["namespace"] == NAMESPACE]
+    scheduled = collections.defaultdict(set)
+    for decision in ours:
+        if decision["result"] == "Scheduled":
+            scheduled[decision["pod"]["name"]].add((decision["decisionId"], decision["nodeName"]))
+    assert len(scheduled) == PODS
+    assert {name: len(placements) for name, placements in scheduled.items()} == {name: 1 for name in scheduled}
+
+
+def test_copies_of_a_decision_are_identical(crash_run):
+    copies = collections.defaultdict(list)
+    for decision in crash_run["recorded"]:
+        copies[decision["decisionId"]].append(decision)
+    conflicting = [i for i, same in copies.items() if any(c != same[0] for c in same)]
+    assert conflicting == []
+
+
+def test_read_model_holds_each_decision_once(crash_run):
+    recorded_ids = {d["decisionId"] for d in crash_run["recorded"]}
+    ours = {d["decisionId"] for d in crash_run["recorded"] if d["pod"]["namespace"] == NAMESPACE}
+    assert sorted(r.decision_id for r in crash_run["rows"]) == sorted(ours)
+    assert crash_run["row_count"] == len(recorded_ids)
+
+
+def test_replay_reproduces_the_run_across_the_crash(crash_run):
+    result = crash_run["replay"]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS
+
+
+def test_the_killed_worker_had_decided_and_the_run_stays_quick(crash_run):
+    assert crash_run["decided_before_kill"][crash_run["victim"]] >= KILL_AFTER_DECISIONS / 2
+    assert crash_run["seconds"]["total"] < 120, crash_run["seconds"]
