@@ -22,8 +22,8 @@ to the group's ``tasks``; a thread that exited meanwhile is skipped. Moving a
 thread is not undone on a later failure (a thread belongs to exactly one
 group, and koordlet does not undo either).
 
-Read back: the smallest percents whose masks equal the group's masks (of its
-first cache id), the MB value as a percent, and the listed pods whose threads
+Read back: the percents asked for when their mask is the group's mask (of its
+first cache id), else the smallest percents giving that mask; the MB value as a percent, and the listed pods whose threads
 are all in the group.
 """
 
@@ -124,11 +124,13 @@ class ResctrlBackend:
 
     def __init__(self, root: Path, layout: CgroupLayout, proc_root: Path = Path("/proc"),
                  writer: Callable[[Path, str], None] = write_value,
-                 mkdir: Callable[[Path], None] = lambda path: os.mkdir(path, 0o755)) -> None:
-        """``mkdir`` creates a group; the kernel fills it with ``schemata`` and ``tasks`` (tests pass a fake)."""
+                 mkdir: Callable[[Path], None] = lambda path: os.mkdir(path, 0o755),
+                 rmdir: Callable[[Path], None] = os.rmdir) -> None:
+        """``mkdir`` creates a group (the kernel fills it with ``schemata`` and ``tasks``), ``rmdir`` removes
+        one; tests pass fakes."""
         self.root, self.layout, self.proc_root = root, layout, proc_root
         self.cgroups = CgroupPaths(layout)
-        self.writer, self.mkdir = writer, mkdir
+        self.writer, self.mkdir, self.rmdir = writer, mkdir, rmdir
 
     def info(self) -> ResctrlInfo | None:
         if not (self.root / "info").is_dir():
@@ -156,6 +158,7 @@ class ResctrlBackend:
             raise Rejected(BAD_TARGET, str(err)) from None
         current = parse_schemata(read_text(group / "schemata")) if group.is_dir() else {}
         unsupported: dict[str, str] = {}
+        l3_asked = None
         lines: list[str] = []
         wanted: dict[str, dict[int, str]] = {}
         try:
@@ -165,6 +168,7 @@ class ResctrlBackend:
                                         for s in (L3_START, L3_END) if s in values})
                 else:
                     start, end = self._l3_percents(values, current, info)
+                    l3_asked = (start, end)
                     mask = f"{l3_mask(info.cbm, start, end):x}"
                     wanted["L3"] = {i: mask for i in info.l3_ids}
             if MB_PERCENT in values:
@@ -195,7 +199,7 @@ class ResctrlBackend:
         requested = tuple(s for s in asked if s not in unsupported)
         return Plan(target, requested, actions, unsupported,
                     payload=dict(group=group, create=create, schemata=schemata, moves=moves, missing=missing,
-                                 pods=pods or (), info=info))
+                                 pods=pods or (), info=info, l3_asked=l3_asked))
 
     def _l3_percents(self, values: dict[str, str], current: dict[str, dict[int, str]],
                      info: ResctrlInfo) -> tuple[int, int]:
@@ -258,7 +262,10 @@ class ResctrlBackend:
             result = apply_writes([work["schemata"]], self.writer)
             if result.error is not None:
                 if created:
-                    _remove_group(group)
+                    try:
+                        self.rmdir(group)
+                    except OSError as err:
+                        result.error += f"; removing the new group failed: {describe(err)}"
                 return Outcome(result.error)
         problems = []
         for tid in work["moves"]:
@@ -282,6 +289,9 @@ class ResctrlBackend:
         l3 = next(iter(schemata.get("L3", {}).values()), None)
         if l3 and info.cbm and (L3_START in plan.requested or L3_END in plan.requested):
             percents = mask_percents(int(l3, 16), info.cbm.bit_length())
+            asked = work["l3_asked"]
+            if asked is not None and int(l3, 16) == l3_mask(info.cbm, *asked):
+                percents = asked
             if percents is not None:
                 result[L3_START], result[L3_END] = str(percents[0]), str(percents[1])
         mb = next(iter(schemata.get("MB", {}).values()), None)
@@ -305,9 +315,3 @@ def _same_domains(current: dict[int, str], wanted: dict[int, str]) -> bool:
 def _ids(text: str | None) -> set[int]:
     return {int(line) for line in (text or "").split() if line.isdigit()}
 
-
-def _remove_group(group: Path) -> None:
-    try:
-        os.rmdir(group)
-    except OSError:
-        pass

@@ -3,6 +3,12 @@
 Flags mirror ``node_agent.settings.AgentSettings`` (defaults come from there).
 ``--once`` samples for one collect interval and prints the Node, NodeMetric
 and Device objects it would send, without a broker.
+
+Unless ``--no-actuate``, the agent also applies the actuations addressed to
+this node (``node_agent.actuator``) and publishes their acknowledgements;
+``KOORD_ACTUATION_KEY`` set means unsigned or badly signed actuations are
+refused. ``--dry-run`` prints, one JSON line per actuation, what would be
+written, and writes, persists and acknowledges nothing.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ from pathlib import Path
 
 import click
 
+from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator
 from node_agent.agent import NodeAgent
 from node_agent.collectors.hostapps import HostApplicationError
 from node_agent.publisher import Publisher, encode_manifest
 from node_agent.run import follow_pods, run_agent
 from node_agent.settings import CGROUP_DRIVERS, CGROUP_VERSIONS, MEMORY_POLICIES, AgentSettings, SettingsError
+from streams.actuation import signing_key
 from streams.cli import context
 from streams.cli.options import metrics_options
 from streams.metrics import serve
@@ -48,11 +56,21 @@ D = AgentSettings()
               help="YAML/JSON list of host applications (NodeSLO spec.hostApplications).")
 @click.option("--max-buffered-metrics", type=int, default=D.max_buffered_metrics, show_default=True,
               help="NodeMetric records kept during a broker outage (oldest dropped first).")
+@click.option("--actuate/--no-actuate", default=D.actuate, show_default=True,
+              help="Apply the actuations addressed to this node (cgroups, resctrl, tc) and acknowledge them.")
+@click.option("--dry-run", is_flag=True, default=D.actuation_dry_run,
+              help="Print what each actuation would write; write, persist and acknowledge nothing.")
+@click.option("--resctrl-root", type=click.Path(path_type=Path), default=D.resctrl_root, show_default=True)
+@click.option("--tc-interface", default=D.tc_interface,
+              help="Interface whose egress gets the HTB classes L0/L1/L2 (default: none, tc actuations unsupported).")
+@click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), default=D.state_dir,
+              show_default=True, help="Where the last applied actuation sequences and the read offset are kept.")
 @metrics_options
 def node_agent(node_name: str, once: bool, output: str, collect_interval: float, report_interval: float,
                aggregate_duration: float, memory_policy: str, cgroup_root: Path, kubepods_dir: str,
                cgroup_driver: str, cgroup_version: str, proc_root: Path, sys_root: Path,
-               host_applications: Path | None, max_buffered_metrics: int, metrics_port: int,
+               host_applications: Path | None, max_buffered_metrics: int, actuate: bool, dry_run: bool,
+               resctrl_root: Path, tc_interface: str, state_dir: Path, metrics_port: int,
                metrics_host: str) -> None:
     """Collect this host's node, pod and device usage; publish Node, NodeMetric and Device objects."""
     settings = AgentSettings(
@@ -60,7 +78,8 @@ def node_agent(node_name: str, once: bool, output: str, collect_interval: float,
         aggregate_duration_s=aggregate_duration, memory_policy=memory_policy, cgroup_root=cgroup_root,
         kubepods_dir=kubepods_dir, cgroup_driver=cgroup_driver, cgroup_version=cgroup_version,
         proc_root=proc_root, sys_root=sys_root, host_applications_file=host_applications,
-        max_buffered_metrics=max_buffered_metrics)
+        max_buffered_metrics=max_buffered_metrics, actuate=actuate, actuation_dry_run=dry_run,
+        resctrl_root=resctrl_root, tc_interface=tc_interface, state_dir=state_dir)
     try:
         agent = NodeAgent(settings)
     except (SettingsError, HostApplicationError) as err:
@@ -73,7 +92,13 @@ def node_agent(node_name: str, once: bool, output: str, collect_interval: float,
     config = context.settings()
     bootstrap = context.bootstrap(config)
     names = context.topology(config).names()
-    asyncio.run(_serve(agent, bootstrap, names))
+    actuator = None
+    if settings.actuate:
+        try:
+            actuator = Actuator.from_settings(settings, agent.node_name, agent.layout, key=signing_key())
+        except RuntimeError as err:
+            raise click.UsageError(str(err)) from None
+    asyncio.run(_serve(agent, bootstrap, names, actuator))
 
 
 def _once(agent: NodeAgent, output: str) -> None:
@@ -90,14 +115,17 @@ def _once(agent: NodeAgent, output: str) -> None:
     emit(objects, output, single=False, columns=())
 
 
-async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str]) -> None:
+async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuator: Actuator | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     publisher = Publisher(bootstrap, names, max_buffered_metrics=agent.settings.max_buffered_metrics)
-    await asyncio.gather(publisher.run(stop), run_agent(agent, publisher, stop),
-                         follow_pods(agent, bootstrap, names, stop))
+    tasks = [publisher.run(stop), run_agent(agent, publisher, stop), follow_pods(agent, bootstrap, names, stop)]
+    if actuator is not None:
+        offsets = OffsetStore(agent.settings.state_dir)
+        tasks.append(run_actuator(actuator, publisher, bootstrap, names, stop, offsets))
+    await asyncio.gather(*tasks)
 
 
 COMMANDS = (node_agent,)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -174,4 +175,5 @@ class ResctrlTree:
             write_value(path, value)
 
     def backend(self, tree: CgroupTree, proc_root: Path) -> ResctrlBackend:
-        return ResctrlBackend(self.root, tree.layout, proc_root, writer=self.writer, mkdir=self.mkdir)
+        return ResctrlBackend(self.root, tree.layout, proc_root, writer=self.writer, mkdir=self.mkdir,
+                              rmdir=shutil.rmtree)
