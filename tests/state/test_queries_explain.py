@@ -1,0 +1,66 @@
+"""Tests of the explain queries: a pod's decisions with aggregated filter results, a node's batch/mid history."""
+
+import pytest
+
+from state.queries import explain_node, explain_pod, filter_summary
+
+BATCH_CPU, MID_CPU = "kubernetes.io/batch-cpu", "kubernetes.io/mid-cpu"
+
+
+@pytest.mark.parametrize(("results", "summary"), [
+    pytest.param([], "", id="none"),
+    pytest.param([{"plugin": "TaintToleration", "reason": "node(s) had untolerated taint", "count": 2},
+                  {"plugin": "NodeResourcesFit", "reason": "Insufficient cpu", "count": 3}],
+                 "2 node(s) had untolerated taint, 3 Insufficient cpu", id="sorted-like-kube-scheduler"),
+    pytest.param([{"plugin": "NodeResourcesFit", "reason": "Insufficient cpu", "count": 1},
+                  {"plugin": "NodeResourcesFitPlus", "reason": "Insufficient cpu", "count": 2}],
+                 "3 Insufficient cpu", id="same-reason-of-two-plugins-adds-up"),
+])
+def test_filter_summary(results, summary):
+    assert filter_summary(results) == summary
+
+
+def test_explain_pod_gives_the_latest_decisions_first_with_scores_and_cause(projector, read_model, records):
+    unschedulable = records.decision("d-1", "default/web", "Unschedulable", 3,
+                                     message="0/3 nodes are available: 3 Insufficient cpu.")
+    placed = records.decision("d-2", "default/web", "Scheduled", 7, node_name="node-a", source=("koord.nodes", 1, 7))
+    placed.value["scores"] = [{"node": "node-b", "score": 40}, {"node": "node-a", "score": 87},
+                              {"node": "node-c", "score": 40}]
+    projector.apply([records.pod("web", 1), unschedulable, placed])
+
+    explained = explain_pod(read_model, "default", "web")
+
+    latest, earlier = explained["decisions"]
+    assert (latest["result"], latest["nodeName"], latest["rejectedNodes"]) == ("Scheduled", "node-a", 0)
+    assert [s["node"] for s in latest["topScores"]] == ["node-a", "node-b", "node-c"]
+    assert (latest["causation"]["sourceTopic"], latest["causation"]["sourceOffset"]) == ("koord.nodes", 7)
+    assert (earlier["filterSummary"], earlier["rejectedNodes"]) == ("3 Insufficient cpu", 3)
+    assert explain_pod(read_model, "default", "web", history=1)["decisions"] == [latest]
+
+
+def test_explain_pod_ignores_decisions_about_an_earlier_pod_of_the_same_name(projector, read_model, records):
+    projector.apply([records.pod("web", 1, uid="new"),
+                     records.decision("d-old", "default/web", "Scheduled", 3, node_name="node-a", uid="old")])
+    assert explain_pod(read_model, "default", "web")["decisions"] == []
+
+
+def test_explain_of_unknown_objects_is_none(read_model):
+    assert explain_pod(read_model, "default", "nope") is None
+    assert explain_node(read_model, "nope") is None
+
+
+def test_explain_node_gives_the_latest_resource_and_the_batch_history(projector, read_model, records):
+    resources = [records.node_resource(f"r-{i}", "node-a", 10 + i, allocatable={BATCH_CPU: cpu, MID_CPU: 500},
+                                       source=("koord.nodemetrics", 2, 20 + i))
+                 for i, cpu in enumerate((25000, 24000, 23000))]
+    resources[-1].value["message"] = "batchAllocatable[CPU(Milli-Core)]:23000 = nodeCapacity:100000 - ..."
+    projector.apply([records.node("node-a", 1), *resources, records.node_metric("node-a", 5, usage={"cpu": 5000})])
+
+    explained = explain_node(read_model, "node-a", history=2)
+
+    latest = explained["latest"]
+    assert (latest["decisionId"], latest["extended"][BATCH_CPU], latest["extended"][MID_CPU]) == ("r-2", 23000, 500)
+    assert latest["message"].startswith("batchAllocatable[CPU(Milli-Core)]:23000")
+    assert (latest["causation"]["sourceTopic"], latest["causation"]["sourceOffset"]) == ("koord.nodemetrics", 22)
+    assert [h[BATCH_CPU] for h in explained["history"]] == [23000, 24000]
+    assert explained["latestNodeMetric"]["sourceOffset"] == 5
