@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from streams import actuation
-from streams.actuation import CPU_BURST, CPU_BVT_WARP, CPU_IDLE, TARGET_HOSTAPP, TARGET_POD
+from streams.actuation import CPU_BURST, CPU_BVT_WARP, CPU_IDLE, TARGET_HOSTAPP, TARGET_POD, TASKS_PODS
 from streams.events import Causation, decision_id
 from streams.noderesource.views import MetricView, NodeView, PodView
 from streams.nodeqos.config import NodeQoSStrategy
@@ -54,16 +54,25 @@ class QoSMemory:
             return self
         return dataclasses.replace(self, evicted=self.evicted - {key})
 
-    def to_json(self) -> list:
-        """A JSON-able form with sorted keys (the state's bytes must not depend on dict order)."""
-        last = sorted(["|".join(target), sorted(values.items())] for target, values in self.last.items())
+    def to_json(self, uid_index: Mapping[str, int]) -> list:
+        """A JSON-able form with sorted keys (the state's bytes must not depend on dict order); pod UIDs in
+        targets and ``tasks.pods`` are written as their index in ``uid_index`` (the pod table holds them)."""
+        def uid(value: str) -> object:
+            return uid_index.get(value, value)
+        last = sorted([target[0], uid(target[1]) if target[0] == TARGET_POD else target[1], target[2],
+                       sorted((name, [uid(u) for u in value.split(",")] if name == TASKS_PODS and value else value)
+                              for name, value in values.items())]
+                      for target, values in self.last.items())
         return [self.sequence, last, sorted(self.last_eviction_ms.items()), sorted(self.evicted)]
 
     @staticmethod
-    def from_json(data: list) -> QoSMemory:
+    def from_json(data: list, uids: Sequence[str]) -> QoSMemory:
+        def uid(value: object) -> str:
+            return uids[value] if isinstance(value, int) else value
         sequence, last, evictions, evicted = data
-        return QoSMemory(sequence, {tuple(target.split("|", 2)): dict(values) for target, values in last},
-                         dict(evictions), frozenset(evicted))
+        return QoSMemory(sequence, {(kind, uid(target), mechanism): {
+            name: ",".join(uid(u) for u in value) if isinstance(value, list) else value for name, value in values}
+            for kind, target, mechanism, values in last}, dict(evictions), frozenset(evicted))
 
 
 def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str, PodView],

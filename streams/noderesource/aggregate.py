@@ -41,8 +41,9 @@ count a missing one as 0.
 table as zlib-compressed JSON (encoded again only when they change), the
 NodeMetric and the profile's histograms as packed integers and numpy arrays,
 then the QoS memory (``planner.QoSMemory``) and the host-application names
-and classes of the NodeMetric as one zlib-compressed JSON tail (absent in
-states written before node QoS: they load with an empty memory).
+and classes of the NodeMetric as one zlib-compressed JSON tail, pod UIDs
+written as their position among the pod table's UIDs (absent in states
+written before node QoS: they load with an empty memory).
 """
 
 from __future__ import annotations
@@ -309,8 +310,11 @@ def dump_state(state: NodeState) -> bytes:
                          separators=(",", ":")).encode()
     profile = profile_to_bytes(state.profile, index)
     apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []
-    tail = b"" if state.qos == QoSMemory() and not any(name or qos for name, qos in apps) else zlib.compress(
-        json.dumps([state.qos.to_json(), apps], separators=(",", ":")).encode(), 6)
+    tail = b""
+    if state.qos != QoSMemory() or any(name or qos for name, qos in apps):
+        uids = _uids(state.pods)
+        memory = state.qos.to_json({uid: position for position, uid in enumerate(uids)})
+        tail = zlib.compress(json.dumps([memory, apps], separators=(",", ":")).encode(), 9)
     return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
                      static, dynamic, metric, profile, tail))
 
@@ -343,6 +347,12 @@ def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str
     )
 
 
+def _uids(pods: Mapping[str, PodView]) -> list[str]:
+    """The pods' UIDs, sorted: the QoS memory names pod targets by position in this list (the pod table
+    already holds the UIDs)."""
+    return sorted({pod.uid for pod in pods.values() if pod.uid})
+
+
 def _pod_view(entry: list) -> PodView:
     """A pod-table entry; entries written before node QoS have only the first seven fields."""
     _, cpu, memory, priority, qos, since, numa, *more = entry
@@ -364,15 +374,15 @@ def load_state(data: bytes) -> NodeState:
     metric = _load_metric(data, offset, keys, other_keys)
     offset += metric_length
     profile, offset = profile_from_bytes(data, offset, keys)
+    pods = PodTable((entry[0], _pod_view(entry)) for entry in pods_json)
     qos_memory = QoSMemory()
     if offset < len(data):
         memory_json, apps = json.loads(zlib.decompress(data[offset:]))
-        qos_memory = QoSMemory.from_json(memory_json)
+        qos_memory = QoSMemory.from_json(memory_json, _uids(pods))
         if metric is not None:
             metric = dataclasses.replace(metric, host_apps=tuple(
                 dataclasses.replace(app, name=name, qos=qos) for app, (name, qos) in zip(metric.host_apps, apps)))
     node = None if node_json is None else build_node_view(*node_json)
-    pods = PodTable((entry[0], _pod_view(entry)) for entry in pods_json)
     published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
                                                     if value is not None}), MappingProxyType(annotations))
     state = NodeState(sources, node, pods, metric, profile, published, qos_memory)

@@ -142,3 +142,37 @@ def test_invalid_qos_config_raises_config_error():
         DEFAULT_CONFIG)
     with pytest.raises(ConfigError, match="catRangeStartPercent"):
         parse_qos_config(bad)
+
+
+ENABLED = {"cpuQOS": {"enable": True}, "resctrlQOS": {"enable": True}}
+EVERY_FEATURE = {
+    "resource-qos-config": json.dumps({"clusterStrategy": {"lsrClass": ENABLED, "lsClass": ENABLED, "beClass": ENABLED}}),
+    "cpu-burst-config": json.dumps({"clusterStrategy": {"policy": "auto"}}),
+    "resource-threshold-config": json.dumps({"clusterStrategy": {"enable": True, "cpuSuppressPolicy": "cfsQuota"}}),
+}
+
+
+@pytest.mark.parametrize("keys, budget", [
+    pytest.param({}, 4096, id="default-qos-config-fits-4-KiB"),
+    pytest.param(EVERY_FEATURE, 4352, id="every-feature-on-fits-4.25-KiB"),
+])
+def test_state_of_a_node_with_20_pods_after_a_day(signing, keys, budget):
+    """The UIDs the plan needs (~420 bytes for 20 pods) and the QoS memory (~280 bytes with every feature on)
+    come on top of the node-resource state (~3.5 KiB after a day): the default config stays within 4 KiB,
+    every feature on exceeds it by a few percent."""
+    from tests.streams.noderesource.test_aggregate import LABELS, day_of_metrics, node_event, twenty_pods
+    names, decisions, rng = twenty_pods()
+    for index, record in enumerate(decisions):
+        uid = f"{rng.getrandbits(128):032x}"
+        record["pod"]["uid"] = "-".join((uid[:8], uid[8:12], uid[12:16], uid[16:20], uid[20:]))
+        record["limits"] = {"cpu": 2000}
+        record["requests"]["kubernetes.io/batch-cpu"] = 1000 if index >= 12 else 0
+    config = parse_slo_config(configmap({"enable": True}, **keys), DEFAULT_CONFIG)
+    state, out = run(node_event(cpu=32_000, memory=128 * 2**30, labels=LABELS),
+                     *(event("SchedulingDecision", NODE, r) for r in decisions),
+                     *day_of_metrics(names, rng, NOW, 26 * 60), config=config)
+    size = len(aggregate.dump_state(state))
+    print(f"\nstate of a node with 20 pods after 26 h ({'every node-QoS feature' if keys else 'default QoS'}): "
+          f"{size} bytes, {state.qos.sequence} actuations")
+    assert aggregate.dump_state(aggregate.load_state(aggregate.dump_state(state))) == aggregate.dump_state(state)
+    assert size <= budget
