@@ -57,7 +57,7 @@ def _cause(cause: dict) -> str:
 
 def _print_pod(found: dict) -> None:
     pod = found["pod"]
-    state = "deleted" if pod["deleted"] else pod["phase"] or "unknown"
+    state = "deleted" if pod["deleted"] else f"phase {pod['phase'] or '-'}"
     click.echo(f"Pod {pod['namespace']}/{pod['name']} (uid {pod['uid'] or '-'}, {state})")
     if not found["decisions"]:
         click.echo("  no decision yet")

@@ -30,6 +30,15 @@ data:
 """
 
 
+TOO_BIG = f"""apiVersion: v1
+kind: Pod
+metadata: {{name: {PREFIX}-too-big, namespace: {NAMESPACE}}}
+spec:
+  containers:
+  - {{name: main, image: app, resources: {{requests: {{cpu: "{NODE_CPU * 4}"}}}}}}
+"""
+
+
 def node_name(i: int) -> str:
     return f"{PREFIX}-node-{i:02d}"
 
@@ -75,6 +84,7 @@ def recorded(cluster, tmp_path_factory):
     cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=nodes)
     cluster.koord("apply", "-f", "-", "--wait", "--timeout", "90", input=pods, timeout=120)
     cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=metrics)
+    cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=TOO_BIG)
     what_if = tmp_path_factory.mktemp("what-if") / "slo.yaml"
     what_if.write_text(SLO_CONFIG.format(threshold=WHAT_IF_THRESHOLD))
     yield {"what_if": what_if, "seconds": time.monotonic() - started}
@@ -88,9 +98,10 @@ def replay_json(cluster, *args: str) -> dict:
 
 
 def test_every_pod_was_decided(cluster, recorded):
-    pods = cluster.koord_json("get", "pods", "-n", NAMESPACE)["items"]
-    assert len(pods) == PODS
-    assert all(p["spec"].get("nodeName", "").startswith(PREFIX) for p in pods)
+    pods = {p["metadata"]["name"]: p for p in cluster.koord_json("get", "pods", "-n", NAMESPACE)["items"]}
+    assert len(pods) == PODS + 1
+    assert "nodeName" not in pods.pop(f"{PREFIX}-too-big")["spec"]
+    assert all(p["spec"].get("nodeName", "").startswith(PREFIX) for p in pods.values())
 
 
 def test_replay_scheduling_reproduces_every_decision(cluster, recorded):
@@ -126,3 +137,25 @@ def test_what_if_lower_reclaim_threshold_lowers_batch_cpu_on_every_node_with_usa
     assert summary["lower"] == summary["nodesWithUsage"] >= NODES
     assert summary["averageLowerBy"] == margin
     assert any(line.startswith(f"kubernetes.io/batch-cpu: lower on {summary['lower']} of") for line in report["headlines"])
+
+
+def test_explain_pod_shows_the_filter_results_scores_and_cause(cluster, recorded):
+    [latest, *_] = cluster.koord_json("explain", "pod", f"{PREFIX}-too-big", "-n", NAMESPACE)["decisions"]
+    assert latest["result"] == "Unschedulable" and latest["message"].startswith("0/")
+    assert "Insufficient cpu" in latest["filterSummary"] and latest["rejectedNodes"] >= NODES
+    assert latest["causation"]["inboxTopic"] == "koord.inbox.scheduling"
+    [placed, *_] = cluster.koord_json("explain", "pod", f"{PREFIX}-pod-0007", "-n", NAMESPACE)["decisions"]
+    assert placed["result"] == "Scheduled" and placed["nodeName"] == placed["topScores"][0]["node"]
+    assert placed["causation"]["sourceTopic"] == "koord.pods"
+    text = cluster.koord("explain", "pod", f"{PREFIX}-too-big", "-n", NAMESPACE).stdout
+    assert "Insufficient cpu" in text and "caused by: inbox koord.inbox.scheduling" in text
+
+
+def test_explain_node_shows_batch_with_koordinators_message_and_history(cluster, recorded):
+    explained = cluster.koord_json("explain", "node", node_name(7))
+    latest = explained["latest"]
+    assert latest["message"].startswith("batchAllocatable[CPU(Milli-Core)]:")
+    assert latest["extended"]["kubernetes.io/batch-cpu"] == explained["history"][0]["kubernetes.io/batch-cpu"] > 0
+    assert latest["causation"]["sourceTopic"] == "koord.nodemetrics"
+    assert len(explained["history"]) >= 2
+    assert "batchAllocatable[CPU(Milli-Core)]" in cluster.koord("explain", "node", node_name(7)).stdout
