@@ -73,8 +73,9 @@ def _wait_ready(worker, log: Path) -> None:
     raise TimeoutError(f"worker not ready in {READY_TIMEOUT_S}s")
 
 
-async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300) -> None:
-    """Until ``group`` has committed every record of ``topic`` and no new record came for ``settle_s``."""
+async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300) -> float:
+    """Until ``group`` has committed every record of ``topic`` and no new record came for ``settle_s``;
+    returns the ``time.monotonic()`` at which it was first seen caught up (within the 0.2 s poll)."""
     consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), group_id=None, enable_auto_commit=False)
     admin = AIOKafkaAdminClient(**kafka.client_settings(bootstrap))
     await consumer.start()
@@ -93,7 +94,7 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
                 if stable_since is None:
                     stable_since = time.monotonic()
                 elif time.monotonic() - stable_since >= settle_s:
-                    return
+                    return stable_since
             else:
                 stable_since = None
             last = highwaters

@@ -37,4 +37,24 @@ def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: 
     click.echo(f"in process: {core['pods_per_s']} pods/s ({core['pods']} pods)")
 
 
+@bench.command("nodes")
+@click.option("--nodes", default=10000, show_default=True)
+@click.option("--pods", default=20, show_default=True, help="Pods per node.")
+@click.option("--rounds", default=3, show_default=True, help="NodeMetrics per node, one minute of event time apart.")
+@click.option("--seed", default=1, show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+def nodes_cmd(nodes: int, pods: int, rounds: int, seed: int, output: str) -> None:
+    """NodeMetric events/s into profiles plus batch/mid on one worker, and bytes of state per node."""
+    from streams.bench import nodes as node_bench
+
+    with harness.running(context.settings().broker) as running:
+        result = node_bench.run(running, nodes, pods, rounds, seed)
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"{result['events']} NodeMetrics ({nodes} nodes x {pods} pods, {result['event_bytes']} B each): "
+               f"{result['events_per_s']} events/s ({result['seconds']} s; produced in {result['produce_seconds']} s)")
+    click.echo(f"state: {result['state_bytes_per_node']} bytes/node (setup took {result['setup_seconds']} s)")
+
+
 COMMANDS = (bench,)

@@ -99,7 +99,7 @@ async def print_decisions(bootstrap: str, topology, fmt: str, from_beginning: bo
             for messages in batches.values():
                 for message in messages:
                     try:
-                        _, decision = codec.decode(message.value)
+                        schema, decision = codec.decode(message.value)
                     except codec.CodecError as error:
                         click.echo(f"undecodable decision at offset {message.offset}: {error}", err=True)
                         continue
@@ -107,8 +107,9 @@ async def print_decisions(bootstrap: str, topology, fmt: str, from_beginning: bo
                         click.echo(json.dumps(decision, default=lambda b: b.hex()))
                     else:
                         node = decision.get("nodeName") or "-"
+                        result = decision["result"] if schema == "SchedulingDecision" else schema
                         click.echo(f"{decision['pod']['namespace']}/{decision['pod']['name']}  "
-                                   f"{decision['result']}  {node}  {decision.get('message') or ''}".rstrip())
+                                   f"{result}  {node}  {decision.get('message') or ''}".rstrip())
     finally:
         await consumer.stop()
 

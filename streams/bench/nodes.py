@@ -1,0 +1,146 @@
+"""``koord bench nodes``: NodeMetric events/s through the node aggregate and bytes of state per node.
+
+Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults), ``nodes``
+Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound`` SchedulingDecisions on the decisions
+topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler publishes them; then the harness waits
+until the worker has committed the whole node inbox.
+
+Measured: ``rounds`` NodeMetrics per node, each with ``pods`` pod metrics, produced as the node agent
+would (``node_agent.report`` manifests through ``koord apply``'s record builder, pre-encoded), one minute
+of event time apart so every event trains the node profile and predicts ProdReclaimable. The clock runs
+from the first send to the moment the worker's committed offsets of the node inbox reach its fetch high
+watermark; events/s counts NodeMetrics, so it covers the router's forwarding and the node aggregate
+(profile, batch and mid, NodeResource outputs, changelog writes) on one worker.
+
+Bytes per node: the latest value of every node in the node-state changelog topic (the compact
+``dump_state`` bytes a worker restores from), averaged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from datetime import datetime, timezone
+
+from streams import kafka
+from streams.bench.harness import Harness, wait_caught_up
+from streams.noderesource.config import CONFIG_NAME, CONFIG_NAMESPACE
+from streams.objects import Document, to_record
+from streams.replay.reader import read_topic
+from streams.schemas import codec
+
+GI = 1 << 30
+MINUTE_MS = 60_000
+PROD_SHARE = 0.6
+
+
+def _record(manifest: dict):
+    return to_record(Document("<bench>", 0, 1, manifest))
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pod_names(node: int, pods: int) -> list[str]:
+    return [f"bench-pod-{node:05d}-{index:02d}" for index in range(pods)]
+
+
+def setup_records(nodes: int, pods: int, start_ms: int, names: dict[str, str]) -> list[tuple[str, str, bytes, int]]:
+    """(topic, key, value, timestamp ms) of the config, the Nodes and the pods' Bound decisions."""
+    config = _record({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": CONFIG_NAME, "namespace": CONFIG_NAMESPACE},
+                      "data": {"colocation-config": json.dumps({"enable": True})}})
+    out = [(names[config.topic], config.key, codec.encode(config.schema, config.record), start_ms)]
+    resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    prod_count = int(pods * PROD_SHARE)
+    for node in range(nodes):
+        name = f"bench-node-{node:05d}"
+        record = _record({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                          "status": {"capacity": resources, "allocatable": resources}})
+        out.append((names[record.topic], record.key, codec.encode(record.schema, record.record), start_ms))
+        for index, pod in enumerate(_pod_names(node, pods)):
+            prod = index < prod_count
+            decision = {
+                "decisionId": f"bench-{node}-{index}", "domain": "default",
+                "pod": {"namespace": "bench", "name": pod, "uid": None}, "result": "Bound", "nodeName": name,
+                "reason": None, "message": "", "filterResults": [], "scores": [],
+                "causation": {"inboxTopic": "bench", "inboxPartition": 0, "inboxOffset": 0,
+                              "sourceTopic": "bench", "sourcePartition": 0, "sourceOffset": 0},
+                "timestamp": start_ms, "requests": {"cpu": 1000, "memory": 2 * GI}, "limits": {},
+                "priority": 9100 if prod else 5100, "priorityClass": "koord-prod" if prod else "koord-batch",
+                "qosClass": "LS" if prod else "BE"}
+            out.append((names["decisions"], f"bench/{pod}", codec.encode("SchedulingDecision", decision), start_ms))
+    return out
+
+
+def metric_records(nodes: int, pods: int, rounds: int, start_ms: int, seed: int,
+                   names: dict[str, str]) -> list[tuple[str, str, bytes, int]]:
+    """``rounds`` NodeMetrics per node, one minute of event time apart, with log-normal pod usage."""
+    rng = random.Random(seed)
+    out = []
+    for step in range(rounds):
+        ts = start_ms + (step + 1) * MINUTE_MS
+        for node in range(nodes):
+            usages = [(pod, int(700 * rng.lognormvariate(0, 0.3)), int(1.5 * GI * rng.lognormvariate(0, 0.05)))
+                      for pod in _pod_names(node, pods)]
+            node_cpu = sum(cpu for _, cpu, _ in usages) + 1000
+            node_memory = sum(memory for _, _, memory in usages) + GI // 2
+            record = _record({
+                "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                "metadata": {"name": f"bench-node-{node:05d}"},
+                "status": {"updateTime": _iso(ts),
+                           "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{node_cpu}m", "memory": str(node_memory)}},
+                                          "systemUsage": {"resources": {"cpu": "1", "memory": "512Mi"}}},
+                           "podsMetric": [{"namespace": "bench", "name": pod,
+                                           "podUsage": {"resources": {"cpu": f"{cpu}m", "memory": str(memory)}}}
+                                          for pod, cpu, memory in usages]}})
+            out.append((names[record.topic], record.key, codec.encode(record.schema, record.record), ts))
+    return out
+
+
+async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]]) -> None:
+    async with kafka.producer(bootstrap) as producer:
+        futures = [await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts)
+                   for topic, key, value, ts in records]
+        for future in futures:
+            await future
+
+
+async def _state_bytes(bootstrap: str, changelog: str, nodes: int) -> float:
+    latest: dict[str, int] = {}
+    for message in await read_topic(bootstrap, changelog):
+        key = json.loads(message.key) if message.key else ""  # Faust writes table keys as JSON strings
+        if isinstance(key, str) and key.startswith("bench-node-"):
+            latest[key] = len(message.value) if message.value is not None else 0
+    return sum(latest.values()) / max(len(latest), 1) if len(latest) == nodes else float("nan")
+
+
+async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:
+    names = harness.topology.names()
+    inbox, group = names["inbox-node"], harness.topology.app_id
+    start_ms = (int(time.time() * 1000) // MINUTE_MS) * MINUTE_MS - (rounds + 1) * MINUTE_MS
+    setup = setup_records(nodes, pods, start_ms, names)
+    await _send(harness.bootstrap, setup)
+    setup_started = time.monotonic()
+    await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + nodes * pods / 100)
+    setup_s = time.monotonic() - setup_started
+
+    metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
+    size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
+    started = time.monotonic()
+    await _send(harness.bootstrap, metrics)
+    produced_s = time.monotonic() - started
+    caught_up = await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + len(metrics) / 100)
+    elapsed = caught_up - started
+    changelog = harness.topology.name("changelog-node")
+    return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
+            "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
+            "produce_seconds": round(produced_s, 2), "setup_seconds": round(setup_s, 1),
+            "state_bytes_per_node": round(await _state_bytes(harness.bootstrap, changelog, nodes), 1)}
+
+
+def run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:
+    return asyncio.run(_run(harness, nodes, pods, rounds, seed))
