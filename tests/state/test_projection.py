@@ -1,5 +1,7 @@
 """Tests of state.projection: idempotent, offset-ordered projection of decoded records."""
 
+import dataclasses
+
 import pytest
 from sqlalchemy import select
 
@@ -175,3 +177,14 @@ def test_evictions_share_the_decisions_topic_and_are_kept_once_per_decision_id(p
         decisions = connection.execute(select(Decision.decision_id)).scalars().all()
     assert evictions == [("e-1", "node-a", "default/batch", "uid-b", "EvictPodByNodeMemoryUsage", 3)]
     assert decisions == ["d-1"]
+
+
+def test_every_kind_of_the_configs_topic_is_projected(projector, read_model, records):
+    """``koord apply --wait`` waits for the object row, so a kind the projection skipped would never finish."""
+    scheduler_config = records.config("koord-scheduler", 3)
+    scheduler_config = dataclasses.replace(scheduler_config, schema="KubeSchedulerConfiguration")
+
+    projector.apply([records.config("slo-controller-config", 2), scheduler_config])
+
+    assert object_progress(read_model, "configs", "koordinator-system/slo-controller-config") == (0, 2, False)
+    assert object_progress(read_model, "configs", "koordinator-system/koord-scheduler") == (0, 3, False)
