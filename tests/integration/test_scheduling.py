@@ -149,6 +149,7 @@ def test_cpu_only_pod_avoids_the_gpu_node(cluster, koord_scheduler):
 
 
 def test_pod_over_its_quota_gets_the_insufficient_quotas_message(cluster):
+    """Runtime memory is 2Gi, not max's 4Gi: the runtime quota follows the quota's requests (two 1Gi pods)."""
     quota = """\
 apiVersion: scheduling.sigs.k8s.io/v1alpha1
 kind: ElasticQuota
@@ -165,6 +166,7 @@ spec:
     assert "nodeName" not in over["spec"]
     condition = next(c for c in over["status"]["conditions"] if c["type"] == "PodScheduled")
     assert condition["reason"] == "Unschedulable"
-    assert condition["message"].startswith(
-        "Insufficient quotas, quotaName: team-small, runtime: cpu=2,memory=4Gi, used: cpu=1,memory=1Gi, "
-        "pod's request: cpu=2,memory=1Gi, exceedDimensions: [cpu]"), condition["message"]
+    assert condition["message"].startswith("0/"), condition["message"]
+    assert ("nodes are available: Insufficient quotas, quotaName: team-small, runtime: cpu:2,memory:2Gi, "
+            "used: cpu:1,memory:1Gi, pod's request: cpu:2,memory:1Gi, exceedDimensions: [cpu]. preemption: "
+            in condition["message"]), condition["message"]
