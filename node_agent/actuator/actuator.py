@@ -164,8 +164,10 @@ def partition_for(node_name: str, partitions: list[int]) -> int:
     return DefaultPartitioner()(node_name.encode(), ordered, ordered)
 
 
-def handle_record(actuator: Actuator, record, publisher, topic_id: str = ACTUATIONS_TOPIC) -> dict | None:
-    """Apply one consumed record addressed to this node; submit its ack (or its dead letter). The ack, if any."""
+async def handle_record(actuator: Actuator, record, publisher) -> dict | None:
+    """Apply one consumed record addressed to this node and submit its ack (or its dead letter); the ack.
+
+    The host writes run in a worker thread; the publisher is only touched from the event loop's thread."""
     try:
         schema, value = codec.decode(record.value)
         if schema != "Actuation":
@@ -178,7 +180,7 @@ def handle_record(actuator: Actuator, record, publisher, topic_id: str = ACTUATI
                                                               record.key, record.value, str(err),
                                                               int(time.time() * 1000)))
         return None
-    ack = actuator.apply(value)
+    ack = await asyncio.to_thread(actuator.apply, value)
     if publisher is not None and not actuator.dry_run:
         publisher.submit_record(ACKS_TOPIC, ack["nodeName"], "ActuationAck", ack,
                                 identity=f"{ack['actuationId']}/{ack['sequence']}")
@@ -210,7 +212,7 @@ async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_name
                 for records in (await consumer.getmany(tp, timeout_ms=1000)).values():
                     for record in records:
                         if record.key == key and record.value is not None:
-                            await asyncio.to_thread(handle_record, actuator, record, publisher)
+                            await handle_record(actuator, record, publisher)
                         if not actuator.dry_run:
                             offsets.put(topic, tp.partition, record.offset + 1)
         except Exception as err:

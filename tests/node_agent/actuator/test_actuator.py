@@ -1,5 +1,6 @@
 """Actuator.apply end to end on a fake tree, the dry run, and the Kafka shell's pieces."""
 
+import asyncio
 import json
 import types
 
@@ -78,8 +79,9 @@ def consumed(value, key=NODE.encode(), offset=4):
 
 def test_handle_record_acks_and_dead_letters(v1_tree):
     actuator, publisher = make_actuator(v1_tree), FakePublisher()
-    handle_record(actuator, consumed(codec.encode("Actuation", actuation({"cpu.shares": "2"}))), publisher)
-    handle_record(actuator, consumed(b"\x00garbage"), publisher)
+    asyncio.run(handle_record(actuator, consumed(codec.encode("Actuation", actuation({"cpu.shares": "2"}))),
+                              publisher))
+    asyncio.run(handle_record(actuator, consumed(b"\x00garbage"), publisher))
     (ack_topic, key, schema, ack), (dead_topic, _, dead_schema, dead) = publisher.records
     assert (ack_topic, key, schema, ack["applied"]) == ("actuation-acks", NODE, "ActuationAck", True)
     assert (dead_topic, dead_schema, dead["sourceOffset"], dead["payload"]) == ("deadletters", "DeadLetter", 4,
