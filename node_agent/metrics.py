@@ -31,7 +31,8 @@ CONTAINER_MEMORY = Gauge("koord_node_agent_container_memory_usage_bytes",
                          "Container memory under the configured policy.", ["pod_uid", "container_id"])
 
 ACTUATIONS = Counter("koord_node_agent_actuations_total",
-                     "Actuations handled by the actuator; result is applied, failed, rejected or dry-run.",
+                     "Actuations handled by the actuator; result is applied, partial (some settings unsupported), "
+                     "unsupported, failed, rejected or dry-run.",
                      ["mechanism", "result"])
 ACTUATIONS_REJECTED = Counter("koord_node_agent_actuations_rejected_total",
                               "Actuations refused before anything was written, by reason "

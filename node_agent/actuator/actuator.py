@@ -8,8 +8,11 @@
 
 A rejection writes nothing and is acknowledged ``applied=false`` with its
 reason; a failed write is acknowledged ``applied=false`` with the error and
-the values in force (the previous ones); settings this host lacks are
-acknowledged as unsupported (``applied=false``, the others applied).
+the values in force (the previous ones); settings this host lacks are named
+in ``error`` as ``unsupported <setting>: <why>`` while the others are applied
+and read back: ``applied=true`` when at least one setting is supported and
+all supported ones are in force (the contract's acknowledgement semantics,
+``streams/actuation.py``).
 
 :func:`run_actuator` is the Kafka shell: it reads the one partition of the
 actuations topic that carries this node's key (the topic is keyed by
@@ -124,8 +127,10 @@ class Actuator:
         values = backend.read_back(plan)
         problems = [outcome_error] if outcome_error else []
         problems += [f"unsupported {name}: {why}" for name, why in plan.unsupported.items()]
-        applied = not problems
-        metrics.ACTUATIONS.labels(label, "applied" if applied else "failed").inc()
+        applied = outcome_error is None and bool(plan.requested)
+        result = "failed" if outcome_error else "applied" if applied and not plan.unsupported else \
+            "partial" if applied else "unsupported"
+        metrics.ACTUATIONS.labels(label, result).inc()
         return self._ack(record, applied, values, "; ".join(problems) or None)
 
     def _ack(self, record: object, applied: bool, values: dict[str, str], error: str | None) -> dict:

@@ -31,10 +31,16 @@ def test_apply_writes_reads_back_and_acknowledges(v1_tree, tmp_path):
     codec.encode("ActuationAck", ack)
 
 
-def test_unsupported_settings_are_reported_not_applied(v1_tree):
+def test_unsupported_settings_are_named_and_the_others_applied(v1_tree):
     ack = make_actuator(v1_tree).apply(actuation({"cpu.bvt_warp_ns": "-1", "cpu.shares": "2"}))
-    assert ack["applied"] is False and ack["values"] == {"cpu.shares": "2"}
-    assert "unsupported cpu.bvt_warp_ns" in ack["error"]
+    assert ack["applied"] is True and ack["values"] == {"cpu.shares": "2"}
+    assert ack["error"].startswith("unsupported cpu.bvt_warp_ns: no cpu.bvt_warp_ns in ")
+    assert v1_tree.read("cpu", "kubepods/besteffort", "cpu.shares") == "2"
+
+
+def test_nothing_supported_is_not_applied(v1_tree):
+    ack = make_actuator(v1_tree).apply(actuation({"cpu.bvt_warp_ns": "-1"}))
+    assert ack["applied"] is False and ack["values"] == {} and "unsupported cpu.bvt_warp_ns" in ack["error"]
 
 
 def test_failed_write_is_acknowledged_with_the_values_in_force(v1_tree):
