@@ -67,3 +67,9 @@ def _remove(gauge: Gauge, *labels: str) -> None:
         gauge.remove(*labels)
     except KeyError:
         pass
+PROTECTION_ACTIVE = Gauge("koord_node_agent_protection_active",
+                          "1 while the agent protects the node itself (actuation stream unreachable or silent).")
+PROTECTION_ACTUATIONS = Counter("koord_node_agent_protection_actuations_total",
+                                "Local protection actuations (CPU suppress, hand-back) applied or failed.", ["result"])
+PROTECTION_EVICTIONS = Counter("koord_node_agent_protection_evictions_total",
+                               "Evictions local protection planned and reported (never carried out).", ["reason"])

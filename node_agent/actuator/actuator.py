@@ -169,7 +169,7 @@ def partition_for(node_name: str, partitions: list[int]) -> int:
     return DefaultPartitioner()(node_name.encode(), ordered, ordered)
 
 
-async def handle_record(actuator: Actuator, record, publisher) -> dict | None:
+async def handle_record(actuator: Actuator, record, publisher, protection=None) -> dict | None:
     """Apply one consumed record addressed to this node and submit its ack (or its dead letter); the ack.
 
     The host writes run in a worker thread; the publisher is only touched from the event loop's thread."""
@@ -186,6 +186,8 @@ async def handle_record(actuator: Actuator, record, publisher) -> dict | None:
                                                               int(time.time() * 1000)))
         return None
     ack = await asyncio.to_thread(actuator.apply, value)
+    if protection is not None:
+        protection.on_stream_ack(value, ack)
     if publisher is not None and not actuator.dry_run:
         publisher.submit_record(ACKS_TOPIC, ack["nodeName"], "ActuationAck", ack,
                                 identity=f"{ack['actuationId']}/{ack['sequence']}")
@@ -193,8 +195,9 @@ async def handle_record(actuator: Actuator, record, publisher) -> dict | None:
 
 
 async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_names: Mapping[str, str],
-                       stop: asyncio.Event, offsets: OffsetStore) -> None:
-    """Apply this node's actuations until ``stop``; reconnects after errors."""
+                       stop: asyncio.Event, offsets: OffsetStore, protection=None) -> None:
+    """Apply this node's actuations until ``stop``; reconnects after errors. ``protection``
+    (``protection.Protection``) hears of every applied actuation and of the broker's reachability."""
     topic = topic_names[ACTUATIONS_TOPIC]
     key = actuator.node_name.encode()
     while not stop.is_set():
@@ -214,13 +217,18 @@ async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_name
                 consumer.seek(tp, start)
             log.info("applying actuations for %s from %s partition %d", actuator.node_name, topic, tp.partition)
             while not stop.is_set():
-                for records in (await consumer.getmany(tp, timeout_ms=1000)).values():
+                batches = await consumer.getmany(tp, timeout_ms=1000)
+                if protection is not None:
+                    protection.reachable()
+                for records in batches.values():
                     for record in records:
                         if record.key == key and record.value is not None:
-                            await handle_record(actuator, record, publisher)
+                            await handle_record(actuator, record, publisher, protection)
                         if not actuator.dry_run:
                             offsets.put(topic, tp.partition, record.offset + 1)
         except Exception as err:
+            if protection is not None:
+                protection.unreachable()
             log.warning("reading actuations failed (%s); retrying", err)
             try:
                 await asyncio.wait_for(stop.wait(), 5)
