@@ -31,7 +31,8 @@ CONTAINER_MEMORY = Gauge("koord_node_agent_container_memory_usage_bytes",
                          "Container memory under the configured policy.", ["pod_uid", "container_id"])
 
 ACTUATIONS = Counter("koord_node_agent_actuations_total",
-                     "Actuations handled by the actuator; result is applied, failed, rejected or dry-run.",
+                     "Actuations handled by the actuator; result is applied, partial (some settings unsupported), "
+                     "unsupported, failed, rejected or dry-run.",
                      ["mechanism", "result"])
 ACTUATIONS_REJECTED = Counter("koord_node_agent_actuations_rejected_total",
                               "Actuations refused before anything was written, by reason "
@@ -66,3 +67,9 @@ def _remove(gauge: Gauge, *labels: str) -> None:
         gauge.remove(*labels)
     except KeyError:
         pass
+PROTECTION_ACTIVE = Gauge("koord_node_agent_protection_active",
+                          "1 while the agent protects the node itself (actuation stream unreachable or silent).")
+PROTECTION_ACTUATIONS = Counter("koord_node_agent_protection_actuations_total",
+                                "Local protection actuations (CPU suppress, hand-back) applied or failed.", ["result"])
+PROTECTION_EVICTIONS = Counter("koord_node_agent_protection_evictions_total",
+                               "Evictions local protection planned and reported (never carried out).", ["reason"])

@@ -97,6 +97,12 @@ class AgentSettings:
     state_dir: Path = Path("/var/lib/koordstream/node-agent")
     """Where the actuator keeps the last applied sequence per target and its read
     offset, so a restart never re-applies an older actuation."""
+    protection_after_s: float = 60.0
+    """Seconds without an actuation or config from the stream (or at once when the broker is
+    unreachable) after which the agent runs CPU suppress and memory-eviction reports itself on
+    the last stored config (``actuator/protection.py``); 0 disables local protection. Shorter
+    reacts sooner to an outage; on a quiet node it also means more rounds of local planning
+    that repeat what the stream would decide."""
 
     def validate(self) -> "AgentSettings":
         if not 0.05 <= self.collect_interval_s <= 60:

@@ -9,30 +9,54 @@ Targets (``targetKind`` / ``targetId``):
 - ``qos`` / a QoS class (``LSR``, ``LS``, ``BE``): the class's cgroup
   (``kubepods`` for LS/LSR, ``kubepods/besteffort`` for BE, as koordlet) or
   its resctrl group of the same name;
-- ``pod`` / the pod UID: the pod's cgroup, wherever its kube QoS dir is;
+- ``pod`` / the pod UID: the pod's cgroup, wherever its kube QoS dir is; its
+  own resctrl group ``koordlet-<uid>`` (koordlet's ``ClosdIdPrefix``); its
+  tc settings;
 - ``container`` / ``<pod uid>/<container id>``;
 - ``hostapp`` / a host application's name from ``system-config``; ``values``
   carry its cgroup path under ``HOSTAPP_PATH`` (relative, validated);
 - ``node`` / the node name: node-wide settings (tc classes).
 
-Mechanisms and their setting names:
+Mechanisms and their setting names (``SETTINGS`` holds the allowed names per
+(mechanism, targetKind); ``MECHANISM_TARGETS`` the pairs):
 
 - ``cgroup``: cgroup v1 file names are the canonical setting names
   (``cpu.cfs_quota_us`` with ``-1`` for unlimited, ``cpu.cfs_period_us``,
   ``cpu.shares``, ``cpu.cfs_burst_us``, ``cpu.idle``, ``cpuset.cpus``,
   ``memory.limit_in_bytes``, ``cpu.bvt_warp_ns`` for group identity); the v2
   backend writes their counterparts (``cpu.max``, ``cpu.weight`` by
-  Koordinator's shares->weight conversion, ``cpu.max.burst``, ...).
+  Koordinator's shares->weight conversion, ``cpu.max.burst``, ...). Pod
+  targets also take ``core_sched.group``: the pod's core-scheduling group
+  (koordlet's ``coresched`` hook): every task of the pods with the same group
+  shares one cookie (``prctl(PR_SCHED_CORE)``); ``0`` is the default cookie
+  (none). A group is a label value or a pod UID, optionally suffixed
+  ``-expeller``; the empty group is a group too (enabled pods without a group
+  label share it).
 - ``resctrl``: ``l3.start_percent``, ``l3.end_percent``, ``mb.percent`` and
-  ``tasks.pods`` (comma-separated pod UIDs whose tasks join the group); the
-  agent turns percents into the host's cache bit masks, as koordlet does.
-- ``tc``: per class ``L0``/``L1``/``L2`` (terway-qos priorities)
-  ``<class>.request_bps`` and ``<class>.limit_bps``, plus ``total_bps``.
+  ``tasks.pods`` (comma-separated pod UIDs whose tasks join the group; on a
+  pod target only that pod's UID); the agent turns percents into the host's
+  cache bit masks, as koordlet does.
+- ``tc``: on the node, per class ``L0``/``L1``/``L2`` (terway-qos priorities)
+  ``<class>.request_bps`` and ``<class>.limit_bps``, plus ``total_bps``; on a
+  pod (annotation ``koordinator.sh/networkQOS``) ``priority`` (0 SYSTEM, 1 LS,
+  2 BE), ``ingress.limit_bps`` and ``egress.limit_bps`` (bits/s, 0 unlimited).
 
 Every value is a decimal string (Avro map of strings). The ``sequence`` is
 per node and increases with every actuation the node aggregate emits; an
 agent applies an actuation only if its sequence is above the last one it
 applied for the same (targetKind, targetId, mechanism).
+
+Acknowledgement (``ActuationAck``): ``values`` are the settings read back
+from the host after the attempt, in canonical names, only for the settings
+this host supports; ``applied`` is true when every supported setting is in
+force (written, or already equal) and at least one setting was supported;
+``error`` is null only when everything asked for is in force. A setting the
+host cannot apply (no such cgroup file, no core scheduling in the kernel, no
+classifier for pod tc, resctrl not mounted) is named in ``error`` as
+``unsupported <setting>: <why>`` and is absent from ``values``, without
+undoing the others: ``applied=true`` with an ``error`` is a partial success.
+A refusal (``rejected (<reason>): ...``) or a failed write (the previous
+values restored) is ``applied=false``.
 
 Signing: HMAC-SHA256 with the shared key from ``KOORD_ACTUATION_KEY`` over
 :func:`canonical_bytes` — the record without ``signature`` as JSON with
@@ -70,19 +94,49 @@ CPU_BVT_WARP = "cpu.bvt_warp_ns"
 CPUSET_CPUS = "cpuset.cpus"
 MEMORY_LIMIT = "memory.limit_in_bytes"
 CGROUP_SETTINGS = (CPU_QUOTA, CPU_PERIOD, CPU_SHARES, CPU_BURST, CPU_IDLE, CPU_BVT_WARP, CPUSET_CPUS, MEMORY_LIMIT)
+"""The cgroup settings that are cgroup files (v1 names)."""
+CORE_SCHED_GROUP = "core_sched.group"
+"""``cgroup`` on a pod: its core-scheduling group; pods of one group share one cookie."""
+CORE_SCHED_NONE = "0"
+"""The ``core_sched.group`` of the default cookie (no core scheduling)."""
 
 L3_START = "l3.start_percent"
 L3_END = "l3.end_percent"
 MB_PERCENT = "mb.percent"
 TASKS_PODS = "tasks.pods"
 RESCTRL_SETTINGS = (L3_START, L3_END, MB_PERCENT, TASKS_PODS)
+RESCTRL_POD_GROUP_PREFIX = "koordlet-"
+"""A pod's own resctrl group is ``koordlet-<pod uid>`` (koordlet's resctrl hook)."""
 
 NET_CLASSES = ("L0", "L1", "L2")
 TOTAL_BPS = "total_bps"
 REQUEST_BPS_SUFFIX = ".request_bps"
 LIMIT_BPS_SUFFIX = ".limit_bps"
 TC_SETTINGS = (TOTAL_BPS, *(f"{c}{suffix}" for c in NET_CLASSES for suffix in (REQUEST_BPS_SUFFIX, LIMIT_BPS_SUFFIX)))
+NET_PRIORITY = "priority"
+"""``tc`` on a pod: its terway-qos priority (0 SYSTEM, 1 LS, 2 BE)."""
+NET_INGRESS_LIMIT = "ingress.limit_bps"
+NET_EGRESS_LIMIT = "egress.limit_bps"
+"""``tc`` on a pod: its own limits from ``koordinator.sh/networkQOS`` in bits/s (0: unlimited)."""
+POD_TC_SETTINGS = (NET_PRIORITY, NET_INGRESS_LIMIT, NET_EGRESS_LIMIT)
 HOSTAPP_PATH = "cgroup.path"
+
+MECHANISM_TARGETS = {
+    MECHANISM_CGROUP: (TARGET_QOS, TARGET_POD, TARGET_CONTAINER, TARGET_HOSTAPP),
+    MECHANISM_RESCTRL: (TARGET_QOS, TARGET_POD),
+    MECHANISM_TC: (TARGET_NODE, TARGET_POD),
+}
+"""The target kinds each mechanism applies to."""
+SETTINGS = {
+    **{(MECHANISM_CGROUP, kind): CGROUP_SETTINGS for kind in (TARGET_QOS, TARGET_CONTAINER)},
+    (MECHANISM_CGROUP, TARGET_POD): (*CGROUP_SETTINGS, CORE_SCHED_GROUP),
+    (MECHANISM_CGROUP, TARGET_HOSTAPP): (HOSTAPP_PATH, *CGROUP_SETTINGS),
+    (MECHANISM_RESCTRL, TARGET_QOS): RESCTRL_SETTINGS,
+    (MECHANISM_RESCTRL, TARGET_POD): RESCTRL_SETTINGS,
+    (MECHANISM_TC, TARGET_NODE): TC_SETTINGS,
+    (MECHANISM_TC, TARGET_POD): POD_TC_SETTINGS,
+}
+"""(mechanism, targetKind) -> the setting names an actuation may carry: the whole vocabulary."""
 
 KEY_ENV = "KOORD_ACTUATION_KEY"
 

@@ -12,7 +12,8 @@ Files (one concern each; one backend per mechanism):
 ``cgroup.py``      target directories, clamping and LS protection for both versions
 ``cgroupv1.py``    v1 files per subsystem
 ``cgroupv2.py``    unified files (cpu.max, cpu.weight, memory.max, ...)
-``resctrl.py``     LLC CAT masks and MBA per QoS group, tasks of pods
+``coresched.py``   core-scheduling cookies of a pod's tasks (prctl PR_SCHED_CORE)
+``resctrl.py``     LLC CAT masks and MBA per QoS group or pod group, tasks of pods
 ``tc.py``          HTB classes L0/L1/L2 on one interface
 ``actuator.py``    ``Actuator.apply(record) -> ack`` and the Kafka loop
 =================  ==================================================================

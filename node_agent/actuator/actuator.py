@@ -8,8 +8,11 @@
 
 A rejection writes nothing and is acknowledged ``applied=false`` with its
 reason; a failed write is acknowledged ``applied=false`` with the error and
-the values in force (the previous ones); settings this host lacks are
-acknowledged as unsupported (``applied=false``, the others applied).
+the values in force (the previous ones); settings this host lacks are named
+in ``error`` as ``unsupported <setting>: <why>`` while the others are applied
+and read back: ``applied=true`` when at least one setting is supported and
+all supported ones are in force (the contract's acknowledgement semantics,
+``streams/actuation.py``).
 
 :func:`run_actuator` is the Kafka shell: it reads the one partition of the
 actuations topic that carries this node's key (the topic is keyed by
@@ -124,8 +127,10 @@ class Actuator:
         values = backend.read_back(plan)
         problems = [outcome_error] if outcome_error else []
         problems += [f"unsupported {name}: {why}" for name, why in plan.unsupported.items()]
-        applied = not problems
-        metrics.ACTUATIONS.labels(label, "applied" if applied else "failed").inc()
+        applied = outcome_error is None and bool(plan.requested)
+        result = "failed" if outcome_error else "applied" if applied and not plan.unsupported else \
+            "partial" if applied else "unsupported"
+        metrics.ACTUATIONS.labels(label, result).inc()
         return self._ack(record, applied, values, "; ".join(problems) or None)
 
     def _ack(self, record: object, applied: bool, values: dict[str, str], error: str | None) -> dict:
@@ -164,8 +169,10 @@ def partition_for(node_name: str, partitions: list[int]) -> int:
     return DefaultPartitioner()(node_name.encode(), ordered, ordered)
 
 
-def handle_record(actuator: Actuator, record, publisher, topic_id: str = ACTUATIONS_TOPIC) -> dict | None:
-    """Apply one consumed record addressed to this node; submit its ack (or its dead letter). The ack, if any."""
+async def handle_record(actuator: Actuator, record, publisher, protection=None) -> dict | None:
+    """Apply one consumed record addressed to this node and submit its ack (or its dead letter); the ack.
+
+    The host writes run in a worker thread; the publisher is only touched from the event loop's thread."""
     try:
         schema, value = codec.decode(record.value)
         if schema != "Actuation":
@@ -178,7 +185,9 @@ def handle_record(actuator: Actuator, record, publisher, topic_id: str = ACTUATI
                                                               record.key, record.value, str(err),
                                                               int(time.time() * 1000)))
         return None
-    ack = actuator.apply(value)
+    ack = await asyncio.to_thread(actuator.apply, value)
+    if protection is not None:
+        protection.on_stream_ack(value, ack)
     if publisher is not None and not actuator.dry_run:
         publisher.submit_record(ACKS_TOPIC, ack["nodeName"], "ActuationAck", ack,
                                 identity=f"{ack['actuationId']}/{ack['sequence']}")
@@ -186,8 +195,9 @@ def handle_record(actuator: Actuator, record, publisher, topic_id: str = ACTUATI
 
 
 async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_names: Mapping[str, str],
-                       stop: asyncio.Event, offsets: OffsetStore) -> None:
-    """Apply this node's actuations until ``stop``; reconnects after errors."""
+                       stop: asyncio.Event, offsets: OffsetStore, protection=None) -> None:
+    """Apply this node's actuations until ``stop``; reconnects after errors. ``protection``
+    (``protection.Protection``) hears of every applied actuation and of the broker's reachability."""
     topic = topic_names[ACTUATIONS_TOPIC]
     key = actuator.node_name.encode()
     while not stop.is_set():
@@ -207,13 +217,18 @@ async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_name
                 consumer.seek(tp, start)
             log.info("applying actuations for %s from %s partition %d", actuator.node_name, topic, tp.partition)
             while not stop.is_set():
-                for records in (await consumer.getmany(tp, timeout_ms=1000)).values():
+                batches = await consumer.getmany(tp, timeout_ms=1000)
+                if protection is not None:
+                    protection.reachable()
+                for records in batches.values():
                     for record in records:
                         if record.key == key and record.value is not None:
-                            await asyncio.to_thread(handle_record, actuator, record, publisher)
+                            await handle_record(actuator, record, publisher, protection)
                         if not actuator.dry_run:
                             offsets.put(topic, tp.partition, record.offset + 1)
         except Exception as err:
+            if protection is not None:
+                protection.unreachable()
             log.warning("reading actuations failed (%s); retrying", err)
             try:
                 await asyncio.wait_for(stop.wait(), 5)

@@ -10,20 +10,30 @@ the LSR/LS ``qos`` targets only settings that cannot starve LS pods are
 accepted: quota and memory limit ``-1``, ``cpu.idle`` 0, ``cpu.bvt_warp_ns`` >= 0,
 no cpuset (``protected-target`` otherwise). The version modules
 (``cgroupv1.py``, ``cgroupv2.py``) say which files carry each setting.
+
+``core_sched.group`` (pod targets) is not a file: after the files are
+written, the pod's thread groups (``cgroup.procs`` of its directory and all
+below, in the cpu hierarchy) are put in the group's core-scheduling cookie
+(``coresched.py``); a kernel without core scheduling makes it unsupported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import os
+from pathlib import Path
+
 from node_agent.actuator import limits
 from node_agent.actuator.backend import Outcome, Plan
+from node_agent.actuator.coresched import GROUP, CoreScheduling
 from node_agent.actuator.files import Write, apply_writes, read_value, write_value
-from node_agent.actuator.paths import CgroupPaths, PathProblem
+from node_agent.actuator.paths import CgroupPaths, PathProblem, confined
 from node_agent.actuator.verify import BAD_TARGET, BAD_VALUE, PROTECTED_TARGET, TARGET_NOT_FOUND, Rejected, Target
 from node_agent.collectors.cgroups import CgroupLayout
 from streams import actuation as contract
-from streams.actuation import (CGROUP_SETTINGS, CPU_BURST, CPU_BVT_WARP, CPU_IDLE, CPU_PERIOD, CPU_QUOTA, CPU_SHARES,
+from node_agent.hostfs import read_text
+from streams.actuation import (CGROUP_SETTINGS, CORE_SCHED_GROUP, CPU_BURST, CPU_BVT_WARP, CPU_IDLE, CPU_PERIOD, CPU_QUOTA, CPU_SHARES,
                                CPUSET_CPUS, MEMORY_LIMIT)
 
 Desired = dict[str, object]
@@ -34,10 +44,12 @@ class CgroupBackend:
     mechanism = contract.MECHANISM_CGROUP
     version = ""
 
-    def __init__(self, layout: CgroupLayout, writer: Callable = write_value) -> None:
+    def __init__(self, layout: CgroupLayout, writer: Callable = write_value,
+                 core_sched: CoreScheduling | None = None) -> None:
         self.layout = layout
         self.paths = CgroupPaths(layout)
         self.writer = writer
+        self.core_sched = core_sched or CoreScheduling()
 
     # Version specifics.
 
@@ -79,26 +91,57 @@ class CgroupBackend:
 
     def plan(self, target: Target, values: dict[str, str]) -> Plan:
         rel = self.target_dir(target)
+        group = values.get(CORE_SCHED_GROUP)
+        if group is not None and not GROUP.match(group):
+            raise Rejected(BAD_VALUE, f"{CORE_SCHED_GROUP}={group!r} is not a label value or a pod UID")
         desired = self.normalize(rel, values)
         if target.kind == contract.TARGET_QOS and target.qos in ("LSR", "LS"):
             protect_ls(target, desired)
         writes, unsupported = self.writes(rel, desired)
         actions = [f"write {w.value!r} to {w.path}" for w in writes if not w.satisfied_by(read_value(w.path))]
+        if group is not None:
+            why = self.core_sched.unsupported()
+            if why is not None:
+                unsupported[CORE_SCHED_GROUP] = why
+                group = None
+            else:
+                actions.append(f"core-scheduling group {group!r} for the tasks of {rel}")
         requested = tuple(s for s in CGROUP_SETTINGS if s in desired and s not in unsupported)
-        return Plan(target, requested, actions, unsupported, payload=(rel, writes))
+        requested += (CORE_SCHED_GROUP,) if group is not None else ()
+        return Plan(target, requested, actions, unsupported, payload=(rel, writes, group))
 
     def execute(self, plan: Plan) -> Outcome:
-        _, writes = plan.payload
-        return Outcome(apply_writes(writes, self.writer).error)
+        rel, writes, group = plan.payload
+        error = apply_writes(writes, self.writer).error
+        if error is None and group is not None:
+            error = self.core_sched.apply(group, self.processes(rel))
+        return Outcome(error)
 
     def read_back(self, plan: Plan) -> dict[str, str]:
-        rel, _ = plan.payload
+        rel, _, group = plan.payload
         result = {}
         for setting in plan.requested:
+            if setting == CORE_SCHED_GROUP:
+                value = self.core_sched.read(self.processes(rel), group)
+                if value is not None:
+                    result[setting] = value
+                continue
             value = self.read_current(rel, setting)
             if value is not None:
                 result[setting] = self.format_current(setting, value)
         return result
+
+    def processes(self, rel: str) -> list[int]:
+        """Thread-group ids in ``rel`` and every cgroup below it (cpu hierarchy), in tree order."""
+        top = self.paths.directory("cpu", rel)
+        hierarchy = self.paths.hierarchy("cpu")
+        found: list[int] = []
+        for directory, _, _ in os.walk(top, followlinks=False):
+            confined(hierarchy, os.path.relpath(directory, hierarchy))
+            for line in (read_text(Path(directory) / "cgroup.procs") or "").split():
+                if line.isdigit() and int(line) not in found:
+                    found.append(int(line))
+        return found
 
     def normalize(self, rel: str, values: dict[str, str]) -> Desired:
         """The clamped values; Rejected(bad-value) for text that is not a value of its setting."""

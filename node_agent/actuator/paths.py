@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from node_agent.collectors.cgroups import BEST_EFFORT, GUARANTEED, CgroupLayout
-from streams.actuation import QOS_GROUPS
+from streams.actuation import QOS_GROUPS, RESCTRL_POD_GROUP_PREFIX
 
 POD_UID = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
 CONTAINER_ID = re.compile(r"^[0-9a-f]{12,128}$")
@@ -125,3 +125,8 @@ class CgroupPaths:
 
 def resctrl_group_dir(root: Path, group: str) -> Path:
     return confined(root, qos_group(group))
+
+
+def resctrl_pod_group_dir(root: Path, uid: str) -> Path:
+    """A pod's own group, ``koordlet-<uid>``: the name comes only from the validated UID."""
+    return confined(root, RESCTRL_POD_GROUP_PREFIX + pod_uid(uid))

@@ -1,6 +1,10 @@
 """Resctrl backend: LLC ways (CAT) and memory bandwidth (MBA) per QoS group, as koordlet's resctrl reconcile.
 
-Group ``<resctrl root>/<LSR|LS|BE>`` (created when missing). Its ``schemata``
+Group ``<resctrl root>/<LSR|LS|BE>`` for a ``qos`` target, ``<resctrl root>/koordlet-<pod uid>`` for a
+``pod`` target (koordlet's resctrl hook; its ``tasks.pods`` may only name that pod), created when missing.
+A pod's group is not removed when the pod leaves (the contract has no such actuation; the kernel has a
+limited number of CLOSIDs, so a node with many annotated pods runs out: ``mkdir`` fails with ENOSPC and the
+ack says so). Its ``schemata``
 gets, for the resources the actuation names::
 
     L3:<id>=<mask>;<id>=<mask>       for every L3 cache id of the root schemata
@@ -39,7 +43,8 @@ from pathlib import Path
 from node_agent.actuator import limits
 from node_agent.actuator.backend import Outcome, Plan
 from node_agent.actuator.files import Write, apply_writes, describe, read_value, write_value
-from node_agent.actuator.paths import CgroupPaths, PathProblem, confined, pod_uid, resctrl_group_dir
+from node_agent.actuator.paths import (CgroupPaths, PathProblem, confined, pod_uid, resctrl_group_dir,
+                                      resctrl_pod_group_dir)
 from node_agent.actuator.verify import BAD_TARGET, BAD_VALUE, Rejected, Target
 from node_agent.collectors.cgroups import CgroupLayout
 from node_agent.hostfs import read_text
@@ -153,7 +158,10 @@ class ResctrlBackend:
         if info is None:
             return Plan(target, (), unsupported={s: f"resctrl is not mounted at {self.root}" for s in asked})
         try:
-            group = resctrl_group_dir(self.root, target.qos)
+            if target.kind == contract.TARGET_POD:
+                group = resctrl_pod_group_dir(self.root, target.pod_uid)
+            else:
+                group = resctrl_group_dir(self.root, target.qos)
         except PathProblem as err:
             raise Rejected(BAD_TARGET, str(err)) from None
         current = parse_schemata(read_text(group / "schemata")) if group.is_dir() else {}
@@ -178,6 +186,8 @@ class ResctrlBackend:
                     percent = limits.clamp(limits.parse_int(MB_PERCENT, values[MB_PERCENT]), 1, 100)
                     wanted["MB"] = {i: str(info.mb_value(percent)) for i in info.mb_ids}
             pods = self._pods(values)
+            if target.kind == contract.TARGET_POD and pods and pods != (target.pod_uid,):
+                raise limits.ValueProblem(f"{TASKS_PODS} of pod {target.pod_uid}'s group may only name that pod")
         except (limits.ValueProblem, MaskProblem) as err:
             raise Rejected(BAD_VALUE, str(err)) from None
         for resource, domains in wanted.items():

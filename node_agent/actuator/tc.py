@@ -27,6 +27,12 @@ previous rates back (or are deleted if new), and a root qdisc created by
 this actuation is deleted, restoring the interface's default. Read back:
 ``tc class show`` (iproute2's ``-j`` output does not cover HTB classes),
 parsed from its text.
+
+Pod targets (``priority``, ``ingress.limit_bps``, ``egress.limit_bps``) are
+reported unsupported: putting one pod's packets in a class needs a
+classifier (net_cls classids, or terway-qos' eBPF programs keyed by the
+pod's address), and ingress shaping an IFB device; neither is set up here
+(this host has no net_cls hierarchy either).
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ from node_agent.actuator import limits
 from node_agent.actuator.backend import Outcome, Plan
 from node_agent.actuator.verify import BAD_VALUE, Rejected, Target
 from streams import actuation as contract
-from streams.actuation import LIMIT_BPS_SUFFIX, NET_CLASSES, REQUEST_BPS_SUFFIX, TC_SETTINGS, TOTAL_BPS
+from streams.actuation import (LIMIT_BPS_SUFFIX, NET_CLASSES, POD_TC_SETTINGS, REQUEST_BPS_SUFFIX, TARGET_POD,
+                               TC_SETTINGS, TOTAL_BPS)
 
 HANDLE = "1:"
 PARENT = "1:1"
@@ -53,6 +60,8 @@ _CLASS = re.compile(r"^class htb (\S+) (?:root|parent (\S+))(?: leaf \S+)?(?: pr
                     r"(?:quantum \d+ )?rate (\S+) ceil (\S+)")
 MIN_QUANTUM, MAX_QUANTUM = 1514, 200_000
 TIMEOUT_S = 10.0
+POD_UNSUPPORTED = ("pod-level tc needs a classifier for the pod's packets (net_cls classid or terway-qos eBPF) "
+                   "and an IFB device for ingress; this agent shapes node classes only")
 
 Runner = Callable[[Sequence[str]], subprocess.CompletedProcess]
 
@@ -115,6 +124,8 @@ class TcBackend:
         return True, parse_classes(shown.stdout) if shown.returncode == 0 else {}
 
     def plan(self, target: Target, values: dict[str, str]) -> Plan:
+        if target.kind == TARGET_POD:
+            return Plan(target, (), unsupported={name: POD_UNSUPPORTED for name in POD_TC_SETTINGS if name in values})
         try:
             asked = {name: limits.parse_int(name, text) for name, text in values.items() if name in TC_SETTINGS}
         except limits.ValueProblem as err:
@@ -187,6 +198,8 @@ class TcBackend:
         return "".join(f"; {p}" for p in problems)
 
     def read_back(self, plan: Plan) -> dict[str, str]:
+        if not plan.requested:
+            return {}
         try:
             ours, classes = self._state()
         except (OSError, subprocess.SubprocessError):

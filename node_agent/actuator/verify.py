@@ -9,10 +9,13 @@ Checks, in this order (the first failing one is the reason):
    (``bad-signature``); checked before anything else is looked at, so an
    unsigned record cannot probe the rest;
 4. target kind, mechanism and their pairing are known (``unknown-target-kind``,
-   ``unknown-mechanism``, ``mechanism-not-for-target``): cgroup for qos, pod,
-   container and hostapp; resctrl for qos; tc for node;
+   ``unknown-mechanism``, ``mechanism-not-for-target``): the contract's
+   ``MECHANISM_TARGETS`` (cgroup for qos, pod, container and hostapp; resctrl
+   for qos and pod; tc for node and pod);
 5. the target id is a valid identifier (``bad-target``, ``paths.py``);
-6. every setting name belongs to the mechanism (``unknown-setting``);
+6. every setting name belongs to the (mechanism, target kind) in the
+   contract's ``SETTINGS`` (``unknown-setting``). A known setting the host
+   cannot apply is not refused here: the backend reports it unsupported;
 7. the sequence is above the last one applied for the same
    (targetKind, targetId, mechanism) (``stale-sequence``; replays land here).
 
@@ -46,17 +49,8 @@ REASONS = (MALFORMED, WRONG_NODE, UNSIGNED, BAD_SIGNATURE, UNKNOWN_TARGET_KIND, 
            MECHANISM_NOT_FOR_TARGET, BAD_TARGET, UNKNOWN_SETTING, STALE_SEQUENCE, BAD_VALUE, PROTECTED_TARGET,
            TARGET_NOT_FOUND)
 
-MECHANISM_TARGETS = {
-    contract.MECHANISM_CGROUP: (contract.TARGET_QOS, contract.TARGET_POD, contract.TARGET_CONTAINER,
-                                contract.TARGET_HOSTAPP),
-    contract.MECHANISM_RESCTRL: (contract.TARGET_QOS,),
-    contract.MECHANISM_TC: (contract.TARGET_NODE,),
-}
-SETTINGS = {
-    contract.MECHANISM_CGROUP: contract.CGROUP_SETTINGS,
-    contract.MECHANISM_RESCTRL: contract.RESCTRL_SETTINGS,
-    contract.MECHANISM_TC: contract.TC_SETTINGS,
-}
+MECHANISM_TARGETS = contract.MECHANISM_TARGETS
+SETTINGS = contract.SETTINGS
 
 
 class Rejected(Exception):
@@ -117,10 +111,9 @@ class Verifier:
         if kind not in MECHANISM_TARGETS[mechanism]:
             raise Rejected(MECHANISM_NOT_FOR_TARGET, f"{mechanism} does not apply to {kind} targets")
         target = self._target(kind, record["targetId"], mechanism, values)
-        allowed = set(SETTINGS[mechanism]) | ({contract.HOSTAPP_PATH} if kind == contract.TARGET_HOSTAPP else set())
-        unknown = sorted(set(values) - allowed)
+        unknown = sorted(set(values) - set(SETTINGS[mechanism, kind]))
         if unknown:
-            raise Rejected(UNKNOWN_SETTING, f"{', '.join(unknown)} not among the {mechanism} settings")
+            raise Rejected(UNKNOWN_SETTING, f"{', '.join(unknown)} not among the {mechanism} settings of {kind} targets")
         if not set(values) - {contract.HOSTAPP_PATH}:
             raise Rejected(BAD_VALUE, "no settings to apply")
         last = self.sequences.last(target.key)

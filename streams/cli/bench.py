@@ -57,4 +57,26 @@ def nodes_cmd(nodes: int, pods: int, rounds: int, seed: int, output: str) -> Non
     click.echo(f"state: {result['state_bytes_per_node']} bytes/node (setup took {result['setup_seconds']} s)")
 
 
+@bench.command("actuation")
+@click.option("--events", default=200, show_default=True, help="NodeMetrics to produce (each changes the BE quota).")
+@click.option("--rate", type=float, default=20.0, show_default=True, help="NodeMetrics per second.")
+@click.option("--cgroups", type=click.Choice(["auto", "real", "fake"]), default="auto", show_default=True,
+              help="Write a real cgroup v1 test tree (root) or a fake one; auto: real when root.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+def actuation_cmd(events: int, rate: float, cgroups: str, output: str) -> None:
+    """p50/p99 latency from a NodeMetric produced to the BE cgroup quota written by a node agent's actuator."""
+    from streams.bench import actuation
+
+    with harness.running(context.settings().broker) as running:
+        result = actuation.run(running, events, rate, cgroups)
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    stages = result["stages"]
+    click.echo(f"NodeMetric -> cgroup write ({result['written']}/{result['events']} events at {result['rate_per_s']}/s, "
+               f"{result['cgroup']}): p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms, max {result['max_ms']} ms")
+    for name, figures in stages.items():
+        click.echo(f"  {name}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms, max {figures['max_ms']} ms")
+
+
 COMMANDS = (bench,)

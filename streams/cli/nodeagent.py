@@ -8,7 +8,10 @@ Unless ``--no-actuate``, the agent also applies the actuations addressed to
 this node (``node_agent.actuator``) and publishes their acknowledgements;
 ``KOORD_ACTUATION_KEY`` set means unsigned or badly signed actuations are
 refused. ``--dry-run`` prints, one JSON line per actuation, what would be
-written, and writes, persists and acknowledges nothing.
+written, and writes, persists and acknowledges nothing. With actuation on and
+``--protection-after`` above 0, the agent also keeps the last slo-controller-config
+and protects the node itself when the stream is silent or unreachable
+(``node_agent/actuator/protection.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 import click
 
 from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator
+from node_agent.actuator.protection import Protection, follow_configs, run_protection
 from node_agent.agent import NodeAgent
 from node_agent.collectors.hostapps import HostApplicationError
 from node_agent.publisher import Publisher, encode_manifest
@@ -65,12 +69,15 @@ D = AgentSettings()
               help="Interface whose egress gets the HTB classes L0/L1/L2 (default: none, tc actuations unsupported).")
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), default=D.state_dir,
               show_default=True, help="Where the last applied actuation sequences and the read offset are kept.")
+@click.option("--protection-after", type=float, default=D.protection_after_s, show_default=True,
+              help="Seconds without actuations or config (or at once with the broker unreachable) before the agent "
+                   "runs CPU suppress and memory-eviction reports itself on the last config; 0: never.")
 @metrics_options
 def node_agent(node_name: str, once: bool, output: str, collect_interval: float, report_interval: float,
                aggregate_duration: float, memory_policy: str, cgroup_root: Path, kubepods_dir: str,
                cgroup_driver: str, cgroup_version: str, proc_root: Path, sys_root: Path,
                host_applications: Path | None, max_buffered_metrics: int, actuate: bool, dry_run: bool,
-               resctrl_root: Path, tc_interface: str, state_dir: Path, metrics_port: int,
+               resctrl_root: Path, tc_interface: str, state_dir: Path, protection_after: float, metrics_port: int,
                metrics_host: str) -> None:
     """Collect this host's node, pod and device usage; publish Node, NodeMetric and Device objects."""
     settings = AgentSettings(
@@ -79,7 +86,8 @@ def node_agent(node_name: str, once: bool, output: str, collect_interval: float,
         kubepods_dir=kubepods_dir, cgroup_driver=cgroup_driver, cgroup_version=cgroup_version,
         proc_root=proc_root, sys_root=sys_root, host_applications_file=host_applications,
         max_buffered_metrics=max_buffered_metrics, actuate=actuate, actuation_dry_run=dry_run,
-        resctrl_root=resctrl_root, tc_interface=tc_interface, state_dir=state_dir)
+        resctrl_root=resctrl_root, tc_interface=tc_interface, state_dir=state_dir,
+        protection_after_s=protection_after)
     try:
         agent = NodeAgent(settings)
     except (SettingsError, HostApplicationError) as err:
@@ -124,7 +132,12 @@ async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuat
     tasks = [publisher.run(stop), run_agent(agent, publisher, stop), follow_pods(agent, bootstrap, names, stop)]
     if actuator is not None:
         offsets = OffsetStore(agent.settings.state_dir)
-        tasks.append(run_actuator(actuator, publisher, bootstrap, names, stop, offsets))
+        protection = None
+        if agent.settings.protection_after_s > 0 and not actuator.dry_run:
+            protection = Protection(actuator, agent.settings.state_dir,
+                                    stale_after_s=agent.settings.protection_after_s)
+            tasks += [follow_configs(protection, bootstrap, names, stop), run_protection(protection, agent, stop)]
+        tasks.append(run_actuator(actuator, publisher, bootstrap, names, stop, offsets, protection))
     await asyncio.gather(*tasks)
 
 

@@ -12,6 +12,9 @@ the last inbox records.
 What-if (``--config FILE``): the same inbox under another configuration,
 compared with the replay of the unchanged inbox (``streams.replay.whatif``);
 nothing is written to any topic.
+
+Actuations are signed with the key of the environment, as the worker signs them
+(``streams.actuation.signing_key``): replaying signed actuations needs the same key.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import time
 
 import click
 
+from streams import actuation
 from streams.agents.outputs import OUTPUT_TOPICS
 from streams.cli import context
+from streams.nodeqos import planner
 from streams.objects import ManifestError
 from streams.replay import run, whatif
 from streams.replay.compare import Report, compare_by_schema, total
@@ -72,6 +77,7 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
         raise click.ClickException(f"the inbox {inbox} holds no record of domain {domain!r}")
     if node is not None and not run.partitions_of(events, node):
         raise click.ClickException(f"the inbox {inbox} holds no record of node {node!r}")
+    planner.SIGNING_KEY = actuation.signing_key()
     caused = run.replay(aggregate, events, domain=domain, node=node)
     header = {"aggregate": aggregate, "inbox": inbox, "events": len(caused), "undecodable": len(undecodable),
               "window": window.describe(), "domain": domain, "node": node}

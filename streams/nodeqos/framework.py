@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from streams import actuation
 from streams.noderesource.views import MetricView, NodeView, PodView
 from streams.nodeqos.config import NodeQoSStrategy
 
@@ -87,16 +88,11 @@ class Strategy(Protocol):
         ...
 
 
-CORE_SCHED_GROUP = "core_sched.group"
-"""``cgroup`` on a pod: its core-scheduling cookie group (pods with the same group share a cookie), or
-``CORE_SCHED_NONE`` for the default cookie. Not in ``streams.actuation``'s vocabulary yet: an actuator that
-does not know it (or a kernel without core scheduling) reports so in its ack."""
-CORE_SCHED_NONE = "0"
-NET_PRIORITY = "priority"
-"""``tc`` on a pod: its terway-qos priority (0 SYSTEM, 1 LS, 2 BE); not in ``streams.actuation`` yet."""
-NET_INGRESS_LIMIT = "ingress.limit_bps"
-NET_EGRESS_LIMIT = "egress.limit_bps"
-"""``tc`` on a pod: its own limits from ``koordinator.sh/networkQOS``; not in ``streams.actuation`` yet."""
-REQUEST_BPS = ".request_bps"
-LIMIT_BPS = ".limit_bps"
-"""Suffixes of a class's ``tc`` settings (``L1.request_bps``); every ``*_bps`` value is bits per second."""
+# The setting names strategies emit beyond ``streams.actuation``'s import lists: defined once, in the contract.
+CORE_SCHED_GROUP = actuation.CORE_SCHED_GROUP
+CORE_SCHED_NONE = actuation.CORE_SCHED_NONE
+NET_PRIORITY = actuation.NET_PRIORITY
+NET_INGRESS_LIMIT = actuation.NET_INGRESS_LIMIT
+NET_EGRESS_LIMIT = actuation.NET_EGRESS_LIMIT
+REQUEST_BPS = actuation.REQUEST_BPS_SUFFIX
+LIMIT_BPS = actuation.LIMIT_BPS_SUFFIX

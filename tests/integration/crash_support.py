@@ -91,6 +91,10 @@ class CrashCluster:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
 
+    def stop_worker(self, name: str) -> None:
+        """Stop worker ``name`` the orderly way (SIGTERM): it leaves the group and its partitions move at once."""
+        supervision.stop([self.workers[name].process])
+
     def metric(self, name: str, sample: str, **labels: str) -> float:
         """The current value of a Prometheus sample of worker ``name`` (0 when absent)."""
         from prometheus_client.parser import text_string_to_metric_families

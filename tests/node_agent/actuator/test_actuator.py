@@ -1,5 +1,6 @@
 """Actuator.apply end to end on a fake tree, the dry run, and the Kafka shell's pieces."""
 
+import asyncio
 import json
 import types
 
@@ -30,10 +31,16 @@ def test_apply_writes_reads_back_and_acknowledges(v1_tree, tmp_path):
     codec.encode("ActuationAck", ack)
 
 
-def test_unsupported_settings_are_reported_not_applied(v1_tree):
+def test_unsupported_settings_are_named_and_the_others_applied(v1_tree):
     ack = make_actuator(v1_tree).apply(actuation({"cpu.bvt_warp_ns": "-1", "cpu.shares": "2"}))
-    assert ack["applied"] is False and ack["values"] == {"cpu.shares": "2"}
-    assert "unsupported cpu.bvt_warp_ns" in ack["error"]
+    assert ack["applied"] is True and ack["values"] == {"cpu.shares": "2"}
+    assert ack["error"].startswith("unsupported cpu.bvt_warp_ns: no cpu.bvt_warp_ns in ")
+    assert v1_tree.read("cpu", "kubepods/besteffort", "cpu.shares") == "2"
+
+
+def test_nothing_supported_is_not_applied(v1_tree):
+    ack = make_actuator(v1_tree).apply(actuation({"cpu.bvt_warp_ns": "-1"}))
+    assert ack["applied"] is False and ack["values"] == {} and "unsupported cpu.bvt_warp_ns" in ack["error"]
 
 
 def test_failed_write_is_acknowledged_with_the_values_in_force(v1_tree):
@@ -78,8 +85,9 @@ def consumed(value, key=NODE.encode(), offset=4):
 
 def test_handle_record_acks_and_dead_letters(v1_tree):
     actuator, publisher = make_actuator(v1_tree), FakePublisher()
-    handle_record(actuator, consumed(codec.encode("Actuation", actuation({"cpu.shares": "2"}))), publisher)
-    handle_record(actuator, consumed(b"\x00garbage"), publisher)
+    asyncio.run(handle_record(actuator, consumed(codec.encode("Actuation", actuation({"cpu.shares": "2"}))),
+                              publisher))
+    asyncio.run(handle_record(actuator, consumed(b"\x00garbage"), publisher))
     (ack_topic, key, schema, ack), (dead_topic, _, dead_schema, dead) = publisher.records
     assert (ack_topic, key, schema, ack["applied"]) == ("actuation-acks", NODE, "ActuationAck", True)
     assert (dead_topic, dead_schema, dead["sourceOffset"], dead["payload"]) == ("deadletters", "DeadLetter", 4,

@@ -5,7 +5,6 @@ import os
 import pytest
 
 from node_agent.actuator import paths
-from tests.node_agent.actuator.conftest import CgroupTree
 
 
 @pytest.mark.parametrize("uid", ["aaaaaaaa-0000-0000-0000-000000000001", "0123456789abcdef0123456789abcdef"])

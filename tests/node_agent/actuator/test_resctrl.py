@@ -98,3 +98,25 @@ def test_unmounted_resctrl_is_unsupported(tmp_path, v1_tree):
     from node_agent.actuator.resctrl import ResctrlBackend
     plan = ResctrlBackend(tmp_path / "none", v1_tree.layout).plan(BE, {"l3.end_percent": "30"})
     assert set(plan.unsupported) == {"l3.end_percent"} and plan.requested == ()
+
+
+def test_a_pod_gets_its_own_group_named_from_its_uid(host, v1_tree):
+    resctrl, backend = host
+    pod = v1_tree.pod(POD_UID)
+    (v1_tree.root / "cpu" / pod / "tasks").write_text("200\n")
+    target = Target("pod", POD_UID, "resctrl", pod_uid=POD_UID)
+    _, outcome, back = apply(backend, {"l3.start_percent": "0", "l3.end_percent": "30", "mb.percent": "100",
+                                       "tasks.pods": POD_UID}, target)
+    assert outcome.error is None
+    group = resctrl.root / f"koordlet-{POD_UID}"
+    assert (group / "schemata").read_text() == "L3:0=f;1=f\nMB:0=100;1=100\n"
+    assert (group / "tasks").read_text().split() == ["200"]
+    assert back == {"l3.start_percent": "0", "l3.end_percent": "30", "mb.percent": "100", "tasks.pods": POD_UID}
+
+
+def test_a_pods_group_takes_only_that_pods_tasks(host):
+    _, backend = host
+    with pytest.raises(Rejected) as rejected:
+        backend.plan(Target("pod", POD_UID, "resctrl", pod_uid=POD_UID),
+                     {"tasks.pods": "bbbbbbbb-0000-0000-0000-000000000001"})
+    assert rejected.value.reason == BAD_VALUE

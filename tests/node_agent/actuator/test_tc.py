@@ -123,3 +123,13 @@ def test_failure_on_a_fresh_interface_removes_the_new_qdisc():
     tc = FakeTc(fail_on="1:11")
     _, outcome, back = apply(TcBackend("eth0", runner=tc), VALUES)
     assert outcome.error and tc.qdisc.startswith("qdisc noqueue") and back == {}
+
+
+def test_pod_settings_are_unsupported_and_touch_nothing():
+    fake = FakeTc()
+    backend = TcBackend("eth0", runner=fake)
+    pod = Target("pod", "aaaaaaaa-0000-0000-0000-000000000001", "tc", pod_uid="aaaaaaaa-0000-0000-0000-000000000001")
+    plan = backend.plan(pod, {"priority": "2", "ingress.limit_bps": "5000000", "egress.limit_bps": "6000000"})
+    assert set(plan.unsupported) == {"priority", "ingress.limit_bps", "egress.limit_bps"}
+    assert "classifier" in plan.unsupported["priority"] and plan.requested == ()
+    assert backend.execute(plan).error is None and backend.read_back(plan) == {} and fake.commands == []
