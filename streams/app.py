@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import faust
 
-from streams.broker.tansu_workarounds import install_faust_highwater_fix
+from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, install_faust_highwater_fix
 from streams.broker.security import credentials
 from streams.metrics import install_faust_sensor
 from streams.settings import Settings
@@ -34,6 +34,7 @@ forwards (about 3.6 KB each) into many requests that queue behind each other."""
 
 def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
     install_faust_highwater_fix()
+    install_faust_fetch_wait_fix()
     app = faust.App(
         topology.app_id,
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],

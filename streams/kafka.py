@@ -14,6 +14,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import RecordMetadata
 
 from streams.broker.security import aiokafka_auth
+from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS
 from streams.settings import Settings
 
 SESSION_TIMEOUT_MS = 10_000
@@ -54,9 +55,13 @@ async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None
         return [await future for future in futures]
 
 
+CONSUMER_SETTINGS = {"fetch_max_wait_ms": FETCH_MAX_WAIT_MS}
+"""For every consumer koordstream makes (``tansu_workarounds``: a waiting fetch is not woken by new records)."""
+
+
 def consumer(bootstrap: str, topics: Sequence[str], group_id: str | None, from_beginning: bool) -> AIOKafkaConsumer:
     return AIOKafkaConsumer(
-        *topics, **client_settings(bootstrap), group_id=group_id, enable_auto_commit=False,
+        *topics, **client_settings(bootstrap), **CONSUMER_SETTINGS, group_id=group_id, enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=2_000,
     )

@@ -75,7 +75,8 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     rng = random.Random(seed)
     encoded = [_encode(pod_manifest(run, i, rng), names) for i in range(pods)]
     decisions = names["decisions"]
-    consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), group_id=None, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.CONSUMER_SETTINGS, group_id=None,
+                                enable_auto_commit=False)
     await consumer.start()
     tps = [TopicPartition(decisions, p) for p in sorted(consumer.partitions_for_topic(decisions) or ())]
     consumer.assign(tps)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import struct
 import zlib
 from collections.abc import Mapping
@@ -64,9 +65,10 @@ from streams.noderesource.config import SloConfig
 from streams.noderesource.framework import BATCH_CPU, EXTENDED_RESOURCES
 from streams.noderesource.plugins import midresource
 from streams.noderesource.prediction.profile import (
-    NodeProfile, PredictionArgs, forget_pod, predict, profile_from_bytes, profile_to_bytes, train,
+    NodeProfile, PredictionArgs, forget_pod, next_prediction_change_ms, predict, profile_from_bytes, profile_to_bytes,
+    train,
 )
-from streams.noderesource.reconcile import Observer, Published, published_after, reconcile
+from streams.noderesource.reconcile import Observer, Published, published_after, reconcile, strategies
 from streams.noderesource.views import (
     HostAppMetric, MetricView, NodeView, PodTable, PodView, build_node_view, metric_view, node_view,
 )
@@ -154,12 +156,38 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[Node
         return _calculate(_replace(state, sources=sources, node=node_view(event.record)), config, now,
                           event.causation, force=True)
     if kind == "Tick":
-        return _calculate(_replace(state, sources=sources), config, now, event.causation, force=False)
+        return _calculate(state, config, now, event.causation, force=False)
     if kind == "SchedulingDecision":
         if event.deleted:
             return state, []
         return _on_decision(_replace(state, sources=sources), event), []
     return state, []
+
+
+CALCULATING_KINDS = frozenset({"NodeMetric", "Node", "Tick"})
+"""Event kinds after which the node's calculation is up to date (a SchedulingDecision only changes an input)."""
+
+
+def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int) -> float:
+    """The earliest event time after ``calculated_ms`` (when the node was last calculated) at which a Tick
+    can change the node's outcome: its NodeResource expiring (``updateTimeThresholdSeconds``), its
+    NodeMetric going stale (``degradeTimeMinutes``), or, when ProdReclaimable is predicted, a prediction
+    input crossing its cold start or expiry. The outcome is a step function of time with steps only there,
+    so a Tick before it recalculates to what was already decided (``math.inf``: no Tick ever will)."""
+    node, published = state.node, state.published
+    if node is None:
+        return math.inf
+    if published.synced_ms is None:
+        return calculated_ms
+    strategy, _ = strategies(config, node)
+    times = [published.synced_ms + strategy.update_time_threshold_seconds * 1000 + 1]
+    metric = state.metric
+    if metric is not None and metric.update_time_ms is not None:
+        times.append(metric.update_time_ms + strategy.degrade_time_minutes * 60_000 + 1)
+    if (metric is not None and metric.prod_reclaimable is None
+            and PLUGINS[midresource.NAME].args.predict_unreported_reclaimable):
+        times.append(next_prediction_change_ms(state.profile, state.pods, metric, calculated_ms, PREDICTION_ARGS))
+    return min((t for t in times if t > calculated_ms), default=math.inf)
 
 
 def recalculate(state: NodeState, config: SloConfig, now_ms: int,

@@ -10,7 +10,12 @@ this class, so the live stream and its replay apply events the same way:
   parsed; a bad one is rejected with a DeadLetter naming the reason and the
   previous config stays in force; a good one is stored and every node of the
   partition is recalculated;
-- a Tick (broadcast too) lets time pass for every node of the partition.
+- a Tick (broadcast too) lets time pass for the nodes of the partition whose
+  outcome time alone can change by now (``aggregate.tick_due_ms``): between
+  those moments a recalculation gives the same outcome and publishes nothing,
+  so the others are skipped. Which nodes are due is remembered in memory
+  only; a node not remembered (after a restart, a replay, a pod change that
+  waits for the next calculation) is due.
 
 The config in force carries its parsed node-QoS keys (``nodeqos.config.with_qos``):
 an invalid resource-threshold/resource-qos/cpu-burst/system/host-application
@@ -44,6 +49,8 @@ class NodePartition:
     def __init__(self, store: MutableMapping[str, bytes], nodes: Iterable[str] = ()) -> None:
         self.store = store
         self.nodes = set(nodes)
+        self.due: dict[str, float] = {}
+        """Node -> event time of the next Tick that can change its outcome (see ``aggregate.tick_due_ms``)."""
         raw = store.get(CONFIG_KEY)
         self.config = with_qos(parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG)
 
@@ -52,10 +59,13 @@ class NodePartition:
         if event.kind == "ConfigMap":
             return self._on_config(event)
         if event.kind == "Tick":
-            return self._each_node(lambda state: aggregate.handle(state, event, self.config))
+            now = event.timestamp_ms
+            return [out for node in sorted(self.nodes) if self.due.get(node, 0) <= now
+                    for out in self._on_node(node, lambda state: aggregate.handle(state, event, self.config), now)]
         if event.kind == "SchedulingDecision" and event.record is not None:
             event = dataclasses.replace(event, key=event.record["nodeName"])
-        return self._on_node(event.key, lambda state: aggregate.handle(state, event, self.config))
+        calculated = event.timestamp_ms if event.kind in aggregate.CALCULATING_KINDS else None
+        return self._on_node(event.key, lambda state: aggregate.handle(state, event, self.config), calculated)
 
     def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:
         if event.key != CONFIG_OBJECT_KEY:
@@ -73,13 +83,15 @@ class NodePartition:
             self.store.pop(CONFIG_KEY, None)
         else:
             self.store[CONFIG_KEY] = codec.encode("ConfigMap", event.record)
-        return self._each_node(
-            lambda state: aggregate.recalculate(state, config, event.timestamp_ms, event.causation))
 
-    def _each_node(self, step) -> list[tuple[str, dict]]:
-        return [out for node in sorted(self.nodes) for out in self._on_node(node, step)]
+        def step(state):
+            return aggregate.recalculate(state, config, event.timestamp_ms, event.causation)
 
-    def _on_node(self, node: str, step) -> list[tuple[str, dict]]:
+        return [out for node in sorted(self.nodes) for out in self._on_node(node, step, event.timestamp_ms)]
+
+    def _on_node(self, node: str, step, calculated_ms: int | None) -> list[tuple[str, dict]]:
+        """Run ``step`` on the node's state; ``calculated_ms``: the event time when ``step`` recalculates
+        the node (then its next due tick is known), None when it only changed an input (due at once)."""
         before = self.store.get(node)
         state = aggregate.load_state(before) if before is not None else aggregate.initial_state()
         state, outputs = step(state)
@@ -87,4 +99,5 @@ class NodePartition:
         if after != before:
             self.store[node] = after
             self.nodes.add(node)
+        self.due[node] = 0 if calculated_ms is None else aggregate.tick_due_ms(state, self.config, calculated_ms)
         return outputs

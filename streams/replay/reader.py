@@ -21,8 +21,8 @@ IDLE_TIMEOUT_S = 5.0
 
 async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = None) -> list[ConsumerRecord]:
     """Every record of ``topic`` (or of the given partitions), in partition then offset order."""
-    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), enable_auto_commit=False, group_id=None,
-                                auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.CONSUMER_SETTINGS, enable_auto_commit=False,
+                                group_id=None, auto_offset_reset="earliest")
     await consumer.start()
     try:
         if partitions is None:

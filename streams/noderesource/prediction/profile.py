@@ -26,6 +26,7 @@ model goes when the pod is released or after 30 min without a sample. At most
 from __future__ import annotations
 
 import dataclasses
+import math
 import struct
 from collections.abc import Mapping
 
@@ -189,6 +190,21 @@ def reclaimable_pods(pods: Mapping[str, PodView]) -> list[tuple[str, int, int, i
 def _reclaimable_pods(pods: Mapping[str, PodView]) -> list[tuple[str, int, int, int]]:
     return [(key, pod.request_cpu, pod.request_memory, pod.since_ms) for key, pod in pods.items()
             if pod.priority_class in RECLAIMABLE_CLASSES]
+
+
+def next_prediction_change_ms(profile: NodeProfile, pods: Mapping[str, PodView], metric: MetricView, now_ms: int,
+                              args: PredictionArgs = DEFAULT_PREDICTION_ARGS) -> float:
+    """The earliest time after ``now_ms`` at which :func:`predict` can answer differently for the same
+    inputs: a predicted pod leaving its cold start, a pod model or the priority models expiring."""
+    cold_start, expiration = args.cold_start_ms, args.model_expiration_ms
+    times = [] if profile.trained_ms is None else [profile.trained_ms + expiration + 1]
+    for key, _, _, since_ms in reclaimable_pods(pods):
+        if key in metric.pods:
+            times.append(since_ms + cold_start + 1)
+            entry = profile.pod_slots.get(key)
+            if entry is not None:
+                times.append(entry[1] + expiration + 1)
+    return min((t for t in times if t > now_ms), default=math.inf)
 
 
 def predict(profile: NodeProfile, node: NodeView, pods: Mapping[str, PodView], metric: MetricView, now_ms: int,
