@@ -14,6 +14,8 @@ record becomes a dead letter instead of a crashed stream.
 
 from __future__ import annotations
 
+import gc
+
 import faust
 
 from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, install_faust_highwater_fix
@@ -32,9 +34,17 @@ PRODUCER_BATCH_BYTES = 1 << 20
 forwards (about 3.6 KB each) into many requests that queue behind each other."""
 
 
+GC_THRESHOLDS = (50_000, 20, 100)
+"""Python's cyclic garbage collector, tuned for a worker whose heap is mostly long-lived state: with
+the defaults (700, 10, 10) a full collection ran every few seconds under load, pausing the event loop
+100-220 ms to find nothing, which was most of the scheduler's p99 (measured with ``gc.callbacks``).
+Young collections now run every 50,000 allocations and full ones about a hundred times rarer."""
+
+
 def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
     install_faust_highwater_fix()
     install_faust_fetch_wait_fix()
+    gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
         topology.app_id,
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],

@@ -84,6 +84,8 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
         consumer.seek(tp, highwater)
     sent: dict[str, float] = {}
     seen: dict[str, float] = {}
+    sent_wall: dict[str, float] = {}
+    produced_wall: dict[str, float] = {}
     prefix = f"bench-{run}-"
 
     async def submit() -> None:
@@ -95,6 +97,7 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
                     if delay > 0:
                         await asyncio.sleep(delay)
                 sent[key.split("/", 1)[1]] = time.monotonic()
+                sent_wall[key.split("/", 1)[1]] = time.time()
                 await producer.send(topic, key=key.encode(), value=value)
             await producer.flush()
 
@@ -108,16 +111,20 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
                     name = decision["pod"]["name"]
                     if name.startswith(prefix) and name not in seen:
                         seen[name] = now
+                        produced_wall[name] = message.timestamp / 1000
 
     try:
         await asyncio.gather(submit(), collect())
     finally:
         await consumer.stop()
     latencies = np.array([seen[name] - sent[name] for name in seen]) * 1000
+    to_output = np.array([produced_wall[name] - sent_wall[name] for name in seen]) * 1000
     elapsed = max(seen.values()) - min(sent.values()) if seen else float("nan")
     return {"pods": pods, "decided": len(seen), "pods_per_s": round(len(seen) / elapsed, 1) if seen else 0.0,
             "p50_ms": round(float(np.percentile(latencies, 50)), 1) if seen else None,
             "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
+            "submit_to_decision_sent": {"p50_ms": round(float(np.percentile(to_output, 50)), 1),
+                                        "p99_ms": round(float(np.percentile(to_output, 99)), 1)} if seen else None,
             "offered_rate": rate}
 
 

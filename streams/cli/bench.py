@@ -34,6 +34,9 @@ def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: 
     click.echo(f"end to end ({nodes} nodes, {pods} pods, {'offered ' + str(rate) + '/s' if rate else 'saturated'}): "
                f"{e2e['pods_per_s']} pods/s, p50 {e2e['p50_ms']} ms, p99 {e2e['p99_ms']} ms "
                f"({e2e['decided']}/{e2e['pods']} decided)")
+    if e2e["submit_to_decision_sent"]:
+        stage = e2e["submit_to_decision_sent"]
+        click.echo(f"  of which submit -> decision sent by the worker: p50 {stage['p50_ms']} ms, p99 {stage['p99_ms']} ms")
     click.echo(f"in process: {core['pods_per_s']} pods/s ({core['pods']} pods)")
 
 
