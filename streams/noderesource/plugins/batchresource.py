@@ -42,12 +42,19 @@ and subtracts the koord-batch third-party allocations
 (``node.koordinator.sh/thirdPartyAllocations``), clamped at zero. The node is
 updated when either value moves by more than ``resourceDiffThreshold``.
 
-NUMA level (``calculate_on_numa_level``): the same formula per NUMA zone with
-the zone's allocatable as capacity; system usage and node reservation are
-divided evenly over the zones, each pod's request and usage over its
-allocated NUMA nodes (all zones when none). Koordstream's Node record carries
-no NUMA zones yet, so this function is tested on its own and not wired into
-the node calculation.
+NUMA level (``calculate_on_numa_level``, Koordinator's ``calculateOnNUMALevel``),
+when the node's NodeResourceTopology lists cpu or memory in some zone: the
+same formula per zone with the zone's allocatable as capacity; system usage
+and node reservation are divided evenly over the zones, each pod's request and
+usage over its allocated NUMA nodes (``scheduling.koordinator.sh/resource-status``;
+all zones when none). Calculate attaches the zone values to the batch items;
+PreUpdate (``pre_update``, Koordinator's ``updateNRTIfNeeded`` /
+``UpdateNRTZoneListIfNeeded``) turns them into the zone resources to publish:
+batch-cpu amplified by the CPU normalization ratio when > 1, each value
+replaced only when it moved by more than ``resourceDiffThreshold`` (or was
+absent), a zone without result zeroed. A degraded or reset calculation has no
+zone values and leaves the published zones as they are, as Koordinator leaves
+the NRT.
 """
 
 from __future__ import annotations
@@ -60,27 +67,29 @@ from streams.noderesource.classes import PRIORITY_BATCH, PRIORITY_FREE, QOS_LSE
 from streams.noderesource.config import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
 from streams.noderesource.framework import (
     ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE, BATCH_CPU, BATCH_MEMORY, NodeResource, NodeStatus, ResourceItem,
+    ZoneResources,
 )
 from streams.noderesource.quantities import (
-    divide_milli, format_go_float, is_resource_diff, multiply, multiply_milli, scaled_value,
+    divide_milli, format_go_float, is_quantity_diff, is_resource_diff, multiply, multiply_milli, scaled_value,
 )
-from streams.noderesource.resources import (host_app_used_above, is_degrade_needed, prepare_node_for_resource,
-                                            safety_margin)
-from streams.noderesource.views import MetricView, PodView, Snapshot, pod_totals
+from streams.noderesource.resources import (amplify_batch_cpu, cpu_normalization_ratio, host_app_used_above,
+                                            is_degrade_needed, prepare_node_for_resource, safety_margin)
+from streams.noderesource.views import MetricView, PodView, Snapshot, Zone, pod_totals
 from streams.objects.quantity import format_quantity
 
 NAME = "BatchResource"
 RESOURCE_NAMES = (BATCH_CPU, BATCH_MEMORY)
 DEGRADE_MESSAGE = "degrade node resource because of abnormal nodeMetric, reason: degradedByBatchResource"
 NEED_SYNC_REASON = "batch resource diff is big than threshold"
+ZONE_SYNC_REASON = "NRT batch resources diff threshold reached"
 LOW_PRIORITY = (PRIORITY_BATCH, PRIORITY_FREE)
 
 
 @dataclasses.dataclass(frozen=True)
 class BatchResourceArgs:
     numa_level: bool = True
-    """Also calculate per NUMA zone when the node reports zones (Koordinator does when its
-    NodeResourceTopology lists cpu or memory). Not wired yet: no zones in the Node record."""
+    """Also calculate per NUMA zone when the node's NodeResourceTopology lists cpu or memory in a zone
+    (Koordinator always does; False skips it)."""
 
     def validate(self) -> None:
         if not isinstance(self.numa_level, bool):
@@ -216,24 +225,16 @@ def calculate_on_node(snapshot: Snapshot) -> BatchAllocatable:
                                system_used, hp_request, hp_used, hp_max)
 
 
-@dataclasses.dataclass(frozen=True)
-class Zone:
-    """A NUMA zone as Koordinator's NodeResourceTopology lists it: name and allocatable."""
-
-    name: str
-    cpu: int
-    memory: int
-
-
 def pod_numa_split(numa_nodes: Sequence[int], request: tuple[int, int], usage: tuple[int, int],
                    zone_count: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """``GetPodNUMARequestAndUsage`` on (cpu milli, memory milli-bytes): per-zone request and usage.
 
-    Evenly over the pod's allocated NUMA nodes (ids outside ``[0, zone_count)`` ignored), or over all
-    zones when it has none; ``DivideResourceList`` rounds each share up at milli precision.
+    Evenly over the pod's allocated NUMA nodes (ids outside ``[0, zone_count)`` ignored; a listed id counts
+    each time it is listed, as Koordinator counts entries), or over all zones when it has none;
+    ``DivideResourceList`` rounds each share up at milli precision.
     """
     allocated = set(numa_nodes)
-    count = sum(1 for node in allocated if 0 <= node < zone_count)
+    count = sum(1 for node in numa_nodes if 0 <= node < zone_count)
     requests, usages = [], []
     for zone in range(zone_count):
         if count <= 0:
@@ -325,8 +326,15 @@ class BatchResource:
         if is_degrade_needed(snapshot.strategy, snapshot.metric, snapshot.now_ms):
             return self.reset(DEGRADE_MESSAGE)
         allocatable = calculate_on_node(snapshot)
-        return [ResourceItem(BATCH_CPU, allocatable.cpu, message_source=partial(cpu_message, *allocatable.cpu_terms)),
-                ResourceItem(BATCH_MEMORY, allocatable.memory,
+        zone_cpu = zone_memory = None
+        if self.args.numa_level and snapshot.zones:
+            zoned = calculate_on_numa_level(snapshot.strategy, snapshot.zones, snapshot.node.node_reserved,
+                                            snapshot.pods, snapshot.metric)
+            zone_cpu = {zone: values[0] for zone, values in zoned.items()}
+            zone_memory = {zone: values[1] for zone, values in zoned.items()}
+        return [ResourceItem(BATCH_CPU, allocatable.cpu, zone_quantity=zone_cpu,
+                             message_source=partial(cpu_message, *allocatable.cpu_terms)),
+                ResourceItem(BATCH_MEMORY, allocatable.memory, zone_quantity=zone_memory,
                              message_source=partial(memory_message, *allocatable.memory_terms))]
 
     def reset(self, message: str) -> list[ResourceItem]:
@@ -344,6 +352,36 @@ class BatchResource:
         for name, origin, allocated in ((BATCH_CPU, cpu, third_party_batch[0]),
                                         (BATCH_MEMORY, memory, third_party_batch[1])):
             status.allocatable[name] = status.capacity[name] = max(origin - allocated, 0)
+
+    def pre_update(self, strategy: ColocationStrategy, zones: Sequence[Zone], published: ZoneResources,
+                   result: NodeResource) -> tuple[dict[str, dict[str, int]], tuple[bool, str]] | None:
+        """``UpdateNRTZoneListIfNeeded`` over the NRT's zones: the zone resources to publish and whether
+        they need a sync (a value moved by more than ``resourceDiffThreshold``, was added or zeroed); None
+        when nothing was calculated per zone (Koordinator then leaves the NRT alone)."""
+        if not result.zone_resources or not zones:
+            return None
+        ratio = cpu_normalization_ratio(result)
+        threshold = strategy.resource_diff_threshold
+        updated, changed = {}, False
+        for zone in zones:
+            old = published.get(zone.name, {})
+            new = dict(old)
+            calculated = result.zone_resources.get(zone.name)
+            if calculated is None:
+                for name in RESOURCE_NAMES:
+                    if new.get(name):
+                        new[name] = 0
+                        changed = True
+            else:
+                for name, quantity in calculated.items():
+                    if name == BATCH_CPU and ratio > 1.0:
+                        quantity = amplify_batch_cpu(quantity, ratio)
+                    if name not in old or is_quantity_diff(old[name], quantity, threshold):
+                        new[name] = quantity
+                        changed = True
+            if new:
+                updated[zone.name] = new
+        return updated, (changed, ZONE_SYNC_REASON if changed else "")
 
     def need_sync(self, strategy: ColocationStrategy, old_allocatable: Mapping[str, int],
                   new_allocatable: Mapping[str, int]) -> tuple[bool, str]:
