@@ -233,21 +233,21 @@ def pod_numa_split(numa_nodes: Sequence[int], request: tuple[int, int], usage: t
     each time it is listed, as Koordinator counts entries), or over all zones when it has none;
     ``DivideResourceList`` rounds each share up at milli precision.
     """
-    allocated = set(numa_nodes)
-    count = sum(1 for node in numa_nodes if 0 <= node < zone_count)
-    requests, usages = [], []
-    for zone in range(zone_count):
-        if count <= 0:
-            share = float(zone_count)
-        elif zone in allocated:
-            share = float(count)
-        else:
-            requests.append((0, 0))
-            usages.append((0, 0))
-            continue
-        requests.append((divide_milli(request[0], share), divide_milli(request[1], share)))
-        usages.append((divide_milli(usage[0], share), divide_milli(usage[1], share)))
+    targets, share = numa_share(numa_nodes, zone_count)
+    zone_request = (divide_milli(request[0], share), divide_milli(request[1], share))
+    zone_usage = (divide_milli(usage[0], share), divide_milli(usage[1], share))
+    requests, usages = [(0, 0)] * zone_count, [(0, 0)] * zone_count
+    for zone in targets:
+        requests[zone], usages[zone] = zone_request, zone_usage
     return requests, usages
+
+
+def numa_share(numa_nodes: Sequence[int], zone_count: int) -> tuple[range | list[int], float]:
+    """The zones a pod's request and usage go to and the divisor of each share (see ``pod_numa_split``)."""
+    count = sum(1 for node in numa_nodes if 0 <= node < zone_count)
+    if count <= 0:
+        return range(zone_count), float(zone_count)
+    return sorted(set(node for node in numa_nodes if 0 <= node < zone_count)), float(count)
 
 
 def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone], node_reserved: tuple[int, int],
@@ -256,7 +256,8 @@ def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone],
 
     Memory runs at milli-byte precision as Koordinator's quantities do after the divisions; each zone's
     batch memory is rounded up to bytes (``Quantity.Value()``). Unlike node level, a pod without metric
-    adds its split request to ``podHPMaxUsedRequest`` as well.
+    adds its split request to ``podHPMaxUsedRequest`` as well. Each pod's shares are ``pod_numa_split``'s,
+    added only to the zones they go to (the others get zero).
     """
     count = len(zones)
     if count == 0:
@@ -270,34 +271,32 @@ def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone],
     hp_used = [[0, 0] for _ in zones]
     hp_max = [[0, 0] for _ in zones]
 
-    def add(target: list[list[int]], values: list[tuple[int, int]]) -> None:
-        for zone, (cpu, memory) in enumerate(values):
+    def add(target: list[list[int]], zones_: range | list[int], cpu: int, memory: int) -> None:
+        for zone in zones_:
             target[zone][0] += cpu
             target[zone][1] += memory
 
     for key, pod in pods.items():
-        request = (pod.request_cpu, pod.request_memory * 1000)
-        usage_metric = metric.pods.get(key)
-        usage = request if usage_metric is None else (usage_metric[0], usage_metric[1] * 1000)
-        zone_requests, zone_usages = pod_numa_split(pod.numa_nodes, request, usage, count)
         if pod.priority_class in LOW_PRIORITY:
             continue
-        add(hp_req, zone_requests)
+        usage_metric = metric.pods.get(key)
+        targets, share = numa_share(pod.numa_nodes, count)
+        request_cpu, request_memory = divide_milli(pod.request_cpu, share), divide_milli(pod.request_memory * 1000, share)
+        add(hp_req, targets, request_cpu, request_memory)
         if usage_metric is None:
-            add(hp_used, zone_requests)
-            add(hp_max, zone_requests)
-        elif pod.qos == QOS_LSE:
-            add(hp_used, [(r[0], u[1]) for r, u in zip(zone_requests, zone_usages)])
-            add(hp_max, [(max(r[0], u[0]), max(r[1], u[1])) for r, u in zip(zone_requests, zone_usages)])
-        else:
-            add(hp_used, zone_usages)
-            add(hp_max, [(max(r[0], u[0]), max(r[1], u[1])) for r, u in zip(zone_requests, zone_usages)])
+            add(hp_used, targets, request_cpu, request_memory)
+            add(hp_max, targets, request_cpu, request_memory)
+            continue
+        usage_cpu, usage_memory = divide_milli(usage_metric[0], share), divide_milli(usage_metric[1] * 1000, share)
+        add(hp_used, targets, request_cpu if pod.qos == QOS_LSE else usage_cpu, usage_memory)
+        add(hp_max, targets, max(request_cpu, usage_cpu), max(request_memory, usage_memory))
+    every_zone = range(count)
     for key, usage_metric in metric.pods.items():
         if key in pods or usage_metric[2] in LOW_PRIORITY:
             continue
-        share = [(divide_milli(usage_metric[0], count), divide_milli(usage_metric[1] * 1000, count))] * count
-        add(hp_used, share)
-        add(hp_max, share)
+        cpu, memory = divide_milli(usage_metric[0], count), divide_milli(usage_metric[1] * 1000, count)
+        add(hp_used, every_zone, cpu, memory)
+        add(hp_max, every_zone, cpu, memory)
 
     result = {}
     memory_percent = strategy.batch_memory_threshold_percent
