@@ -28,8 +28,8 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
     }
 )
 
-LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices", "noderesourcetopologies",
-                                 "nodemetrics"})
+LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices",
+                                 "noderesourcetopologies", "nodemetrics"})
 """Topics holding the latest state per key (compacted); the others carry events."""
 
 

@@ -377,8 +377,8 @@ def dump_state(state: NodeState) -> bytes:
     extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
     dynamic_json = [state.sources, published.synced_ms, extended, dict(published.annotations), other_keys]
     if published.zones or published.zones_synced_ms is not None:
-        dynamic_json += [{zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()},
-                         published.zones_synced_ms]
+        zones = {zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()}
+        dynamic_json += [zones, published.zones_synced_ms]
     dynamic = json.dumps(dynamic_json, separators=(",", ":")).encode()
     profile = profile_to_bytes(state.profile, index)
     apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []

@@ -281,7 +281,8 @@ def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone],
             continue
         usage_metric = metric.pods.get(key)
         targets, share = numa_share(pod.numa_nodes, count)
-        request_cpu, request_memory = divide_milli(pod.request_cpu, share), divide_milli(pod.request_memory * 1000, share)
+        request_cpu = divide_milli(pod.request_cpu, share)
+        request_memory = divide_milli(pod.request_memory * 1000, share)
         add(hp_req, targets, request_cpu, request_memory)
         if usage_metric is None:
             add(hp_used, targets, request_cpu, request_memory)
