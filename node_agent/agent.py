@@ -13,7 +13,7 @@ sized for the longest window, one per pod while its cgroup exists.
 bytes, per-container usage, CFS throttling and PSI (to Prometheus), capacity,
 topology and devices.
 
-``node_metric``, ``node``, ``device``: the manifests (``node_agent.report``).
+``node_metric``, ``node``, ``device``, ``node_resource_topology``: the manifests (``node_agent.report``).
 NodeMetric usages are means over ``aggregate_duration_s``; the windows carry
 avg/p50/p90/p95/p99. No Kafka and no sleeping here: the clocks are injected
 and ``node_agent.run`` drives the cadence.
@@ -42,7 +42,7 @@ from node_agent.hostfs import read_text
 from node_agent.pods import PodDirectory
 from node_agent.report import (RESOURCE_GPU_CORE, RESOURCE_GPU_MEMORY, RESOURCE_GPU_MEMORY_RATIO, GPUDevice,
                                HostAppReport, PodReport, RDMADevice, Usage, Window, device_manifest,
-                               node_manifest, node_metric_manifest)
+                               node_manifest, node_metric_manifest, node_resource_topology_manifest)
 from node_agent.ringbuffer import RingBuffer
 from node_agent.settings import AgentSettings
 from streams.objects import format_quantity
@@ -265,6 +265,10 @@ class NodeAgent:
         labels = {"kubernetes.io/hostname": self.node_name, "kubernetes.io/os": "linux",
                   "kubernetes.io/arch": _ARCH.get(machine, machine)}
         return node_manifest(self.node_name, capacity, labels, self.topology.annotations())
+
+    def node_resource_topology(self) -> dict | None:
+        """The NUMA zones of the last refreshed topology; None when sysfs lists no NUMA node."""
+        return node_resource_topology_manifest(self.node_name, self.topology.numa_zones())
 
     def device(self) -> dict | None:
         gpus = [GPUDevice(g.uuid, g.minor, g.memory_total, g.numa_node, g.pcie_root, g.bus_id) for g in self._gpus]

@@ -1,12 +1,13 @@
-"""The Node, NodeMetric and Device objects a node reports, as Kubernetes-form manifests.
+"""The Node, NodeMetric, Device and NodeResourceTopology objects a node reports, as Kubernetes-form manifests.
 
 Pure: values in, manifest dicts out. They are what ``koord apply`` would take
 (``streams.objects.to_record`` converts them), in Koordinator's shapes:
 NodeMetric ``status.nodeMetric.{nodeUsage, systemUsage, aggregatedNodeUsages,
 aggregatedSystemUsages}``, ``status.podsMetric[]``, ``status.hostApplicationMetric[]``,
 ``status.updateTime``; Device ``spec.devices[]`` as koordlet's device informer
-builds them. Quantities are formatted like resource.Quantity: CPU from cores
-as truncated milli-cores, memory as truncated bytes.
+builds them; NodeResourceTopology ``zones[]`` as koordlet's
+``calTopologyZoneList``. Quantities are formatted like resource.Quantity: CPU
+from cores as truncated milli-cores, memory as truncated bytes.
 """
 
 from __future__ import annotations
@@ -146,6 +147,33 @@ def node_manifest(node_name: str, capacity: dict[str, int], labels: dict[str, st
                      "annotations": dict(sorted(annotations.items()))},
         "status": {"capacity": resources, "allocatable": dict(resources)},
     }
+
+
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+HUGEPAGES = ("hugepages-1Gi", "hugepages-2Mi")
+
+
+def node_resource_topology_manifest(node_name: str, zones: list[tuple[int, int, int]]) -> dict | None:
+    """The node's NodeResourceTopology from (NUMA node id, CPUs, MemTotal bytes) per NUMA node; None without.
+
+    As koordlet writes it (``calTopologyZoneList`` with its default feature gates): zone ``node-<id>`` of
+    type Node, cpu = the node's CPUs, memory = its MemTotal, hugepages-1Gi/2Mi 0 (HugePageReport is off by
+    default), allocatable = available = capacity: like the Node's allocatable here, nothing is reserved
+    (koordlet deducts kubelet reservations only on nodes labelled for NUMA reservation), resources sorted
+    by name, topology policy None.
+    """
+    if not zones:
+        return None
+    listed = []
+    for node, cpus, memory in sorted(zones):
+        values = {"cpu": format_quantity("cpu", cpus * 1000), "memory": format_quantity("memory", memory),
+                  **dict.fromkeys(HUGEPAGES, "0")}
+        listed.append({"name": f"node-{node}", "type": "Node", "resources": [
+            {"name": name, "capacity": values[name], "allocatable": values[name], "available": values[name]}
+            for name in sorted(values)]})
+    return {"apiVersion": "topology.node.k8s.io/v1alpha1", "kind": "NodeResourceTopology",
+            "metadata": {"name": node_name, "labels": {LABEL_MANAGED_BY: "Koordinator"}},
+            "topologyPolicies": ["None"], "zones": listed}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

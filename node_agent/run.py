@@ -2,8 +2,8 @@
 
 ``run_agent`` is the loop ``koord node-agent`` runs: a collection each
 ``collect_interval_s`` (on a fixed schedule, so a slow round does not drift
-the next), then at each report the slow refresh, a NodeMetric, and the Node
-and Device objects when they differ from the last ones sent. ``follow_pods``
+the next), then at each report the slow refresh, a NodeMetric, and the Node,
+NodeResourceTopology and Device objects when they differ from the last ones sent. ``follow_pods``
 reads the pods and decisions topics so pods are reported with their
 namespace and name. A failed round is logged and the loop goes on.
 """
@@ -27,7 +27,7 @@ async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event)
     report_every = agent.settings.report_interval_s
     next_collect = time.monotonic()
     next_report = next_collect + report_every
-    sent: dict[str, dict | None] = {"Node": None, "Device": None}
+    sent: dict[str, dict | None] = {"Node": None, "NodeResourceTopology": None, "Device": None}
     first = True
     while not stop.is_set():
         try:
@@ -56,6 +56,10 @@ def _publish_changed(agent: NodeAgent, publisher: Publisher, sent: dict[str, dic
     if node != sent["Node"]:
         publisher.submit_manifest(node)
         sent["Node"] = node
+    topology = agent.node_resource_topology()
+    if topology is not None and topology != sent["NodeResourceTopology"]:
+        publisher.submit_manifest(topology)
+        sent["NodeResourceTopology"] = topology
     device = agent.device()
     if device is None and sent["Device"] is not None:
         device = {**sent["Device"], "spec": {"devices": []}}

@@ -70,7 +70,7 @@ class Node(Base):
 
 class LatestObject(Base):
     """Latest state of every other object topic (ConfigMap, ElasticQuota, ElasticQuotaProfile,
-    Reservation, Device, and the latest NodeMetric of each node).
+    Reservation, Device, NodeResourceTopology, and the latest NodeMetric of each node).
 
     Keyed like Kafka keys them, by (logical topic, key): compaction keeps one value per key, so
     an ElasticQuotaProfile written under the key of an ElasticQuota replaces it, and a tombstone,
@@ -140,6 +140,8 @@ class NodeResource(Causation, Base):
     capacity: Mapped[dict[str, int]] = mapped_column(JSON)
     allocatable: Mapped[dict[str, int]] = mapped_column(JSON)
     annotations: Mapped[dict[str, str]] = mapped_column(JSON)
+    zones: Mapped[list[dict[str, Any]]] = mapped_column(
+        JSON, default=list, doc="NUMA-level batch resources: [{name, resources: {resource: value}}], NRT zone order.")
     message: Mapped[str] = mapped_column(Text)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
     topic_partition: Mapped[int]

@@ -216,6 +216,7 @@ def _node_resource_row(record: ProjectedRecord) -> Row:
         "capacity": dict(value.get("capacity", {})),
         "allocatable": dict(value.get("allocatable", {})),
         "annotations": dict(value.get("annotations", {})),
+        "zones": [{"name": zone["name"], "resources": dict(zone["resources"])} for zone in value.get("zones", [])],
         "message": value.get("message", ""),
         "timestamp_ms": value["timestamp"],
         **_causation(value["causation"]),
@@ -304,6 +305,7 @@ _LATEST_STATE: Mapping[str, _LatestState] = {
     "quotas": _objects("ElasticQuota", "ElasticQuotaProfile"),
     "reservations": _objects("Reservation"),
     "devices": _objects("Device"),
+    "noderesourcetopologies": _objects("NodeResourceTopology"),
     "nodemetrics": _objects("NodeMetric"),
 }
 

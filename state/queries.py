@@ -11,7 +11,12 @@ Objects come back as the user applied them, with only what koordstream decided m
   previous pod with the same name (another uid) are ignored.
 - a node's `status.capacity` / `status.allocatable` are overlaid with its latest NodeResource,
   formatted as Kubernetes quantity strings, and the annotations koordstream sets (e.g. the CPU
-  normalization ratio) are merged into `metadata.annotations`.
+  normalization ratio) are merged into `metadata.annotations`; its NUMA-level batch resources, when
+  it has any, go in the `koordstream.io/numa-zone-resources` annotation (JSON, one entry per zone).
+- a NodeResourceTopology's zones carry the NUMA-level batch resources of its node's latest
+  NodeResource as Koordinator writes them into the NRT: resource entries `kubernetes.io/batch-cpu`
+  and `kubernetes.io/batch-memory` with capacity = allocatable = available = the value, each zone's
+  resources sorted by name.
 - an ElasticQuota carries its latest computed state as Koordinator shows it: the
   `quota.scheduling.koordinator.sh/runtime` and `.../request` annotations (JSON resource lists)
   and `status.used`.
@@ -29,6 +34,9 @@ from streams.objects.quantity import format_quantity, resource_list
 from state.topics import LATEST_STATE_TOPICS
 
 POD_SCHEDULED = "PodScheduled"
+ZONE_RESOURCES_ANNOTATION = "koordstream.io/numa-zone-resources"
+"""Node annotation with the NUMA-level batch resources: ``[{"name": zone, "resources": {name: quantity}}]``."""
+ZONE_RESOURCE_NAMES = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory")
 
 
 
@@ -93,6 +101,15 @@ def get_nodes(engine: Engine, name: str | None = None) -> list[dict[str, Any]]:
     filters = [Node.deleted.is_(False)]
     if name is not None:
         filters.append(Node.name == name)
+    with Session(engine) as session:
+        resources = _latest_node_resources(session, filters)
+        nodes = session.scalars(select(Node).where(*filters).order_by(Node.name)).all()
+        return [_node_object(node, resources.get(node.name)) for node in nodes]
+
+
+def _latest_node_resources(session: Session, node_filters: list) -> dict[str, NodeResource]:
+    """The latest NodeResource (highest offset; keyed by node, so one partition orders them) of each node
+    matching ``node_filters``."""
     rank = func.row_number().over(
         partition_by=NodeResource.node_name,
         order_by=(NodeResource.topic_offset.desc(), NodeResource.timestamp_ms.desc()),
@@ -100,7 +117,7 @@ def get_nodes(engine: Engine, name: str | None = None) -> list[dict[str, Any]]:
     ranked = (
         select(NodeResource.decision_id, rank.label("rank"))
         .join(Node, Node.name == NodeResource.node_name)
-        .where(*filters)
+        .where(*node_filters)
         .subquery()
     )
     latest = (
@@ -108,25 +125,55 @@ def get_nodes(engine: Engine, name: str | None = None) -> list[dict[str, Any]]:
         .join(ranked, ranked.c.decision_id == NodeResource.decision_id)
         .where(ranked.c.rank == 1)
     )
-    with Session(engine) as session:
-        resources = {resource.node_name: resource for resource in session.scalars(latest)}
-        nodes = session.scalars(select(Node).where(*filters).order_by(Node.name)).all()
-        return [_node_object(node, resources.get(node.name)) for node in nodes]
+    return {resource.node_name: resource for resource in session.scalars(latest)}
 
 
 def _node_object(node: Node, resource: NodeResource | None) -> dict[str, Any]:
     obj = json.loads(node.manifest)
     if resource is None:
         return obj
-    if resource.annotations:
+    annotations = dict(resource.annotations)
+    if resource.zones:
+        annotations[ZONE_RESOURCES_ANNOTATION] = json.dumps(
+            [{"name": zone["name"], "resources": _quantities(zone["resources"])} for zone in resource.zones],
+            separators=(",", ":"))
+    if annotations:
         metadata = obj["metadata"]
-        metadata["annotations"] = {**(metadata.get("annotations") or {}), **resource.annotations}
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
     status = obj["status"] = obj.get("status") or {}
     for field, quantities in (("capacity", resource.capacity), ("allocatable", resource.allocatable)):
         if quantities:
             overlaid = status[field] = status.get(field) or {}
             for resource_name, value in quantities.items():
                 overlaid[resource_name] = format_quantity(resource_name, value)
+    return obj
+
+
+def get_noderesourcetopologies(engine: Engine, name: str | None = None) -> list[dict[str, Any]]:
+    """Live NodeResourceTopology objects as applied, with the NUMA-level batch resources of their node's latest
+    NodeResource written into the zones as Koordinator writes them; sorted by name."""
+    filters = [LatestObject.topic == "noderesourcetopologies", LatestObject.deleted.is_(False)]
+    if name is not None:
+        filters.append(LatestObject.name == name)
+    with Session(engine) as session:
+        objects = session.scalars(select(LatestObject).where(*filters).order_by(LatestObject.name)).all()
+        names = [row.name for row in objects]
+        resources = _latest_node_resources(session, [Node.name.in_(names)]) if names else {}
+        return [_topology_object(row, resources.get(row.name)) for row in objects]
+
+
+def _topology_object(row: LatestObject, resource: NodeResource | None) -> dict[str, Any]:
+    obj = json.loads(row.manifest)
+    batch = {zone["name"]: zone["resources"] for zone in (resource.zones if resource is not None else [])}
+    for zone in obj.get("zones") or []:
+        values = batch.get(zone.get("name"))
+        if not values:
+            continue
+        kept = [entry for entry in zone.get("resources") or [] if entry.get("name") not in ZONE_RESOURCE_NAMES]
+        added = [{"name": resource_name, **dict.fromkeys(("capacity", "allocatable", "available"),
+                                                         format_quantity(resource_name, value))}
+                 for resource_name, value in values.items()]
+        zone["resources"] = sorted(kept + added, key=lambda entry: str(entry.get("name")))
     return obj
 
 

@@ -16,6 +16,7 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
         "quotas": "koord.quotas",
         "reservations": "koord.reservations",
         "devices": "koord.devices",
+        "noderesourcetopologies": "koord.noderesourcetopologies",
         "nodemetrics": "koord.nodemetrics",
         "decisions": "koord.decisions",
         "noderesources": "koord.noderesources",
@@ -27,7 +28,8 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
     }
 )
 
-LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices", "nodemetrics"})
+LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices",
+                                 "noderesourcetopologies", "nodemetrics"})
 """Topics holding the latest state per key (compacted); the others carry events."""
 
 

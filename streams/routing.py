@@ -24,6 +24,7 @@ KIND_BY_SOURCE = {
     "pods": ("Pod",),
     "nodemetrics": ("NodeMetric",),
     "devices": ("Device",),
+    "noderesourcetopologies": ("NodeResourceTopology",),
     "quotas": ("ElasticQuota", "ElasticQuotaProfile"),
     "reservations": ("Reservation",),
     "configs": ("ConfigMap", "KubeSchedulerConfiguration"),
@@ -76,6 +77,6 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
         return [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
     if kind in ("Node", "NodeMetric"):
         return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
-    if kind == "Device":
+    if kind in ("Device", "NodeResourceTopology"):
         return [Route("inbox-node", key)]
     return [Route("inbox-scheduling", DEFAULT_DOMAIN)]

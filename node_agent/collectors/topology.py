@@ -5,7 +5,9 @@ Per online CPU (``/sys/devices/system/cpu/online``):
 ``thread_siblings_list`` (SMT siblings); its NUMA node is the
 ``/sys/devices/system/node/nodeK`` whose ``cpulist`` holds it (node 0 when the
 kernel has no NUMA directory). Core ids repeat across sockets, so cores are
-numbered in (socket, core_id) order as ``lscpu``'s CORE column does.
+numbered in (socket, core_id) order as ``lscpu``'s CORE column does. Each
+NUMA node's memory is the ``MemTotal`` of its ``nodeK/meminfo``
+(``Node K MemTotal: N kB``).
 
 CPU basic info, as koordlet reports it in the ``node.koordinator.sh/cpu-basic-info``
 annotation (``pkg/koordlet/util/cpuinfo.go``, ``apis/extension/cpu_normalization.go``):
@@ -28,6 +30,7 @@ import json
 import re
 from pathlib import Path
 
+from node_agent.collectors.memory import parse_meminfo
 from node_agent.hostfs import list_dirs, parse_cpu_list, read_int, read_text
 
 ANNOTATION_CPU_BASIC_INFO = "node.koordinator.sh/cpu-basic-info"
@@ -54,6 +57,8 @@ class Topology:
     hyper_threading: bool = False
     turbo: bool = False
     cat_l3_cbm_mask: str = ""
+    numa_memory: tuple[tuple[int, int], ...] = ()
+    """(NUMA node id, MemTotal bytes) of each NUMA node sysfs lists, by id; empty without a NUMA directory."""
 
     @property
     def sockets(self) -> int:
@@ -77,6 +82,16 @@ class Topology:
         """Koordinator's CPUTopology: ``{"detail": [{id, core, socket, node}]}`` by CPU id."""
         return {"detail": [{"id": c.id, "core": c.core, "socket": c.socket, "node": c.node} for c in self.cpus]}
 
+    def numa_zones(self) -> list[tuple[int, int, int]]:
+        """(NUMA node id, online CPUs, MemTotal bytes) per NUMA node, by id; empty without NUMA nodes in sysfs."""
+        if not self.numa_memory:
+            return []
+        cpus: dict[int, int] = {}
+        for cpu in self.cpus:
+            cpus[cpu.node] = cpus.get(cpu.node, 0) + 1
+        memory = dict(self.numa_memory)
+        return [(node, cpus.get(node, 0), memory.get(node, 0)) for node in sorted(set(memory) | set(cpus))]
+
     def annotations(self) -> dict[str, str]:
         return {ANNOTATION_CPU_BASIC_INFO: json.dumps(self.cpu_basic_info(), separators=(",", ":")),
                 ANNOTATION_CPU_TOPOLOGY: json.dumps(self.cpu_topology(), separators=(",", ":"))}
@@ -96,6 +111,18 @@ def numa_of_cpus(sys_root: Path) -> dict[int, int]:
             for cpu in parse_cpu_list(read_text(base / name / "cpulist")) or ():
                 owner.setdefault(cpu, int(match.group(1)))
     return owner
+
+
+def numa_memory(sys_root: Path) -> tuple[tuple[int, int], ...]:
+    """(NUMA node id, MemTotal bytes) from ``devices/system/node/node*/meminfo``; 0 when unreadable."""
+    base = sys_root / "devices/system/node"
+    found = []
+    for name in list_dirs(base):
+        match = _NODE_DIR.match(name)
+        if match:
+            info = parse_meminfo(read_text(base / name / "meminfo"))
+            found.append((int(match.group(1)), info.total if info is not None else 0))
+    return tuple(sorted(found))
 
 
 def read_topology(sys_root: Path, proc_root: Path) -> Topology:
@@ -122,6 +149,7 @@ def read_topology(sys_root: Path, proc_root: Path) -> Topology:
         hyper_threading=_hyper_threading(sys_root, cpus),
         turbo=_turbo(sys_root),
         cat_l3_cbm_mask=(read_text(sys_root / "fs/resctrl/info/L3/cbm_mask") or "").strip(),
+        numa_memory=numa_memory(sys_root),
     )
 
 

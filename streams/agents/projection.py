@@ -24,7 +24,7 @@ from streams.topology import Topology
 log = logging.getLogger(__name__)
 
 GROUP_ID = "koordstream-projection"
-PROJECTED = ("pods", "nodes", "configs", "quotas", "reservations", "devices", "nodemetrics",
+PROJECTED = ("pods", "nodes", "configs", "quotas", "reservations", "devices", "noderesourcetopologies", "nodemetrics",
              "decisions", "noderesources", "quotastatus", "acks", "actuations", "actuation-acks", "deadletters")
 
 

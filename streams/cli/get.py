@@ -36,6 +36,19 @@ NODE_COLUMNS = (
     ("BATCH-CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get("kubernetes.io/batch-cpu", "<none>")),
     ("BATCH-MEMORY", lambda n: (n.get("status") or {}).get("allocatable", {}).get("kubernetes.io/batch-memory", "<none>")),
 )
+def _zone_batch(topology: dict, resource: str) -> str:
+    """``zone=value`` of a batch resource over the zones that carry it, e.g. ``node-0=10000,node-1=15000``."""
+    shown = [f"{zone['name']}={entry['allocatable']}" for zone in topology.get("zones") or []
+             for entry in zone.get("resources") or [] if entry.get("name") == resource]
+    return ",".join(shown) or "<none>"
+
+
+TOPOLOGY_COLUMNS = (
+    ("NAME", lambda t: t["metadata"]["name"]),
+    ("ZONES", lambda t: ",".join(zone.get("name", "") for zone in t.get("zones") or []) or "<none>"),
+    ("BATCH-CPU", lambda t: _zone_batch(t, "kubernetes.io/batch-cpu")),
+    ("BATCH-MEMORY", lambda t: _zone_batch(t, "kubernetes.io/batch-memory")),
+)
 DECISION_COLUMNS = (
     ("POD", lambda d: f"{d['pod']['namespace']}/{d['pod']['name']}"),
     ("RESULT", lambda d: d["result"]),
@@ -63,19 +76,22 @@ DEADLETTER_COLUMNS = (
 
 
 @click.command()
-@click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "elasticquotas",
-                                               "elasticquota", "eq", "decisions", "deadletters"]))
+@click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "noderesourcetopologies",
+                                               "noderesourcetopology", "nrt", "elasticquotas", "elasticquota", "eq",
+                                               "decisions", "deadletters"]))
 @click.argument("name", required=False)
 @click.option("-n", "--namespace", default=None, help="Pods: only this namespace.")
 @click.option("-o", "--output", type=FORMATS, default="table")
 def get(resource: str, name: str | None, namespace: str | None, output: str) -> None:
-    """Show pods, nodes, elasticquotas, decisions or dead letters from the read model."""
+    """Show pods, nodes, noderesourcetopologies, elasticquotas, decisions or dead letters from the read model."""
     engine = context.read_model()
     if resource in ("pods", "pod", "po"):
         items = queries.get_pods(engine, namespace=namespace if namespace or not name else "default", name=name)
         columns, wide = POD_COLUMNS, POD_WIDE
     elif resource in ("nodes", "node", "no"):
         items, columns, wide = queries.get_nodes(engine, name=name), NODE_COLUMNS, ()
+    elif resource in ("noderesourcetopologies", "noderesourcetopology", "nrt"):
+        items, columns, wide = queries.get_noderesourcetopologies(engine, name=name), TOPOLOGY_COLUMNS, ()
     elif resource in ("elasticquotas", "elasticquota", "eq"):
         items = queries.get_elasticquotas(engine, namespace=namespace, name=name)
         columns, wide = QUOTA_COLUMNS, QUOTA_WIDE

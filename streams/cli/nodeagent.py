@@ -1,8 +1,8 @@
 """``koord node-agent``: collect this host's node, pod and device metrics and publish them (``node_agent``).
 
 Flags mirror ``node_agent.settings.AgentSettings`` (defaults come from there).
-``--once`` samples for one collect interval and prints the Node, NodeMetric
-and Device objects it would send, without a broker.
+``--once`` samples for one collect interval and prints the Node, NodeMetric,
+NodeResourceTopology and Device objects it would send, without a broker.
 
 Unless ``--no-actuate``, the agent also applies the actuations addressed to
 this node (``node_agent.actuator``) and publishes their acknowledgements;
@@ -115,9 +115,9 @@ def _once(agent: NodeAgent, output: str) -> None:
     agent.collect()
     agent.refresh()
     objects = [agent.node(), agent.node_metric()]
-    device = agent.device()
-    if device is not None:
-        objects.append(device)
+    for optional in (agent.node_resource_topology(), agent.device()):
+        if optional is not None:
+            objects.append(optional)
     for manifest in objects:
         encode_manifest(manifest)  # exactly what would be sent: fails here if it would not encode
     emit(objects, output, single=False, columns=())

@@ -1,8 +1,9 @@
 """The pod labels and annotations the node-QoS plan reads, and what they mean.
 
 The scheduler copies exactly these keys into each SchedulingDecision
-(``labels`` / ``annotations``), so the node aggregate learns them with the pod
-without storing whole manifests (``PodView.labels`` / ``annotations``).
+(``labels`` / ``DECISION_ANNOTATIONS``), so the node aggregate learns them with
+the pod without storing whole manifests (``PodView.labels`` / ``annotations``,
+and ``PodView.numa_nodes`` from the resource status).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streams.noderesource.classes import LABEL_QOS_CLASS, QOS_BE, QOS_LS, QOS_LSR, qos_class_by_name
+from streams.noderesource.views import ANNOTATION_RESOURCE_STATUS
 
 LABEL_CORE_SCHED_GROUP_ID = "koordinator.sh/core-sched-group-id"
 """``slov1alpha1.LabelCoreSchedGroupID``: pods with the same id share a core-scheduling cookie."""
@@ -33,6 +35,10 @@ LABELS = (LABEL_QOS_CLASS, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY, L
           LABEL_EVICTION_ENABLED)
 ANNOTATIONS = (ANNOTATION_CPU_QOS, ANNOTATION_CPU_BURST, ANNOTATION_NETWORK_QOS, ANNOTATION_RESCTRL,
                ANNOTATION_EVICTION_POLICY, ANNOTATION_EVICTION_PRIORITY)
+DECISION_ANNOTATIONS = (*ANNOTATIONS, ANNOTATION_RESOURCE_STATUS)
+"""What a SchedulingDecision carries: the node-QoS annotations and the pod's
+``scheduling.koordinator.sh/resource-status`` (its NUMA placement, which the
+NUMA-level batch calculation reads), passed through when the pod has one."""
 
 KUBE_GUARANTEED, KUBE_BURSTABLE, KUBE_BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 _KUBE_BY_DEFAULT_QOS = {QOS_LSR: KUBE_GUARANTEED, QOS_LS: KUBE_BURSTABLE, QOS_BE: KUBE_BEST_EFFORT}

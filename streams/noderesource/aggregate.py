@@ -16,8 +16,17 @@ Events (``event.kind``; records as the Avro schemas decode them):
   forgets when it was last published (Koordinator cleans its sync context).
   Then the node's QoS is planned (``streams.nodeqos.planner``): Actuation
   records for the targets whose values changed, Eviction decisions.
+- ``NodeResourceTopology`` — the node's NUMA zones (their cpu and memory
+  allocatable; none unless a zone lists cpu or memory); recalculates with the
+  NodeMetric rules, as Koordinator's NRT event handler enqueues the node. The
+  published zone resources of zones no longer listed are dropped (koordlet's
+  NRT merge) and a deletion forgets them with their sync time (Koordinator
+  cleans its NRT sync context); when that changes the published zones, a
+  NodeResource is published so readers drop them too (in Koordinator they
+  live in the NRT object, which the update or deletion already changed).
 - ``SchedulingDecision`` — ``Scheduled``/``Bound`` to this node adds or
-  updates the pod (requests, priority class and QoS with default);
+  updates the pod (requests, priority class and QoS with default, NUMA nodes
+  of its ``scheduling.koordinator.sh/resource-status`` annotation);
   ``Released``/``Preempted`` removes it. No publication: Koordinator does not
   recalculate on pod changes, the next NodeMetric or tick does.
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
@@ -37,13 +46,14 @@ predicted from the node profile (``MidResourceArgs.predict_unreported_reclaimabl
 koordlet would have reported it, and Koordinator's slo-controller would
 count a missing one as 0.
 
-``dump_state``/``load_state`` give a compact, exact binary form: node and pod
-table as zlib-compressed JSON (encoded again only when they change), the
+``dump_state``/``load_state`` give a compact, exact binary form: node, pod
+table and NUMA zones as zlib-compressed JSON (encoded again only when they change), the
 NodeMetric and the profile's histograms as packed integers and numpy arrays,
 then the QoS memory (``planner.QoSMemory``) and the host-application names
 and classes of the NodeMetric as one zlib-compressed JSON tail, pod UIDs
 written as their position among the pod table's UIDs (absent in states
-written before node QoS: they load with an empty memory).
+written before node QoS: they load with an empty memory). States written
+before NUMA zones load without zones.
 """
 
 from __future__ import annotations
@@ -62,7 +72,7 @@ from streams.noderesource.classes import (
     KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES, decision_priority_class, qos_class_by_name,
 )
 from streams.noderesource.config import SloConfig
-from streams.noderesource.framework import BATCH_CPU, EXTENDED_RESOURCES
+from streams.noderesource.framework import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
 from streams.noderesource.plugins import midresource
 from streams.noderesource.prediction.profile import (
     NodeProfile, PredictionArgs, forget_pod, next_prediction_change_ms, predict, profile_from_bytes, profile_to_bytes,
@@ -70,7 +80,8 @@ from streams.noderesource.prediction.profile import (
 )
 from streams.noderesource.reconcile import Observer, Published, published_after, reconcile, strategies
 from streams.noderesource.views import (
-    HostAppMetric, MetricView, NodeView, PodTable, PodView, build_node_view, metric_view, node_view,
+    HostAppMetric, MetricView, NodeView, PodTable, PodView, Zone, build_node_view, metric_view, node_view,
+    numa_nodes_of, zones_of,
 )
 from streams.nodeqos import planner
 from streams.nodeqos import registry as qos_registry
@@ -95,6 +106,8 @@ class NodeState:
     sources: Mapping[str, int] = dataclasses.field(default_factory=dict)
     """``topic/partition`` of a source -> the last source offset applied."""
     node: NodeView | None = None
+    zones: tuple[Zone, ...] = ()
+    """The NUMA zones of the node's NodeResourceTopology (empty: none, or none listing cpu or memory)."""
     pods: Mapping[str, PodView] = dataclasses.field(default_factory=lambda: PodTable())
     """Pods bound to the node, by ``namespace/name``."""
     metric: MetricView | None = None
@@ -104,7 +117,7 @@ class NodeState:
     qos: QoSMemory = QoSMemory()
     """What the node-QoS plan emitted last, the actuation sequence and eviction bookkeeping."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
-    """Memo of the encoded node and pod table; not part of the state."""
+    """Memo of the encoded node, pod table and zones; not part of the state."""
 
 
 def initial_state() -> NodeState:
@@ -113,11 +126,12 @@ def initial_state() -> NodeState:
 
 def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
              metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None,
-             qos: QoSMemory | None = None) -> NodeState:
+             qos: QoSMemory | None = None, zones: tuple[Zone, ...] | None = None) -> NodeState:
     """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
-    keep_encoded = node is ... and pods is None
+    keep_encoded = node is ... and pods is None and zones is None
     return NodeState(state.sources if sources is None else sources,
                      state.node if node is ... else node,
+                     state.zones if zones is None else zones,
                      state.pods if pods is None else pods,
                      state.metric if metric is ... else metric,
                      state.profile if profile is None else profile,
@@ -157,6 +171,8 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[Node
                           event.causation, force=True)
     if kind == "Tick":
         return _calculate(state, config, now, event.causation, force=False)
+    if kind == "NodeResourceTopology":
+        return _on_topology(_replace(state, sources=sources), event, config)
     if kind == "SchedulingDecision":
         if event.deleted:
             return state, []
@@ -164,7 +180,7 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[Node
     return state, []
 
 
-CALCULATING_KINDS = frozenset({"NodeMetric", "Node", "Tick"})
+CALCULATING_KINDS = frozenset({"NodeMetric", "Node", "Tick", "NodeResourceTopology"})
 """Event kinds after which the node's calculation is up to date (a SchedulingDecision only changes an input)."""
 
 
@@ -181,6 +197,8 @@ def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int) -> floa
         return calculated_ms
     strategy, _ = strategies(config, node)
     times = [published.synced_ms + strategy.update_time_threshold_seconds * 1000 + 1]
+    if state.zones and published.zones_synced_ms is not None:
+        times.append(published.zones_synced_ms + strategy.update_time_threshold_seconds * 1000 + 1)
     metric = state.metric
     if metric is not None and metric.update_time_ms is not None:
         times.append(metric.update_time_ms + strategy.degrade_time_minutes * 60_000 + 1)
@@ -214,6 +232,21 @@ def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation
     return state, outputs + planned
 
 
+def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[NodeState, list[tuple[str, dict]]]:
+    """A NodeResourceTopology event: new zones, published zone resources trimmed to them, recalculation."""
+    published = state.published
+    zones = () if event.deleted else zones_of(event.record)
+    names = {zone.name for zone in zones}
+    kept = {name: values for name, values in published.zones.items() if name in names}
+    synced = None if event.deleted else published.zones_synced_ms
+    dropped = len(kept) != len(published.zones)
+    if dropped or synced != published.zones_synced_ms:
+        published = dataclasses.replace(published, zones=MappingProxyType(kept), zones_synced_ms=synced)
+    state = _replace(state, zones=zones, published=published)
+    return _calculate(state, config, event.timestamp_ms, event.causation, force=dropped)
+
+
+
 def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
     record = event.record
     pod = record["pod"]
@@ -234,7 +267,7 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
         request_cpu=requests.get("cpu", 0), request_memory=requests.get("memory", 0),
         priority_class=decision_priority_class(record.get("priorityClass"), record.get("priority"), qos),
         qos=qos, since_ms=known.since_ms if known is not None else event.timestamp_ms,
-        numa_nodes=known.numa_nodes if known is not None else (),
+        numa_nodes=numa_nodes_of(record.get("annotations")),
         uid=pod.get("uid"), limit_cpu=limits.get("cpu", 0), request_batch_cpu=requests.get(BATCH_CPU, 0),
         priority=record.get("priority"),
         labels=tuple(sorted(selected(record.get("labels"), LABELS).items())),
@@ -258,10 +291,11 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
         if reclaimable is not None:
             metric = MetricView(metric.update_time_ms, metric.node_usage, metric.system_usage, metric.host_apps,
                                 reclaimable, metric.pods)
-    outcome = reconcile(PLUGINS, config, node, state.pods, metric, now_ms, state.published, OBSERVER)
-    if not (force or outcome.status_sync[0] or outcome.meta_sync[0]):
+    outcome = reconcile(PLUGINS, config, node, state.pods, metric, now_ms, state.published, OBSERVER, state.zones)
+    if not (force or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):
         return state, []
     status = outcome.status
+    published = published_after(outcome, now_ms, state.published)
     record = {
         "decisionId": decision_id(cause, 0, node.name),
         "nodeName": node.name,
@@ -271,12 +305,16 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
         "causation": cause.to_record(),
         "timestamp": now_ms,
         "annotations": status.annotations,
+        "zones": [{"name": zone.name, "resources": dict(published.zones[zone.name])} for zone in state.zones
+                  if zone.name in published.zones],
     }
-    return _replace(state, published=published_after(outcome, now_ms)), [("NodeResource", record)]
+    return _replace(state, published=published), [("NodeResource", record)]
 
 
 # --- persistence -------------------------------------------------------------------------------------
 
+ZONE_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
+"""The resources of a published zone, in the order the state stores them."""
 _NO_PRIORITY = 255
 """Code of a pod or host-application metric without priority class (or with a name Koordinator does not know,
 which every calculation treats alike)."""
@@ -292,7 +330,10 @@ def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
     pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
                   p.since_ms, list(p.numa_nodes), p.uid, p.limit_cpu, p.request_batch_cpu, p.priority,
                   dict(p.labels), dict(p.annotations)] for key in keys for p in (state.pods[key],)]
-    data = zlib.compress(json.dumps([node_json, pods_json], separators=(",", ":")).encode(), 6)
+    static = [node_json, pods_json]
+    if state.zones:
+        static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
+    data = zlib.compress(json.dumps(static, separators=(",", ":")).encode(), 6)
     state.encoded[:] = [data, keys]
     return data, keys
 
@@ -334,8 +375,11 @@ def dump_state(state: NodeState) -> bytes:
     metric, other_keys = _metric_section(state.metric, index)
     published = state.published
     extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
-    dynamic = json.dumps([state.sources, published.synced_ms, extended, dict(published.annotations), other_keys],
-                         separators=(",", ":")).encode()
+    dynamic_json = [state.sources, published.synced_ms, extended, dict(published.annotations), other_keys]
+    if published.zones or published.zones_synced_ms is not None:
+        zones = {zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()}
+        dynamic_json += [zones, published.zones_synced_ms]
+    dynamic = json.dumps(dynamic_json, separators=(",", ":")).encode()
     profile = profile_to_bytes(state.profile, index)
     apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []
     tail = b""
@@ -394,9 +438,10 @@ def load_state(data: bytes) -> NodeState:
         raise ValueError("not a node-aggregate state (bad format marker)")
     static_length, dynamic_length, metric_length = struct.unpack_from("<III", data, 4)
     offset = 16
-    node_json, pods_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
+    node_json, pods_json, *zones_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
     offset += static_length
-    sources, synced, extended, annotations, other_keys = json.loads(data[offset:offset + dynamic_length])
+    sources, synced, extended, annotations, other_keys, *zones_published = \
+        json.loads(data[offset:offset + dynamic_length])
     offset += dynamic_length
     keys = [entry[0] for entry in pods_json]
     metric = _load_metric(data, offset, keys, other_keys)
@@ -411,8 +456,13 @@ def load_state(data: bytes) -> NodeState:
             metric = dataclasses.replace(metric, host_apps=tuple(
                 dataclasses.replace(app, name=name, qos=qos) for app, (name, qos) in zip(metric.host_apps, apps)))
     node = None if node_json is None else build_node_view(*node_json)
+    zones = tuple(Zone(*entry) for entry in zones_json[0]) if zones_json else ()
+    published_zones, zones_synced = zones_published or ({}, None)
     published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
-                                                    if value is not None}), MappingProxyType(annotations))
-    state = NodeState(sources, node, pods, metric, profile, published, qos_memory)
+                                                    if value is not None}), MappingProxyType(annotations),
+                          MappingProxyType({zone: {name: value for name, value in zip(ZONE_RESOURCES, values)
+                                                   if value is not None}
+                                            for zone, values in published_zones.items()}), zones_synced)
+    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory)
     state.encoded[:] = [data[16:16 + static_length], keys]
     return state

@@ -2,10 +2,12 @@
 
     python -m streams.noderesource.bench                      # small baseline: 1 node, 20 pods (12 prod)
     python -m streams.noderesource.bench --nodes 200 --warmup-minutes 120   # larger, on demand
+    python -m streams.noderesource.bench --zones 2            # with a two-zone NodeResourceTopology per node
 
 Each node gets 20 pods (12 koord-prod, 8 koord-batch) as Bound decisions, then ``--warmup-minutes`` of
 one NodeMetric per minute with log-normal pod usage, so its profile holds a realistic number of histogram
-buckets. Then three kinds of NodeMetric event are timed, round-robin over the nodes:
+buckets; with ``--zones N`` each node also gets a NodeResourceTopology of N equal zones, so every
+calculation runs the NUMA level too. Then three kinds of NodeMetric event are timed, round-robin over the nodes:
 
 - ``train+predict``: one report per minute (koordlet's cadence) without ``prodReclaimableMetric``:
   every event trains the profile and predicts ProdReclaimable;
@@ -35,7 +37,7 @@ jobs (load average about 1.4)."""
 
 
 class Fleet:
-    def __init__(self, nodes: int, pods: int, seed: int) -> None:
+    def __init__(self, nodes: int, pods: int, seed: int, zones: int = 0) -> None:
         self.rng = random.Random(seed)
         self.offset = 0
         metadata = {"name": "slo-controller-config", "namespace": "koordinator-system"}
@@ -47,6 +49,8 @@ class Fleet:
         self.states = {name: aggregate.initial_state() for name in self.names}
         for name in self.names:
             self.apply(self.event(name, "Node", START, self._node(name)))
+            if zones:
+                self.apply(self.event(name, "NodeResourceTopology", START, self._topology(name, zones)))
             for pod, prod in self.pods:
                 self.apply(self.event(name, "SchedulingDecision", START, self._decision(name, pod, prod)))
 
@@ -67,6 +71,15 @@ class Fleet:
         return {"metadata": {"name": name, "namespace": None, "uid": None, "labels": labels, "annotations": {},
                              "generation": 0}, "manifest": "{}", "unschedulable": False, "taints": [],
                 "capacity": resources, "allocatable": resources}
+
+    @staticmethod
+    def _topology(name: str, zones: int) -> dict:
+        cpu, memory = 32_000 // zones, 128 * GI // zones
+        return {"metadata": {"name": name}, "manifest": "{}", "zones": [
+            {"name": f"node-{i}", "type": "Node", "resources": [
+                {"name": "cpu", "capacity": cpu, "allocatable": cpu, "available": cpu},
+                {"name": "memory", "capacity": memory, "allocatable": memory, "available": memory}]}
+            for i in range(zones)]}
 
     @staticmethod
     def _decision(node: str, pod: str, prod: bool) -> dict:
@@ -102,8 +115,8 @@ def _time(fleet: Fleet, events: list[InboxEvent], repeats: int) -> float:
 
 
 def run(nodes: int = 1, pods: int = 20, warmup_minutes: int = 26 * 60, events: int = 2000, repeats: int = 5,
-        seed: int = 1) -> dict[str, float]:
-    fleet = Fleet(nodes, pods, seed)
+        seed: int = 1, zones: int = 0) -> dict[str, float]:
+    fleet = Fleet(nodes, pods, seed, zones)
     minute = 60_000
     for step in range(warmup_minutes):
         for name in fleet.names:
@@ -132,8 +145,9 @@ def main() -> None:
     parser.add_argument("--warmup-minutes", type=int, default=26 * 60)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--zones", type=int, default=0, help="NUMA zones of each node's NodeResourceTopology")
     args = parser.parse_args()
-    figures = run(args.nodes, args.pods, args.warmup_minutes, args.events, args.repeats)
+    figures = run(args.nodes, args.pods, args.warmup_minutes, args.events, args.repeats, zones=args.zones)
     for label, value in figures.items():
         unit = "bytes" if label == "bytes/node" else "µs/event" if label != "dump_state" else "µs"
         change = (value / BASELINE[label] - 1) * 100

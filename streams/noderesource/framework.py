@@ -4,20 +4,22 @@ Shaped after Koordinator's ``pkg/slo-controller/noderesource/framework``. One
 calculation (``reconcile.reconcile``) runs the stages in this order:
 
 1. **Calculate** (``CalculatePlugin.calculate``) — each plugin turns a frozen
-   ``views.Snapshot`` (strategy, node, pods, last NodeMetric, time) into
-   ``ResourceItem`` values; a plugin that raises ``PluginError`` contributes
-   nothing (Koordinator logs and skips it). When co-location is disabled for
-   the node, **Reset** (``CalculatePlugin.reset``) replaces Calculate.
-2. **Prepare** (``PreparePlugin.prepare``) — each plugin writes its results
+   ``views.Snapshot`` (strategy, node, NUMA zones, pods, last NodeMetric,
+   time) into ``ResourceItem`` values (per-zone values in ``zone_quantity``);
+   a plugin that raises ``PluginError`` contributes nothing (Koordinator logs
+   and skips it). When co-location is disabled for the node, **Reset**
+   (``CalculatePlugin.reset``) replaces Calculate.
+2. **PreUpdate** (``PreUpdatePlugin.pre_update``) — turns the per-zone values
+   into the ``ZoneResources`` to publish, compared with the last published
+   ones (Koordinator writes them into the NodeResourceTopology object here).
+3. **Prepare** (``PreparePlugin.prepare``) — each plugin writes its results
    into the draft ``NodeStatus`` (capacity, allocatable, annotations).
-3. **NodeStatusCheck** (``NodeStatusCheckPlugin.need_sync``) and
+4. **NodeStatusCheck** (``NodeStatusCheckPlugin.need_sync``) and
    **NodeMetaCheck** (``NodeMetaCheckPlugin.need_sync_meta``) — compare the
    draft with what was last published and say whether the node must be
    updated.
 
-Koordinator's PreUpdate stage (writing NUMA-level results into the
-NodeResourceTopology object) has no counterpart yet: koordstream's Node
-record carries no NUMA zones. No plugin logic lives here.
+No plugin logic lives here.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ EXTENDED_RESOURCES = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
 
 ANNOTATION_CPU_NORMALIZATION_RATIO = "node.koordinator.sh/cpu-normalization-ratio"
 ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE = "node.koordinator.sh/originExtendedAllocatable"
+
+ZoneResources = Mapping[str, Mapping[str, int]]
+"""NUMA zone name -> resource name -> quantity: the batch resources of the node's NodeResourceTopology zones."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -121,6 +126,17 @@ class CalculatePlugin(Protocol):
 
     def reset(self, message: str) -> list[ResourceItem]:
         """Items that remove what this plugin publishes, each carrying ``message``."""
+        ...
+
+
+@runtime_checkable
+class PreUpdatePlugin(Protocol):
+    name: str
+
+    def pre_update(self, strategy: ColocationStrategy, zones, published: ZoneResources,
+                   result: NodeResource) -> tuple[dict[str, dict[str, int]], tuple[bool, str]] | None:
+        """The zone resources to publish for the node's zones (``views.Zone``) and whether they need a sync;
+        None when the result holds no per-zone values (the published ones stay)."""
         ...
 
 

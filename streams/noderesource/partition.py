@@ -3,7 +3,8 @@
 The Faust agent and ``koord replay`` both drive the node aggregate through
 this class, so the live stream and its replay apply events the same way:
 
-- a Node or NodeMetric event goes to the state of the node it is keyed by,
+- a Node, NodeMetric or NodeResourceTopology event goes to the state of the
+  node it is keyed by,
   a SchedulingDecision to the state of its ``nodeName`` (its key names the
   pod: the router keeps a source event's key);
 - the slo-controller-config ConfigMap (broadcast to every partition) is

@@ -4,22 +4,31 @@
    for its labels and annotations).
 2. Co-location disabled (cluster ``enable`` or the node's strategy off): every
    calculate plugin's Reset, message ``node colocation is disabled in Config,
-   reason: DisableInConfig``. Otherwise Calculate, in registry order.
-3. Prepare, in registry order, on a draft of the node: the Node's capacity
+   reason: DisableInConfig``. Otherwise Calculate, in registry order, with the
+   node's NUMA zones in the snapshot.
+3. PreUpdate, in registry order: the zone resources to publish. They need a
+   sync (Koordinator updates the NodeResourceTopology) when a plugin saw a
+   value move by more than ``resourceDiffThreshold``, or when zones were never
+   published or last published more than ``updateTimeThresholdSeconds`` ago
+   (Koordinator's ``nrtSyncContext``); never when nothing was calculated per
+   zone.
+4. Prepare, in registry order, on a draft of the node: the Node's capacity
    and allocatable without the batch/mid resources, plus the annotations
    published last. Then the CPU normalization ratio of the draft amplifies
    the cpu allocatable (``MultiplyMilliQuant(raw allocatable, ratio)`` for a
    ratio > 1), as Koordinator's resource-amplification webhook does.
-4. Sync decision: the status needs a sync when the node was never published,
+5. Sync decision: the status needs a sync when the node was never published,
    when the last publication is older than ``updateTimeThresholdSeconds``, or
    when a NodeStatusCheck plugin sees a batch/mid value move by more than
    ``resourceDiffThreshold``; the metadata when the ratio changed
    (NodeMetaCheck).
 
-Koordstream deviation: a metadata-only sync publishes the whole draft (batch
-and mid values included), where Koordinator patches the annotation and
-leaves the status to its next status sync. The caller can force a
-publication (every Node event publishes, see ``aggregate``).
+Koordstream deviation: a metadata-only or zone-only sync publishes the whole
+draft (batch and mid values included), where Koordinator patches the
+annotation or the NodeResourceTopology and leaves the status to its next
+status sync. A publication carries the zone resources last synced. The
+caller can force a publication (every Node event publishes, see
+``aggregate``).
 """
 
 from __future__ import annotations
@@ -32,10 +41,10 @@ from types import MappingProxyType
 from streams.noderesource import registry
 from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy, SloConfig
 from streams.noderesource.framework import (
-    ANNOTATION_CPU_NORMALIZATION_RATIO, EXTENDED_RESOURCES, NodeResource, NodeStatus, PluginError,
+    ANNOTATION_CPU_NORMALIZATION_RATIO, EXTENDED_RESOURCES, NodeResource, NodeStatus, PluginError, ZoneResources,
 )
 from streams.noderesource.quantities import multiply_milli
-from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot
+from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot, Zone
 
 DISABLED_MESSAGE = "node colocation is disabled in Config, reason: DisableInConfig"
 COMPARED_ANNOTATIONS = (ANNOTATION_CPU_NORMALIZATION_RATIO,)
@@ -53,6 +62,10 @@ class Published:
     """The batch/mid resources in its allocatable."""
     annotations: Mapping[str, str] = dataclasses.field(default_factory=lambda: EMPTY)
     """The published annotations the sync checks compare (the CPU normalization ratio)."""
+    zones: ZoneResources = dataclasses.field(default_factory=lambda: EMPTY)
+    """The batch resources of the NUMA zones (Koordinator: the NodeResourceTopology's zone resources)."""
+    zones_synced_ms: int | None = None
+    """When the zones were last synced; None: never (Koordinator: its ``nrtSyncContext``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +74,9 @@ class Outcome:
     result: NodeResource
     status_sync: tuple[bool, str]
     meta_sync: tuple[bool, str]
+    zones: ZoneResources | None
+    """The zone resources PreUpdate calculated; None: nothing calculated per zone."""
+    zone_sync: tuple[bool, str]
     errors: tuple[str, ...]
     """Plugins whose Calculate failed, with the reason."""
 
@@ -97,7 +113,8 @@ def ratio_of(annotations: Mapping[str, str]) -> float:
 
 Observer = Callable[[str, str, str, float], None]
 """Called per plugin call with (plugin, stage, result, seconds) when given: the shell counts and times them
-(result ``success``, ``error`` or ``reset``). The decision never reads the clock."""
+(result ``success``, ``error``, ``reset`` or, for PreUpdate without zone values, ``skip``). The decision never
+reads the clock."""
 
 
 def _calculate(plugins: Mapping[str, object], snapshot: Snapshot, result: NodeResource, errors: list[str],
@@ -116,7 +133,7 @@ def _calculate(plugins: Mapping[str, object], snapshot: Snapshot, result: NodeRe
 
 def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, now_ms: int, published: Published,
-              observer: Observer | None = None) -> Outcome:
+              observer: Observer | None = None, zones: tuple[Zone, ...] = ()) -> Outcome:
     strategy, cpu_normalization = strategies(config, node)
     result = NodeResource()
     errors: list[str] = []
@@ -126,8 +143,21 @@ def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, 
             if observer:
                 observer(name, "Calculate", "reset", 0.0)
     else:
-        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms), result, errors,
-                   observer)
+        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms, zones), result,
+                   errors, observer)
+    zone_resources, zone_sync = None, (False, "")
+    for name in registry.PRE_UPDATE_ORDER:
+        started = time.perf_counter() if observer else 0.0
+        prepared = plugins[name].pre_update(strategy, zones, published.zones, result)
+        if prepared is not None:
+            zone_resources, zone_sync = prepared
+        if observer:
+            observer(name, "PreUpdate", "skip" if prepared is None else "success", time.perf_counter() - started)
+    if zone_resources is not None and not zone_sync[0]:
+        if published.zones_synced_ms is None:
+            zone_sync = (True, "zones never published")
+        elif now_ms - published.zones_synced_ms > strategy.update_time_threshold_seconds * 1000:
+            zone_sync = (True, "zone resources expired")
     status = NodeStatus(node, dict(node.base_capacity), dict(node.base_allocatable), dict(published.annotations))
     for name in registry.PREPARE_ORDER:
         plugins[name].prepare(strategy, status, result)
@@ -150,13 +180,18 @@ def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, 
         meta_sync = plugins[name].need_sync_meta(strategy, published.annotations, status.annotations)
         if meta_sync[0]:
             break
-    return Outcome(status, result, status_sync, meta_sync, tuple(errors))
+    return Outcome(status, result, status_sync, meta_sync, zone_resources, zone_sync, tuple(errors))
 
 
-def published_after(outcome: Outcome, now_ms: int) -> Published:
+def published_after(outcome: Outcome, now_ms: int, before: Published) -> Published:
+    """What a publication of ``outcome`` at ``now_ms`` says; the zones change only when they were synced."""
     status = outcome.status
+    zones, zones_synced_ms = before.zones, before.zones_synced_ms
+    if outcome.zone_sync[0]:
+        zones, zones_synced_ms = MappingProxyType(dict(outcome.zones)), now_ms
     return Published(
         synced_ms=now_ms,
         extended=MappingProxyType({k: status.allocatable[k] for k in EXTENDED_RESOURCES if k in status.allocatable}),
         annotations=MappingProxyType({k: v for k, v in status.annotations.items() if k in COMPARED_ANNOTATIONS}),
+        zones=zones, zones_synced_ms=zones_synced_ms,
     )

@@ -4,6 +4,7 @@ of each stage.
 Orders are Koordinator's (``pkg/slo-controller/noderesource/plugins_profile.go``):
 
 - Calculate: CPUNormalization, MidResource, BatchResource (registration order).
+- PreUpdate: BatchResource (the only plugin with NUMA-level results).
 - Prepare: CPUNormalization first — BatchResource's Prepare amplifies
   batch-cpu with the ratio the same calculation produced — then MidResource,
   BatchResource.
@@ -34,6 +35,7 @@ REGISTRY = _registry([
 ])
 
 CALCULATE_ORDER = (cpunormalization.NAME, midresource.NAME, batchresource.NAME)
+PRE_UPDATE_ORDER = (batchresource.NAME,)
 PREPARE_ORDER = (cpunormalization.NAME, midresource.NAME, batchresource.NAME)
 STATUS_CHECK_ORDER = (midresource.NAME, batchresource.NAME)
 META_CHECK_ORDER = (cpunormalization.NAME,)

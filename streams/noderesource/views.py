@@ -10,6 +10,8 @@
 - ``PodView`` — a pod bound to the node, from its SchedulingDecision; a
   ``PodTable`` holds a node's pods and memoises what depends on them alone
   (the HP and Prod request totals).
+- ``Zone`` — a NUMA zone of the node's NodeResourceTopology (``zones_of``):
+  its cpu and memory allocatable, what the NUMA-level batch calculation reads.
 - ``MetricView`` — a NodeMetric record; pod metrics are plain tuples
   ``(cpu milli-cores, memory bytes, priority class or None)`` keyed
   ``namespace/name`` because a node builds twenty of them per report.
@@ -29,6 +31,7 @@ from streams.noderesource.config import ANNOTATION_COLOCATION_STRATEGY, Colocati
 from streams.objects.quantity import QuantityError, to_canonical
 
 ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
+ANNOTATION_RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
 ANNOTATION_CPU_BASIC_INFO = "node.koordinator.sh/cpu-basic-info"
 ANNOTATION_THIRD_PARTY_ALLOCATIONS = "node.koordinator.sh/thirdPartyAllocations"
 ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
@@ -134,6 +137,54 @@ class PodView:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Zone:
+    """A zone of the node's NodeResourceTopology as the batch calculation reads it: name and allocatable."""
+
+    name: str
+    cpu: int
+    """milli-cores; 0 when the zone lists no cpu."""
+    memory: int
+    """bytes; 0 when the zone lists no memory."""
+
+
+def zones_of(record: Mapping | None) -> tuple[Zone, ...]:
+    """The zones of a decoded NodeResourceTopology record, in its order; none unless some zone lists cpu or
+    memory (Koordinator's ``isNRTResourcesCreated``: otherwise the NUMA level is not calculated)."""
+    if record is None:
+        return ()
+    zones, listed = [], False
+    for zone in record.get("zones") or ():
+        allocatable = {entry["name"]: entry["allocatable"] for entry in zone.get("resources") or ()
+                       if entry["name"] in ("cpu", "memory")}
+        listed = listed or bool(allocatable)
+        zones.append(Zone(zone["name"], allocatable.get("cpu", 0), allocatable.get("memory", 0)))
+    return tuple(zones) if listed else ()
+
+
+def numa_nodes_of(annotations: Mapping[str, str] | None) -> tuple[int, ...]:
+    """``numaNodeResources[].node`` of the pod's ``scheduling.koordinator.sh/resource-status`` annotation,
+    as listed; none when absent or malformed (``extension.GetResourceStatus`` failing: the pod then shares
+    every zone)."""
+    text = (annotations or {}).get(ANNOTATION_RESOURCE_STATUS)
+    if not text:
+        return ()
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return ()
+    resources = status.get("numaNodeResources") if isinstance(status, dict) else None
+    if not isinstance(resources, list):
+        return ()
+    nodes = []
+    for entry in resources:
+        node = 0 if entry is None else entry.get("node", 0) if isinstance(entry, dict) else None
+        if isinstance(node, bool) or not isinstance(node, int) or not -2**31 <= node < 2**31:
+            return ()
+        nodes.append(node)
+    return tuple(nodes)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class PodTotals:
     """Sums over the pods of a node that do not depend on metrics."""
 
@@ -208,6 +259,8 @@ class Snapshot:
     pods: Mapping[str, PodView]
     metric: MetricView | None
     now_ms: int
+    zones: tuple[Zone, ...] = ()
+    """The NodeResourceTopology zones (empty: no NUMA-level calculation)."""
 
 
 def _resources(raw: object, names: tuple[str, ...]) -> dict[str, int]:

@@ -608,7 +608,7 @@ class _Outputs:
             "priorityClass": pod.priority_class_raw or priority.CLASS_NONE_NAME,
             "qosClass": pod.qos_class or None,
             "labels": podmeta.selected(pod.labels, podmeta.LABELS),
-            "annotations": podmeta.selected(pod.annotations, podmeta.ANNOTATIONS),
+            "annotations": podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS),
         }))
 
     def quota_status(self, tree: str, status: dict) -> None:

@@ -45,6 +45,7 @@ SCHEMAS = (
     "ElasticQuotaProfile",
     "Reservation",
     "Device",
+    "NodeResourceTopology",
     "InboxEvent",
     "SchedulingDecision",
     "NodeResource",

@@ -50,6 +50,8 @@ class FakeHost:
             self.write(topo / "core_id", f"{cpu % 2}\n")
             self.write(topo / "thread_siblings_list", f"{cpu % 2},{cpu % 2 + 2}\n")
         self.write(self.sys / "devices/system/node/node0/cpulist", "0-3\n")
+        self.write(self.sys / "devices/system/node/node0/meminfo",
+                   f"Node 0 MemTotal:       {16 << 20} kB\nNode 0 MemFree:        {8 << 20} kB\n")
         self.write(self.proc / "cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n"
                                           "model name\t: Intel(R) Xeon(R) Platinum 8269CY CPU @ 2.50GHz\n")
         if self.version == "v2":

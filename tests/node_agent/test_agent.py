@@ -177,6 +177,12 @@ def test_device_from_nvml_and_rdma_converts(fake_host, clock):
     assert make_agent(fake_host, clock).device() is None
 
 
+def test_node_resource_topology_from_the_fake_sysfs_converts(fake_host, clock):
+    record = to_record(Document("<test>", 0, 1, make_agent(fake_host, clock).node_resource_topology())).record
+    assert [(zone["name"], {r["name"]: r["allocatable"] for r in zone["resources"]}) for zone in record["zones"]] == [
+        ("node-0", {"cpu": 4000, "hugepages-1Gi": 0, "hugepages-2Mi": 0, "memory": 16 * GIB})]
+
+
 def test_a_host_without_any_cgroup_tree_still_reports(tmp_path, clock):
     host = FakeHost(tmp_path)
     agent = NodeAgent(host.settings(cgroup_root=tmp_path / "no-cgroups"), monotonic=clock, nvml=NO_GPU)

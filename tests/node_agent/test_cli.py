@@ -12,14 +12,15 @@ from streams.cli.simulate import simulate
 UID = "aaaaaaaa-0000-0000-0000-000000000001"
 
 
-def test_once_on_a_fake_host_prints_node_nodemetric(fake_host):
+def test_once_on_a_fake_host_prints_node_nodemetric_and_numa_zones(fake_host):
     fake_host.write_cgroup(fake_host.pod_dir(UID), cpu_ns=0, anon=1 << 30)
     result = CliRunner().invoke(node_agent, [
         "--once", "-o", "yaml", "--node-name", "fake", "--collect-interval", "0.1", "--proc-root", str(fake_host.proc),
         "--sys-root", str(fake_host.sys), "--cgroup-root", str(fake_host.cgroup)])
     assert result.exit_code == 0, result.output
     items = {i["kind"]: i for i in yaml.safe_load(result.output)["items"]}
-    assert set(items) == {"Node", "NodeMetric"}
+    assert set(items) == {"Node", "NodeMetric", "NodeResourceTopology"}
+    assert [zone["name"] for zone in items["NodeResourceTopology"]["zones"]] == ["node-0"]
     assert items["Node"]["status"]["capacity"] == {"cpu": "4", "memory": "16Gi", "pods": "110"}
     (pod,) = items["NodeMetric"]["status"]["podsMetric"]
     assert (pod["uid"], pod["podUsage"]["resources"]["memory"]) == (UID, "1Gi")

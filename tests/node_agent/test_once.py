@@ -81,3 +81,18 @@ def test_every_object_is_what_koord_apply_would_send(once):
         to_record(Document("<test>", 0, 1, manifest))
     usage = once["NodeMetric"]["status"]["nodeMetric"]["nodeUsage"]["resources"]
     assert 0 < parse_quantity(usage["memory"]) <= parse_quantity(once["Node"]["status"]["capacity"]["memory"])
+
+
+def test_numa_zones_match_sysfs(once):
+    nodes = Path("/sys/devices/system/node")
+    if not nodes.is_dir() or "NodeResourceTopology" not in once:
+        pytest.skip("no NUMA nodes in sysfs")
+    zones = {zone["name"]: {r["name"]: r["allocatable"] for r in zone["resources"]}
+             for zone in once["NodeResourceTopology"]["zones"]}
+    online = set(_cpu_list((SYS_CPU / "online").read_text()))
+    for zone, resources in zones.items():
+        node = int(zone.removeprefix("node-"))
+        listed = (nodes / f"node{node}/cpulist").read_text().strip()
+        cpus = online & set(_cpu_list(listed)) if listed else set()
+        memtotal = re.search(r"MemTotal:\s+(\d+) kB", (nodes / f"node{node}/meminfo").read_text()).group(1)
+        assert (parse_quantity(resources["cpu"]), parse_quantity(resources["memory"])) == (len(cpus), int(memtotal) * 1024)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from node_agent.report import Usage, device_manifest, go_duration, rfc3339
+from node_agent.report import Usage, device_manifest, go_duration, node_resource_topology_manifest, rfc3339
+from streams.objects import Document, to_record
 
 
 @pytest.mark.parametrize("seconds, expected", [(300, "5m0s"), (1800, "30m0s"), (3600, "1h0m0s"), (90.5, "1m30.5s"),
@@ -26,3 +27,19 @@ def test_usage_resources(usage, expected):
 
 def test_no_device_no_device_object():
     assert device_manifest("n1", [], []) is None
+
+
+def test_node_resource_topology_as_koordlet_reports_it():
+    manifest = node_resource_topology_manifest("n1", [(1, 26, 64 << 30), (0, 26, 63 << 30)])
+    assert (manifest["metadata"], manifest["topologyPolicies"]) == (
+        {"name": "n1", "labels": {"app.kubernetes.io/managed-by": "Koordinator"}}, ["None"])
+    assert manifest["zones"][0] == {"name": "node-0", "type": "Node", "resources": [
+        {"name": "cpu", "capacity": "26", "allocatable": "26", "available": "26"},
+        {"name": "hugepages-1Gi", "capacity": "0", "allocatable": "0", "available": "0"},
+        {"name": "hugepages-2Mi", "capacity": "0", "allocatable": "0", "available": "0"},
+        {"name": "memory", "capacity": "63Gi", "allocatable": "63Gi", "available": "63Gi"}]}
+    record = to_record(Document("<test>", 0, 1, manifest))
+    assert (record.topic, record.key) == ("noderesourcetopologies", "n1")
+    assert [(z["name"], z["resources"][0]["allocatable"], z["resources"][3]["allocatable"])
+            for z in record.record["zones"]] == [("node-0", 26_000, 63 << 30), ("node-1", 26_000, 64 << 30)]
+    assert node_resource_topology_manifest("n1", []) is None

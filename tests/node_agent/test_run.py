@@ -1,4 +1,5 @@
-"""The cadence loop: Node once (and again only on change), a NodeMetric per report, a failing round survived."""
+"""The cadence loop: Node and NodeResourceTopology once (again only on change), a NodeMetric per report, a failing
+round survived."""
 
 import asyncio
 
@@ -28,7 +29,8 @@ def run_for(agent, seconds):
 def test_node_once_then_node_metrics_at_the_report_interval(fake_host):
     agent = NodeAgent(fake_host.settings(collect_interval_s=0.05, report_interval_s=0.2), nvml=NVML(module=None))
     kinds = run_for(agent, 1.0)
-    assert kinds[0] == "Node" and kinds.count("Node") == 1 and "Device" not in kinds
+    assert kinds[:2] == ["Node", "NodeResourceTopology"] and kinds.count("Node") == 1 and "Device" not in kinds
+    assert kinds.count("NodeResourceTopology") == 1
     assert 3 <= kinds.count("NodeMetric") <= 5
 
 

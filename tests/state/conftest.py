@@ -205,7 +205,7 @@ class Records:
 
     @classmethod
     def node_resource(cls, decision_id, node, offset, *, capacity=None, allocatable=None, source=None,
-                      annotations=None):
+                      annotations=None, zones=None):
         value = {
             "decisionId": decision_id,
             "nodeName": node,
@@ -215,8 +215,29 @@ class Records:
             "message": "",
             "causation": _causation(source or ("koord.nodes", 0, offset)),
             "timestamp": 1_700_000_000_000 + offset,
+            "zones": [{"name": name, "resources": resources} for name, resources in (zones or {}).items()],
         }
         return cls.record("koord.noderesources", node, "NodeResource", value, offset)
+
+    @classmethod
+    def topology(cls, node, offset, *, zones):
+        """A NodeResourceTopology; ``zones``: name -> (cpu milli-cores, memory bytes)."""
+        manifest = {"apiVersion": "topology.node.k8s.io/v1alpha1", "kind": "NodeResourceTopology",
+                    "metadata": {"name": node}, "topologyPolicies": ["None"],
+                    "zones": [{"name": name, "type": "Node", "resources": [
+                        {"name": "memory", "capacity": str(memory), "allocatable": str(memory),
+                         "available": str(memory)},
+                        {"name": "cpu", "capacity": f"{cpu}m", "allocatable": f"{cpu}m", "available": f"{cpu}m"}]}
+                        for name, (cpu, memory) in zones.items()]}
+        value = {
+            "metadata": _metadata(node),
+            "manifest": json.dumps(manifest, sort_keys=True, separators=(",", ":")),
+            "zones": [{"name": name, "type": "Node", "resources": [
+                {"name": "memory", "capacity": memory, "allocatable": memory, "available": memory},
+                {"name": "cpu", "capacity": cpu, "allocatable": cpu, "available": cpu}]}
+                for name, (cpu, memory) in zones.items()],
+        }
+        return cls.record("koord.noderesourcetopologies", node, "NodeResourceTopology", value, offset)
 
     @classmethod
     def node_metric(cls, node, offset, *, usage, pods=()):

@@ -188,3 +188,18 @@ def test_every_kind_of_the_configs_topic_is_projected(projector, read_model, rec
 
     assert object_progress(read_model, "configs", "koordinator-system/slo-controller-config") == (0, 2, False)
     assert object_progress(read_model, "configs", "koordinator-system/koord-scheduler") == (0, 3, False)
+
+
+def test_node_resource_topologies_are_latest_state_and_zones_are_projected(projector, read_model, records):
+    from state.models import NodeResource
+
+    zones = {"node-0": {"kubernetes.io/batch-cpu": 10_000, "kubernetes.io/batch-memory": 15 * 10**9}}
+    projector.apply([records.topology("node-a", 1, zones={"node-0": (50_000, 62 * 10**9)}),
+                     records.topology("node-a", 2, zones={"node-0": (48_000, 62 * 10**9)}),
+                     records.node_resource("nr-1", "node-a", 3, zones=zones)])
+    with read_model.connect() as connection:
+        row = connection.execute(select(LatestObject).where(LatestObject.topic == "noderesourcetopologies")).one()
+        projected = connection.execute(select(NodeResource.zones)).scalar_one()
+    assert (row.key, row.kind, row.source_offset) == ("node-a", "NodeResourceTopology", 2)
+    assert row.record["zones"][0]["resources"][1]["allocatable"] == 48_000
+    assert projected == [{"name": "node-0", "resources": zones["node-0"]}]

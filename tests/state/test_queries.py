@@ -13,6 +13,7 @@ from state.queries import (
     get_elasticquotas,
     get_decisions,
     get_nodes,
+    get_noderesourcetopologies,
     get_pods,
     object_progress,
     top_nodes,
@@ -246,6 +247,37 @@ def test_get_nodes_merges_the_annotations_koordstream_sets(projector, read_model
     projector.apply([records.node("node-a", 1), records.node_resource("nr", "node-a", 2, annotations=ratio)])
     (node,) = get_nodes(read_model, name="node-a")
     assert node["metadata"]["annotations"] == ratio
+
+
+BATCH = {"node-0": {"kubernetes.io/batch-cpu": 10_000, "kubernetes.io/batch-memory": 15_300_000_000},
+         "node-1": {"kubernetes.io/batch-cpu": 15_000, "kubernetes.io/batch-memory": 17_700_000_000}}
+
+
+def test_get_nodes_shows_the_numa_zone_batch_resources_of_the_latest_node_resource(projector, read_model, records):
+    projector.apply([records.node("node-a", 1), records.node_resource("nr-1", "node-a", 2),
+                     records.node_resource("nr-2", "node-a", 3, zones=BATCH)])
+    (node,) = get_nodes(read_model, name="node-a")
+    assert json.loads(node["metadata"]["annotations"]["koordstream.io/numa-zone-resources"]) == [
+        {"name": "node-0", "resources": {"kubernetes.io/batch-cpu": "10000", "kubernetes.io/batch-memory": "15300M"}},
+        {"name": "node-1", "resources": {"kubernetes.io/batch-cpu": "15000", "kubernetes.io/batch-memory": "17700M"}}]
+
+
+def test_get_noderesourcetopologies_writes_the_batch_resources_into_the_zones(projector, read_model, records):
+    projector.apply([records.node("node-a", 1), records.node("node-b", 2),
+                     records.topology("node-a", 3, zones={"node-0": (50_000, 62 * 10**9), "node-1": (50_000, 58 * 10**9)}),
+                     records.topology("node-b", 4, zones={"node-0": (8_000, 2**34)}),
+                     records.node_resource("nr-1", "node-a", 5, zones=BATCH)])
+    got = {t["metadata"]["name"]: t for t in get_noderesourcetopologies(read_model)}
+    assert list(got) == ["node-a", "node-b"]
+    node_0 = got["node-a"]["zones"][0]
+    assert (node_0["name"], [entry["name"] for entry in node_0["resources"]]) == (
+        "node-0", ["cpu", "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory", "memory"])
+    assert node_0["resources"][1:3] == [
+        {"name": "kubernetes.io/batch-cpu", "capacity": "10000", "allocatable": "10000", "available": "10000"},
+        {"name": "kubernetes.io/batch-memory", "capacity": "15300M", "allocatable": "15300M", "available": "15300M"}]
+    assert [entry["name"] for entry in got["node-b"]["zones"][0]["resources"]] == ["memory", "cpu"]
+    projector.apply([records.tombstone("koord.noderesourcetopologies", "node-b", 6)])
+    assert [t["metadata"]["name"] for t in get_noderesourcetopologies(read_model, name="node-b")] == []
 
 
 def test_get_elasticquotas_shows_runtime_request_and_used_as_koordinator_does(projector, read_model, records):

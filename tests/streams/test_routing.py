@@ -10,6 +10,8 @@ from streams.routing import DEFAULT_DOMAIN, Route, routes
     pytest.param("Pod", "ns/p", None, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="deleted-pod"),
     pytest.param("NodeMetric", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", DEFAULT_DOMAIN)],
                  id="node-metric"),
+    pytest.param("NodeResourceTopology", "n1", {}, [Route("inbox-node", "n1")], id="numa-zones-to-the-node-only"),
+    pytest.param("NodeResourceTopology", "n1", None, [Route("inbox-node", "n1")], id="deleted-numa-zones"),
     pytest.param("SchedulingDecision", "ns/p", {"result": "Scheduled", "nodeName": "n1"}, [Route("inbox-node", "n1")],
                  id="placement-to-its-node"),
     pytest.param("SchedulingDecision", "ns/p", {"result": "Released", "nodeName": "n1"}, [Route("inbox-node", "n1")],
@@ -34,3 +36,13 @@ def test_evictions_on_the_decisions_topic_are_valid_and_routed_nowhere():
               "reason": "EvictPodByNodeMemoryUsage", "message": "", "timestamp": 1}
     assert validation.problems("decisions", "ns/p", "Eviction", record) == []
     assert routes("decisions", "ns/p", "Eviction", record, {"inbox-node": 3, "inbox-scheduling": 1}) == []
+
+
+def test_numa_zones_have_a_topic_of_their_own():
+    """Same key as the Node: on one compacted topic, compaction would keep only one of them."""
+    from streams import validation
+    from streams.routing import KIND_BY_SOURCE, kind_of_deletion
+    assert KIND_BY_SOURCE["noderesourcetopologies"] == ("NodeResourceTopology",)
+    assert "NodeResourceTopology" not in KIND_BY_SOURCE["nodes"]
+    assert kind_of_deletion("noderesourcetopologies", "n1") == "NodeResourceTopology"
+    assert validation.problems("nodes", "n1", "NodeResourceTopology", {"metadata": {"name": "n1"}}) != []

@@ -42,12 +42,19 @@ and subtracts the koord-batch third-party allocations
 (``node.koordinator.sh/thirdPartyAllocations``), clamped at zero. The node is
 updated when either value moves by more than ``resourceDiffThreshold``.
 
-NUMA level (``calculate_on_numa_level``): the same formula per NUMA zone with
-the zone's allocatable as capacity; system usage and node reservation are
-divided evenly over the zones, each pod's request and usage over its
-allocated NUMA nodes (all zones when none). Koordstream's Node record carries
-no NUMA zones yet, so this function is tested on its own and not wired into
-the node calculation.
+NUMA level (``calculate_on_numa_level``, Koordinator's ``calculateOnNUMALevel``),
+when the node's NodeResourceTopology lists cpu or memory in some zone: the
+same formula per zone with the zone's allocatable as capacity; system usage
+and node reservation are divided evenly over the zones, each pod's request and
+usage over its allocated NUMA nodes (``scheduling.koordinator.sh/resource-status``;
+all zones when none). Calculate attaches the zone values to the batch items;
+PreUpdate (``pre_update``, Koordinator's ``updateNRTIfNeeded`` /
+``UpdateNRTZoneListIfNeeded``) turns them into the zone resources to publish:
+batch-cpu amplified by the CPU normalization ratio when > 1, each value
+replaced only when it moved by more than ``resourceDiffThreshold`` (or was
+absent), a zone without result zeroed. A degraded or reset calculation has no
+zone values and leaves the published zones as they are, as Koordinator leaves
+the NRT.
 """
 
 from __future__ import annotations
@@ -60,27 +67,29 @@ from streams.noderesource.classes import PRIORITY_BATCH, PRIORITY_FREE, QOS_LSE
 from streams.noderesource.config import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
 from streams.noderesource.framework import (
     ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE, BATCH_CPU, BATCH_MEMORY, NodeResource, NodeStatus, ResourceItem,
+    ZoneResources,
 )
 from streams.noderesource.quantities import (
-    divide_milli, format_go_float, is_resource_diff, multiply, multiply_milli, scaled_value,
+    divide_milli, format_go_float, is_quantity_diff, is_resource_diff, multiply, multiply_milli, scaled_value,
 )
-from streams.noderesource.resources import (host_app_used_above, is_degrade_needed, prepare_node_for_resource,
-                                            safety_margin)
-from streams.noderesource.views import MetricView, PodView, Snapshot, pod_totals
+from streams.noderesource.resources import (amplify_batch_cpu, cpu_normalization_ratio, host_app_used_above,
+                                            is_degrade_needed, prepare_node_for_resource, safety_margin)
+from streams.noderesource.views import MetricView, PodView, Snapshot, Zone, pod_totals
 from streams.objects.quantity import format_quantity
 
 NAME = "BatchResource"
 RESOURCE_NAMES = (BATCH_CPU, BATCH_MEMORY)
 DEGRADE_MESSAGE = "degrade node resource because of abnormal nodeMetric, reason: degradedByBatchResource"
 NEED_SYNC_REASON = "batch resource diff is big than threshold"
+ZONE_SYNC_REASON = "NRT batch resources diff threshold reached"
 LOW_PRIORITY = (PRIORITY_BATCH, PRIORITY_FREE)
 
 
 @dataclasses.dataclass(frozen=True)
 class BatchResourceArgs:
     numa_level: bool = True
-    """Also calculate per NUMA zone when the node reports zones (Koordinator does when its
-    NodeResourceTopology lists cpu or memory). Not wired yet: no zones in the Node record."""
+    """Also calculate per NUMA zone when the node's NodeResourceTopology lists cpu or memory in a zone
+    (Koordinator always does; False skips it)."""
 
     def validate(self) -> None:
         if not isinstance(self.numa_level, bool):
@@ -216,37 +225,29 @@ def calculate_on_node(snapshot: Snapshot) -> BatchAllocatable:
                                system_used, hp_request, hp_used, hp_max)
 
 
-@dataclasses.dataclass(frozen=True)
-class Zone:
-    """A NUMA zone as Koordinator's NodeResourceTopology lists it: name and allocatable."""
-
-    name: str
-    cpu: int
-    memory: int
-
-
 def pod_numa_split(numa_nodes: Sequence[int], request: tuple[int, int], usage: tuple[int, int],
                    zone_count: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """``GetPodNUMARequestAndUsage`` on (cpu milli, memory milli-bytes): per-zone request and usage.
 
-    Evenly over the pod's allocated NUMA nodes (ids outside ``[0, zone_count)`` ignored), or over all
-    zones when it has none; ``DivideResourceList`` rounds each share up at milli precision.
+    Evenly over the pod's allocated NUMA nodes (ids outside ``[0, zone_count)`` ignored; a listed id counts
+    each time it is listed, as Koordinator counts entries), or over all zones when it has none;
+    ``DivideResourceList`` rounds each share up at milli precision.
     """
-    allocated = set(numa_nodes)
-    count = sum(1 for node in allocated if 0 <= node < zone_count)
-    requests, usages = [], []
-    for zone in range(zone_count):
-        if count <= 0:
-            share = float(zone_count)
-        elif zone in allocated:
-            share = float(count)
-        else:
-            requests.append((0, 0))
-            usages.append((0, 0))
-            continue
-        requests.append((divide_milli(request[0], share), divide_milli(request[1], share)))
-        usages.append((divide_milli(usage[0], share), divide_milli(usage[1], share)))
+    targets, share = numa_share(numa_nodes, zone_count)
+    zone_request = (divide_milli(request[0], share), divide_milli(request[1], share))
+    zone_usage = (divide_milli(usage[0], share), divide_milli(usage[1], share))
+    requests, usages = [(0, 0)] * zone_count, [(0, 0)] * zone_count
+    for zone in targets:
+        requests[zone], usages[zone] = zone_request, zone_usage
     return requests, usages
+
+
+def numa_share(numa_nodes: Sequence[int], zone_count: int) -> tuple[range | list[int], float]:
+    """The zones a pod's request and usage go to and the divisor of each share (see ``pod_numa_split``)."""
+    count = sum(1 for node in numa_nodes if 0 <= node < zone_count)
+    if count <= 0:
+        return range(zone_count), float(zone_count)
+    return sorted(set(node for node in numa_nodes if 0 <= node < zone_count)), float(count)
 
 
 def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone], node_reserved: tuple[int, int],
@@ -255,7 +256,8 @@ def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone],
 
     Memory runs at milli-byte precision as Koordinator's quantities do after the divisions; each zone's
     batch memory is rounded up to bytes (``Quantity.Value()``). Unlike node level, a pod without metric
-    adds its split request to ``podHPMaxUsedRequest`` as well.
+    adds its split request to ``podHPMaxUsedRequest`` as well. Each pod's shares are ``pod_numa_split``'s,
+    added only to the zones they go to (the others get zero).
     """
     count = len(zones)
     if count == 0:
@@ -269,34 +271,33 @@ def calculate_on_numa_level(strategy: ColocationStrategy, zones: Sequence[Zone],
     hp_used = [[0, 0] for _ in zones]
     hp_max = [[0, 0] for _ in zones]
 
-    def add(target: list[list[int]], values: list[tuple[int, int]]) -> None:
-        for zone, (cpu, memory) in enumerate(values):
+    def add(target: list[list[int]], zones_: range | list[int], cpu: int, memory: int) -> None:
+        for zone in zones_:
             target[zone][0] += cpu
             target[zone][1] += memory
 
     for key, pod in pods.items():
-        request = (pod.request_cpu, pod.request_memory * 1000)
-        usage_metric = metric.pods.get(key)
-        usage = request if usage_metric is None else (usage_metric[0], usage_metric[1] * 1000)
-        zone_requests, zone_usages = pod_numa_split(pod.numa_nodes, request, usage, count)
         if pod.priority_class in LOW_PRIORITY:
             continue
-        add(hp_req, zone_requests)
+        usage_metric = metric.pods.get(key)
+        targets, share = numa_share(pod.numa_nodes, count)
+        request_cpu = divide_milli(pod.request_cpu, share)
+        request_memory = divide_milli(pod.request_memory * 1000, share)
+        add(hp_req, targets, request_cpu, request_memory)
         if usage_metric is None:
-            add(hp_used, zone_requests)
-            add(hp_max, zone_requests)
-        elif pod.qos == QOS_LSE:
-            add(hp_used, [(r[0], u[1]) for r, u in zip(zone_requests, zone_usages)])
-            add(hp_max, [(max(r[0], u[0]), max(r[1], u[1])) for r, u in zip(zone_requests, zone_usages)])
-        else:
-            add(hp_used, zone_usages)
-            add(hp_max, [(max(r[0], u[0]), max(r[1], u[1])) for r, u in zip(zone_requests, zone_usages)])
+            add(hp_used, targets, request_cpu, request_memory)
+            add(hp_max, targets, request_cpu, request_memory)
+            continue
+        usage_cpu, usage_memory = divide_milli(usage_metric[0], share), divide_milli(usage_metric[1] * 1000, share)
+        add(hp_used, targets, request_cpu if pod.qos == QOS_LSE else usage_cpu, usage_memory)
+        add(hp_max, targets, max(request_cpu, usage_cpu), max(request_memory, usage_memory))
+    every_zone = range(count)
     for key, usage_metric in metric.pods.items():
         if key in pods or usage_metric[2] in LOW_PRIORITY:
             continue
-        share = [(divide_milli(usage_metric[0], count), divide_milli(usage_metric[1] * 1000, count))] * count
-        add(hp_used, share)
-        add(hp_max, share)
+        cpu, memory = divide_milli(usage_metric[0], count), divide_milli(usage_metric[1] * 1000, count)
+        add(hp_used, every_zone, cpu, memory)
+        add(hp_max, every_zone, cpu, memory)
 
     result = {}
     memory_percent = strategy.batch_memory_threshold_percent
@@ -325,8 +326,15 @@ class BatchResource:
         if is_degrade_needed(snapshot.strategy, snapshot.metric, snapshot.now_ms):
             return self.reset(DEGRADE_MESSAGE)
         allocatable = calculate_on_node(snapshot)
-        return [ResourceItem(BATCH_CPU, allocatable.cpu, message_source=partial(cpu_message, *allocatable.cpu_terms)),
-                ResourceItem(BATCH_MEMORY, allocatable.memory,
+        zone_cpu = zone_memory = None
+        if self.args.numa_level and snapshot.zones:
+            zoned = calculate_on_numa_level(snapshot.strategy, snapshot.zones, snapshot.node.node_reserved,
+                                            snapshot.pods, snapshot.metric)
+            zone_cpu = {zone: values[0] for zone, values in zoned.items()}
+            zone_memory = {zone: values[1] for zone, values in zoned.items()}
+        return [ResourceItem(BATCH_CPU, allocatable.cpu, zone_quantity=zone_cpu,
+                             message_source=partial(cpu_message, *allocatable.cpu_terms)),
+                ResourceItem(BATCH_MEMORY, allocatable.memory, zone_quantity=zone_memory,
                              message_source=partial(memory_message, *allocatable.memory_terms))]
 
     def reset(self, message: str) -> list[ResourceItem]:
@@ -344,6 +352,36 @@ class BatchResource:
         for name, origin, allocated in ((BATCH_CPU, cpu, third_party_batch[0]),
                                         (BATCH_MEMORY, memory, third_party_batch[1])):
             status.allocatable[name] = status.capacity[name] = max(origin - allocated, 0)
+
+    def pre_update(self, strategy: ColocationStrategy, zones: Sequence[Zone], published: ZoneResources,
+                   result: NodeResource) -> tuple[dict[str, dict[str, int]], tuple[bool, str]] | None:
+        """``UpdateNRTZoneListIfNeeded`` over the NRT's zones: the zone resources to publish and whether
+        they need a sync (a value moved by more than ``resourceDiffThreshold``, was added or zeroed); None
+        when nothing was calculated per zone (Koordinator then leaves the NRT alone)."""
+        if not result.zone_resources or not zones:
+            return None
+        ratio = cpu_normalization_ratio(result)
+        threshold = strategy.resource_diff_threshold
+        updated, changed = {}, False
+        for zone in zones:
+            old = published.get(zone.name, {})
+            new = dict(old)
+            calculated = result.zone_resources.get(zone.name)
+            if calculated is None:
+                for name in RESOURCE_NAMES:
+                    if new.get(name):
+                        new[name] = 0
+                        changed = True
+            else:
+                for name, quantity in calculated.items():
+                    if name == BATCH_CPU and ratio > 1.0:
+                        quantity = amplify_batch_cpu(quantity, ratio)
+                    if name not in old or is_quantity_diff(old[name], quantity, threshold):
+                        new[name] = quantity
+                        changed = True
+            if new:
+                updated[zone.name] = new
+        return updated, (changed, ZONE_SYNC_REASON if changed else "")
 
     def need_sync(self, strategy: ColocationStrategy, old_allocatable: Mapping[str, int],
                   new_allocatable: Mapping[str, int]) -> tuple[bool, str]:

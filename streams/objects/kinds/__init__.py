@@ -13,6 +13,7 @@ from streams.objects.kinds import (
     kubeschedulerconfiguration,
     node,
     nodemetric,
+    noderesourcetopology,
     pod,
     reservation,
 )
@@ -26,6 +27,7 @@ KINDS: dict[str, KindSpec] = {
     "ElasticQuotaProfile": elasticquotaprofile.SPEC,
     "Reservation": reservation.SPEC,
     "Device": device.SPEC,
+    "NodeResourceTopology": noderesourcetopology.SPEC,
     "KubeSchedulerConfiguration": kubeschedulerconfiguration.SPEC,
 }
 

@@ -79,3 +79,19 @@ def test_basic_info_annotation_uses_koordinator_field_names_and_omitempty(tmp_pa
 def test_an_empty_sysfs_gives_an_empty_topology(tmp_path):
     topology = read_topology(tmp_path, tmp_path)
     assert (topology.cpus, topology.model_name, topology.hyper_threading) == ((), "", False)
+
+
+def test_numa_zones_count_each_nodes_cpus_and_read_its_memtotal(tmp_path):
+    _machine(tmp_path, sockets=2, cores=2, threads=2)
+    for node, kib in ((0, 263856452), (1, 264221144)):
+        (tmp_path / f"devices/system/node/node{node}/meminfo").write_text(
+            f"Node {node} MemTotal:       {kib} kB\nNode {node} MemFree:        {kib // 2} kB\n"
+            f"Node {node} HugePages_Total:     0\n")
+    topology = read_topology(tmp_path, tmp_path / "proc")
+    assert topology.numa_zones() == [(0, 4, 263856452 << 10), (1, 4, 264221144 << 10)]
+
+
+def test_numa_zones_without_meminfo_have_no_memory_and_without_numa_directory_none(tmp_path):
+    _machine(tmp_path, sockets=1, cores=2, threads=1)
+    assert read_topology(tmp_path, tmp_path / "proc").numa_zones() == [(0, 2, 0)]
+    assert read_topology(tmp_path / "empty", tmp_path / "proc").numa_zones() == []

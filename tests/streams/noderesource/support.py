@@ -22,6 +22,7 @@ NOW = 1_700_000_000_000
 """An arbitrary event time (ms); tests count from it."""
 
 SOURCE_TOPICS = {"Node": "koord.nodes", "NodeMetric": "koord.nodemetrics", "SchedulingDecision": "koord.decisions",
+                 "NodeResourceTopology": "koord.noderesourcetopologies",
                  "Tick": "koord.ticks", "ConfigMap": "koord.configs"}
 _offsets = itertools.count(1)
 

@@ -284,8 +284,10 @@ def test_dump_and_load_are_exact(events):
 
 def test_plugin_calls_can_be_counted_and_timed(monkeypatch):
     calls = []
-    monkeypatch.setattr(aggregate, "OBSERVER", lambda plugin, stage, result, seconds: calls.append((plugin, result)))
+    monkeypatch.setattr(aggregate, "OBSERVER",
+                        lambda plugin, stage, result, seconds: calls.append((plugin, stage, result)))
     run(node_event(annotations={"node.koordinator.sh/cpu-basic-info": "not json"}), *bound(*FIXTURE_A_PODS),
         metric_event(), config=parse_slo_config(configmap({"enable": True}, **{"cpu-normalization-config":
                                                                               '{"enable": true}'}), DEFAULT_CONFIG))
-    assert calls[-3:] == [("CPUNormalization", "error"), ("MidResource", "success"), ("BatchResource", "success")]
+    assert calls[-4:] == [("CPUNormalization", "Calculate", "error"), ("MidResource", "Calculate", "success"),
+                          ("BatchResource", "Calculate", "success"), ("BatchResource", "PreUpdate", "skip")]

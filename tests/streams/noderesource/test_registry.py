@@ -3,7 +3,9 @@
 import pytest
 
 from streams.noderesource import registry
-from streams.noderesource.framework import CalculatePlugin, NodeMetaCheckPlugin, NodeStatusCheckPlugin, PreparePlugin
+from streams.noderesource.framework import (
+    CalculatePlugin, NodeMetaCheckPlugin, NodeStatusCheckPlugin, PreparePlugin, PreUpdatePlugin,
+)
 
 
 def test_registry_names_match_the_plugins_and_orders_cover_them():
@@ -14,6 +16,7 @@ def test_registry_names_match_the_plugins_and_orders_cover_them():
 
 
 @pytest.mark.parametrize("order, stage", [(registry.CALCULATE_ORDER, CalculatePlugin),
+                                          (registry.PRE_UPDATE_ORDER, PreUpdatePlugin),
                                           (registry.PREPARE_ORDER, PreparePlugin),
                                           (registry.STATUS_CHECK_ORDER, NodeStatusCheckPlugin),
                                           (registry.META_CHECK_ORDER, NodeMetaCheckPlugin)])

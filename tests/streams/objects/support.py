@@ -152,5 +152,24 @@ SAMPLES = {
             minor: 1
             resources: {koordinator.sh/rdma: "100"}
     """,
+    "NodeResourceTopology": """
+        apiVersion: topology.node.k8s.io/v1alpha1
+        kind: NodeResourceTopology
+        metadata:
+          name: node-1
+          annotations: {kubelet.koordinator.sh/cpu-manager-policy: '{"policy":"none"}'}
+        topologyPolicies: [None]
+        zones:
+        - name: node-0
+          type: Node
+          resources:
+          - {name: cpu, capacity: "52", allocatable: "52", available: "52"}
+          - {name: memory, capacity: 263856452Ki, allocatable: 263856452Ki, available: 263856452Ki}
+        - name: node-1
+          type: Node
+          resources:
+          - {name: cpu, capacity: "52", allocatable: "50", available: "50"}
+          - {name: memory, capacity: 264221144Ki, allocatable: 264221144Ki, available: 264221144Ki}
+    """,
 }
 """One valid, feature-rich manifest per supported kind."""

@@ -10,7 +10,8 @@ from streams.objects import ManifestError, ObjectRecord, load_and_validate
 from streams.schemas import codec
 from tests.streams.objects.support import SAMPLES, problems_of, record_of
 
-SUPPORTED = "ConfigMap, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, Node, NodeMetric, Pod, Reservation"
+SUPPORTED = ("ConfigMap, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, Node, NodeMetric, "
+             "NodeResourceTopology, Pod, Reservation")
 
 
 @pytest.mark.parametrize(
@@ -24,6 +25,7 @@ SUPPORTED = "ConfigMap, Device, ElasticQuota, ElasticQuotaProfile, KubeScheduler
         ("ElasticQuotaProfile", "quotas", "kube-system/amd64-profile"),
         ("Reservation", "reservations", "reserve-gpu"),
         ("Device", "devices", "node-1"),
+        ("NodeResourceTopology", "noderesourcetopologies", "node-1"),
     ],
     ids=lambda value: value if value[0].isupper() else "",
 )

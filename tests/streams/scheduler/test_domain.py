@@ -107,6 +107,16 @@ def test_prebound_pod_is_accounted_not_scheduled():
     assert [(d["result"], d["nodeName"]) for d in decisions(out)] == [("Bound", "n1"), ("Unschedulable", None)]
 
 
+def test_prebound_pod_passes_its_resource_status_through_and_only_the_annotations_decisions_carry():
+    status = '{"numaNodeResources":[{"node":0,"resources":{"cpu":"1","memory":"1Gi"}}]}'
+    placed = pod("x", node_name="n1")
+    placed.record["metadata"]["annotations"] = {"scheduling.koordinator.sh/resource-status": status,
+                                                "koordinator.sh/cpuQOS": '{"enable":true}', "team": "a"}
+    _, out = run(node("n1"), placed)
+    assert decisions(out)[0]["annotations"] == {"scheduling.koordinator.sh/resource-status": status,
+                                                "koordinator.sh/cpuQOS": '{"enable":true}'}
+
+
 def test_delete_emits_released():
     _, out = run(node("n1"), pod("a"), deleted("Pod", "default/a"))
     assert decisions(out)[-1]["result"] == "Released" and decisions(out)[-1]["reason"] == "Deleted"

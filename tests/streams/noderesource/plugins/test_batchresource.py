@@ -17,9 +17,9 @@ from streams.noderesource.framework import (
     NodeResource, NodeStatus, ResourceItem,
 )
 from streams.noderesource.plugins.batchresource import (
-    DEGRADE_MESSAGE, BatchResource, Zone, calculate_on_numa_level, pod_numa_split,
+    DEGRADE_MESSAGE, BatchResource, BatchResourceArgs, calculate_on_numa_level, pod_numa_split,
 )
-from streams.noderesource.views import ANNOTATION_NODE_RESERVATION, ANNOTATION_THIRD_PARTY_ALLOCATIONS, Snapshot
+from streams.noderesource.views import ANNOTATION_NODE_RESERVATION, ANNOTATION_THIRD_PARTY_ALLOCATIONS, Snapshot, Zone
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, S65, Gi, fixture_a_metric, fixture_a_pods, host_app, metric, metric_record, node, pod, pod_usage,
     strategy,
@@ -330,8 +330,62 @@ def test_prepare(result, annotations, batch, origin):
                  id="Test_getPodNUMARequestAndUsage/pod_allocate_1_NUMA_nodes_on_4_total_nodes"),
     pytest.param((2000, 6 * Gi), (1000, 3 * Gi), 3, (), ([(667, 2 * Gi)] * 3, [(334, 1 * Gi)] * 3),
                  id="three_zones_round_up_at_milli"),
+    pytest.param((4000, 8 * Gi), (1500, 4 * Gi), 2, (0, 5), ([(4000, 8 * Gi), (0, 0)], [(1500, 4 * Gi), (0, 0)]),
+                 id="id_outside_the_zones_ignored"),
+    pytest.param((4000, 8 * Gi), (1500, 4 * Gi), 2, (0, 0), ([(2000, 4 * Gi), (0, 0)], [(750, 2 * Gi), (0, 0)]),
+                 id="id_listed_twice_counts_twice_as_koordinator_counts_entries"),
 ])
 def test_pod_numa_split(request_, usage, zones, numa_nodes, expected):
     """Memory is given in bytes here; the split rounds up at milli precision as DivideResourceList does."""
     requests, usages = pod_numa_split(numa_nodes, request_, usage, zones)
     assert (requests, usages) == expected
+
+
+def zone_result(zones: dict[str, tuple[int, int]], ratio: str | None = None) -> NodeResource:
+    result = NodeResource()
+    result.set([ResourceItem(BATCH_CPU, 0, zone_quantity={zone: cpu for zone, (cpu, _) in zones.items()}),
+                ResourceItem(BATCH_MEMORY, 0, zone_quantity={zone: memory for zone, (_, memory) in zones.items()})])
+    if ratio is not None:
+        result.annotations[ANNOTATION_CPU_NORMALIZATION_RATIO] = ratio
+    return result
+
+
+def published(**zones: tuple[int, int]) -> dict:
+    return {zone: {BATCH_CPU: cpu, BATCH_MEMORY: memory} for zone, (cpu, memory) in zones.items()}
+
+
+@pytest.mark.parametrize("before, calculated, ratio, expected, sync", [
+    pytest.param({}, {"node-0": (10_000, 15 * G), "node-1": (15_000, 17 * G)}, None,
+                 published(**{"node-0": (10_000, 15 * G), "node-1": (15_000, 17 * G)}), True, id="first-calculation-adds"),
+    pytest.param(published(**{"node-0": (10_000, 15 * G)}), {"node-0": (10_500, 16 * G)}, None,
+                 published(**{"node-0": (10_000, 15 * G)}), False, id="within-threshold-kept"),
+    pytest.param(published(**{"node-0": (10_000, 15 * G)}), {"node-0": (12_000, 16 * G)}, None,
+                 published(**{"node-0": (12_000, 15 * G)}), True, id="only-the-value-beyond-threshold-replaced"),
+    pytest.param(published(**{"node-0": (10_000, 15 * G), "node-1": (15_000, 17 * G)}), {"node-0": (10_000, 15 * G)},
+                 None, published(**{"node-0": (10_000, 15 * G), "node-1": (0, 0)}), True, id="zone-without-result-zeroed"),
+    pytest.param({}, {"node-0": (10_000, 15 * G)}, "1.20", published(**{"node-0": (12_000, 15 * G)}), True,
+                 id="batch-cpu-amplified-by-the-cpu-normalization-ratio"),
+    pytest.param({}, {"node-0": (10_000, 15 * G)}, "0.80", published(**{"node-0": (10_000, 15 * G)}), True,
+                 id="ratio-not-above-one-ignored"),
+])
+def test_pre_update_updates_zone_resources_as_koordinator_updates_the_nrt(before, calculated, ratio, expected, sync):
+    """``UpdateNRTZoneListIfNeeded`` (plugins/util), zones node-0 and node-1 listed in the NRT."""
+    zones = (Zone("node-0", 50_000, 62 * G), Zone("node-1", 50_000, 58 * G))
+    updated, (needed, _) = BatchResource().pre_update(S65, zones, before, zone_result(calculated, ratio))
+    assert (updated, needed) == (expected, sync)
+
+
+def test_pre_update_without_zone_values_leaves_the_zones():
+    zones = (Zone("node-0", 50_000, 62 * G),)
+    assert BatchResource().pre_update(S65, zones, published(**{"node-0": (1, 1)}), NodeResource()) is None
+    assert BatchResource().pre_update(S65, (), {}, zone_result({"node-0": (1, 1)})) is None
+
+
+def test_calculate_attaches_zone_values_to_the_batch_items():
+    snapshot = Snapshot(S65, CPUNormalizationStrategy(), node(), multi_pods(numa=(0,)), multi_metric(), NOW, TWO_ZONES)
+    items = BatchResource().calculate(snapshot)
+    assert [(item.name, item.zone_quantity) for item in items] == [
+        (BATCH_CPU, {"node-0": 10_000, "node-1": 15_000}),
+        (BATCH_MEMORY, {"node-0": 15_300_000_000, "node-1": 17_700_000_000})]
+    off = BatchResource(BatchResourceArgs(numa_level=False)).calculate(snapshot)
+    assert [item.zone_quantity for item in off] == [None, None]
