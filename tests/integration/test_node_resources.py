@@ -3,7 +3,8 @@
 The case is the pure end-to-end one (``tests/streams/noderesource/test_end_to_end.py``): Koordinator's
 batchresource ``TestPluginCalculate/calculate with memory usage`` with the midresource NodeMetric's
 ``prodReclaimableMetric``. Here every object goes through ``koord apply --wait``; the pods arrive with
-``spec.nodeName`` set, so the scheduler publishes them as ``Bound`` and the node aggregate counts them.
+``spec.nodeName`` set, so the scheduler publishes them as ``Bound`` and the node aggregate counts them;
+the node is tainted so that no pending pod of another test in the shared cluster is scheduled onto it.
 The NodeMetric's updateTime is the wall clock at apply time, so it is fresh for the aggregate (whose time
 is the event's timestamp).
 """
@@ -39,6 +40,8 @@ NODE_YAML = f"""\
 apiVersion: v1
 kind: Node
 metadata: {{name: {NODE}}}
+spec:
+  taints: [{{key: koordstream.io/e2e, value: only-pre-bound-pods, effect: NoSchedule}}]
 status:
   capacity: {{cpu: "100", memory: 120G, pods: "110"}}
   allocatable: {{cpu: "100", memory: 120G, pods: "110"}}
@@ -119,6 +122,6 @@ def test_apply_config_node_pods_and_metric_then_get_node_shows_koordinators_numb
     with Session(engine) as session:
         latest = session.scalars(select(NodeResource).where(NodeResource.node_name == NODE)
                                  .order_by(NodeResource.topic_offset.desc()).limit(1)).one()
-    assert latest.message == EXPECTED_MESSAGE
+    assert latest.message == EXPECTED_MESSAGE, latest.message
     assert latest.allocatable["kubernetes.io/batch-cpu"] == 25_000
     assert latest.allocatable["kubernetes.io/batch-memory"] == 33 * G

@@ -35,6 +35,8 @@ NODE_YAML = f"""\
 apiVersion: v1
 kind: Node
 metadata: {{name: {NODE}}}
+spec:
+  taints: [{{key: koordstream.io/e2e, value: only-pre-bound-pods, effect: NoSchedule}}]
 status:
   capacity: {{cpu: "100", memory: 120G, pods: "110"}}
   allocatable: {{cpu: "100", memory: 120G, pods: "110"}}

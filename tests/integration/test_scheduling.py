@@ -1,8 +1,8 @@
 """Issue 5 end to end on the real broker: load-aware filtering, FitPlus bin-packing, scarce-resource
 avoidance and the Insufficient-quotas message.
 
-Every scenario has its own nodes, labelled ``e2e-scenario: <name>``, and its pods select them with a
-nodeSelector, so the other tests' nodes in the shared cluster never compete. The scheduler profile for
+Every scenario has its own nodes, labelled and tainted ``e2e-scenario: <name>``, and its pods select and
+tolerate them, so the other tests' nodes and pending pods in the shared cluster never compete. The scheduler profile for
 ``koord-scheduler`` is the v1.6 article's (NodeResourcesFitPlus args from its first example, the
 plugins of its second: every other score plugin disabled); ``default-scheduler`` keeps the defaults,
 so the rest of the suite is not affected.
@@ -62,6 +62,7 @@ def node(name: str, scenario: str, cpu: str, memory: str = "64Gi", gpus: int = 0
 apiVersion: v1
 kind: Node
 metadata: {{name: {name}, labels: {{e2e-scenario: {scenario}}}}}
+spec: {{taints: [{{key: e2e-scenario, value: {scenario}, effect: NoSchedule}}]}}
 status: {{capacity: {resources}, allocatable: {resources}}}
 """
 
@@ -79,6 +80,7 @@ metadata: {{name: {name}, namespace: {namespace}, labels: {labels}}}
 spec:
   schedulerName: {scheduler}{bound}
   nodeSelector: {{e2e-scenario: {scenario}}}
+  tolerations: [{{key: e2e-scenario, operator: Equal, value: {scenario}, effect: NoSchedule}}]
   containers:
   - {{name: main, image: app, resources: {{requests: {requests}, limits: {limits}}}}}
 """
