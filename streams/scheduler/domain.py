@@ -289,7 +289,7 @@ class SchedulingDomain:
         self.node_records[name] = dict(event.record)
         old, new = self._put_node(name)
         self._observe(NodeChanged(name, old, new))
-        self.queue.on_event(NODE_EVENT)
+        self._queue_event(NODE_EVENT)
 
     def _on_node_resource(self, event: InboxEvent, out: "_Outputs") -> None:
         name = event.record.get("nodeName") if event.record else event.key
@@ -302,7 +302,7 @@ class SchedulingDomain:
         if name in self.node_records:
             old, new = self._put_node(name)
             self._observe(NodeChanged(name, old, new))
-            self.queue.on_event(NODE_EVENT)
+            self._queue_event(NODE_EVENT)
 
     def _on_metric(self, event: InboxEvent, out: "_Outputs") -> None:
         name = event.key
@@ -312,7 +312,7 @@ class SchedulingDomain:
         else:
             self.cluster.metrics[name] = dict(event.record)
         self._observe(MetricChanged(name, None if event.deleted else self.cluster.metrics[name]))
-        self.queue.on_event(METRIC_EVENT)
+        self._queue_event(METRIC_EVENT)
 
     # -- quotas --------------------------------------------------------------------
 
@@ -347,7 +347,7 @@ class SchedulingDomain:
             cluster.quotas[name] = record
         self._dirty.add(f"quota/{name}")
         self._observe(QuotaObjectsChanged())
-        self.queue.on_event(QUOTA_EVENT)
+        self._queue_event(QUOTA_EVENT)
 
     def _on_profile(self, event: InboxEvent, out: "_Outputs") -> None:
         cluster = self.cluster
@@ -366,7 +366,7 @@ class SchedulingDomain:
                 return
             cluster.profiles[key] = record
         self._observe(QuotaObjectsChanged())
-        self.queue.on_event(QUOTA_EVENT)
+        self._queue_event(QUOTA_EVENT)
 
     # -- configuration -------------------------------------------------------------
 
@@ -380,7 +380,7 @@ class SchedulingDomain:
             return
         self.config_record = None if event.deleted else dict(event.record)
         self._dirty.add("config")
-        self.queue.on_event(CONFIG_EVENT)
+        self._queue_event(CONFIG_EVENT)
 
     # -- pods ----------------------------------------------------------------------
 
@@ -458,7 +458,7 @@ class SchedulingDomain:
             reason = "Deleted" if event.deleted else f"Pod{record['phase']}"
             out.decision(pod, RELEASED, node, reason, "", None)
             if released:
-                self.queue.on_event(POD_DELETE)
+                self._queue_event(POD_DELETE)
             return
         info = podinfo.from_record(key, record)
         old = cluster.pods.get(key)
@@ -502,7 +502,7 @@ class SchedulingDomain:
             if outcome.victims:
                 for victim in outcome.victims:
                     self._preempt(victim.pod_key, pod, outcome.nominated, out)
-                self.queue.on_event(POD_DELETE)
+                self._queue_event(POD_DELETE)
                 outcome = run_cycle(framework, pod, allow_preemption=False)
         state = self.pods[key]
         if outcome.node is not None:
@@ -523,12 +523,19 @@ class SchedulingDomain:
         out.decision(victim, PREEMPTED, node, PREEMPTED, message, None)
         self.queue.add(key, victim.sort_priority, state.seq)
         self.queue.failed(key, self.cluster.now_ms, frozenset())
+        self._dirty.add(f"pod/{key}")
 
     def _fields(self, key: str, outcome: CycleResult) -> tuple:
         pod = self.cluster.pods[key]
         if outcome.node is not None:
             return SCHEDULED, outcome.node, None, _assigned_message(pod, outcome.node), outcome
         return UNSCHEDULABLE, None, "Unschedulable", outcome.message, outcome
+
+    def _queue_event(self, kind: str) -> None:
+        """Tell the queue an event of ``kind`` happened; the pods it moves are persisted with their new
+        flag, or a domain restored from its table would retry different pods than one that never stopped."""
+        for key in self.queue.on_event(kind):
+            self._dirty.add(f"pod/{key}")
 
     def _retry(self, out: "_Outputs") -> None:
         for key in self.queue.due(self.cluster.now_ms):

@@ -45,11 +45,13 @@ def node_name(i: int) -> str:
 
 def workload() -> tuple[str, str, str]:
     """(nodes, pods, node metrics) as multi-document YAML; pods request 250m, so batch stays positive at
-    both thresholds."""
+    both thresholds; the workload's nodes are tainted and its pods select and tolerate them, so no pod of another
+    test in the shared cluster mixes with them."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     nodes = "---\n".join(f"""apiVersion: v1
 kind: Node
-metadata: {{name: {node_name(i)}}}
+metadata: {{name: {node_name(i)}, labels: {{koordstream.io/e2e: replay}}}}
+spec: {{taints: [{{key: koordstream.io/e2e, value: replay, effect: NoSchedule}}]}}
 status:
   capacity: {{cpu: "{NODE_CPU}", memory: 128Gi, pods: "110"}}
   allocatable: {{cpu: "{NODE_CPU}", memory: 128Gi, pods: "110"}}
@@ -58,6 +60,8 @@ status:
 kind: Pod
 metadata: {{name: {PREFIX}-pod-{i:04d}, namespace: {NAMESPACE}}}
 spec:
+  nodeSelector: {{koordstream.io/e2e: replay}}
+  tolerations: [{{key: koordstream.io/e2e, operator: Equal, value: replay, effect: NoSchedule}}]
   containers:
   - name: main
     image: app
@@ -135,7 +139,10 @@ def test_what_if_lower_reclaim_threshold_lowers_batch_cpu_on_every_node_with_usa
         name: -margin for name in ours}
     summary = report["summary"]["kubernetes.io/batch-cpu"]
     assert summary["lower"] == summary["nodesWithUsage"] >= NODES
-    assert summary["averageLowerBy"] == margin
+    # Other tests' nodes in the shared cluster count in the average too; their capacities differ.
+    lowered = [-r["kubernetes.io/batch-cpu"]["last"] for r in report["nodes"].values()
+               if r.get("kubernetes.io/batch-cpu", {}).get("last", 0) < 0]
+    assert summary["averageLowerBy"] == pytest.approx(sum(lowered) / len(lowered))
     assert any(line.startswith(f"kubernetes.io/batch-cpu: lower on {summary['lower']} of") for line in report["headlines"])
 
 
