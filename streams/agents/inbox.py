@@ -6,8 +6,9 @@ foreign producer) is dead-lettered and skipped, so the aggregate keeps going.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from typing import AsyncIterator
+from typing import AsyncIterator, Iterator
 
 from streams import routing
 from streams.agents.deadletters import send_dead_letter
@@ -37,20 +38,39 @@ BATCH_WITHIN_S = 0.005
 per-event costs in Faust (acks, delivery waits, table writes) are paid once per batch."""
 
 
+@contextlib.contextmanager
+def uncommitted_on_failure(events: list) -> Iterator[None]:
+    """Keep a batch's offsets from being committed unless the code inside finished.
+
+    Faust's ``take_events`` acknowledges a batch in a ``finally``: also when the agent fails or is
+    stopped (a worker shutting down, a rebalance) in the middle of it, so the consumer commits
+    offsets whose outputs were never delivered and the records are lost (seen in the kill -9
+    test: a stopping worker's router committed pods it had not forwarded). Marking the messages
+    acknowledged first makes that ``finally`` skip them; they stay uncommitted and are read again.
+    """
+    try:
+        yield
+    except BaseException:
+        for event in events:
+            event.message.acked = True
+        raise
+
+
 async def inbox_batches(stream, topic_ids: dict[str, str], dead_letters,
                         stage: str) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
     """Yield batches of (record key, event, Faust event) for the good records of an inbox stream;
-    Faust acknowledges a batch once the consumer has processed it."""
+    Faust acknowledges a batch once the consumer has processed it, and only then."""
     async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-        batch = []
-        for faust_event in events:
-            message = faust_event.message
-            try:
-                batch.append((message.key.decode(), decode_inbox_event(message, topic_ids), faust_event))
-            except codec.CodecError as error:
-                await send_dead_letter(dead_letters, stage, message, f"undecodable inbox record: {error}")
-        if batch:
-            yield batch
+        with uncommitted_on_failure(events):
+            batch = []
+            for faust_event in events:
+                message = faust_event.message
+                try:
+                    batch.append((message.key.decode(), decode_inbox_event(message, topic_ids), faust_event))
+                except codec.CodecError as error:
+                    await send_dead_letter(dead_letters, stage, message, f"undecodable inbox record: {error}")
+            if batch:
+                yield batch
 
 
 def write_as(faust_event) -> None:

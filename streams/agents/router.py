@@ -16,7 +16,7 @@ import faust
 from streams import routing, validation
 from streams.app import raw_topic
 from streams.agents.deadletters import send_dead_letter
-from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
+from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S, uncommitted_on_failure
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -33,30 +33,34 @@ def register(app: faust.App, topology: Topology) -> None:
     @app.agent(sources, name="koord-router")
     async def route(stream):
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-            pending = []
-            for event in events:
-                message = event.message
-                source_id = ids[message.topic]
-                key = message.key.decode() if message.key else None
-                try:
-                    kind, record, reason = _decode(source_id, key, message.value)
-                except codec.CodecError as error:
-                    kind, record, reason = None, None, f"undecodable record: {error}"
-                if reason is None and key is None:
-                    reason = "record has no key (the key must name the object)"
-                if reason is not None:
-                    await send_dead_letter(dead_letters, STAGE, message, reason)
-                    continue
-                envelope = codec.encode("InboxEvent", {
-                    "sourceTopic": message.topic, "sourcePartition": message.partition,
-                    "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
-                    "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
-                })
-                for target in routing.routes(source_id, key, kind, record, partitions):
-                    pending.append(await inboxes[target.inbox].send(
-                        key=target.key.encode(), value=envelope, partition=target.partition, force=True))
-            for future in pending:
-                await future
+            with uncommitted_on_failure(events):
+                await _forward(events)
+
+    async def _forward(events) -> None:
+        pending = []
+        for event in events:
+            message = event.message
+            source_id = ids[message.topic]
+            key = message.key.decode() if message.key else None
+            try:
+                kind, record, reason = _decode(source_id, key, message.value)
+            except codec.CodecError as error:
+                kind, record, reason = None, None, f"undecodable record: {error}"
+            if reason is None and key is None:
+                reason = "record has no key (the key must name the object)"
+            if reason is not None:
+                await send_dead_letter(dead_letters, STAGE, message, reason)
+                continue
+            envelope = codec.encode("InboxEvent", {
+                "sourceTopic": message.topic, "sourcePartition": message.partition,
+                "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
+                "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
+            })
+            for target in routing.routes(source_id, key, kind, record, partitions):
+                pending.append(await inboxes[target.inbox].send(
+                    key=target.key.encode(), value=envelope, partition=target.partition, force=True))
+        for future in pending:
+            await future
 
 
 def _asks_ack(headers) -> bool:
