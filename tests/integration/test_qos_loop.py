@@ -20,10 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -41,11 +37,11 @@ from node_agent.collectors.cgroups import CgroupLayout
 from node_agent.publisher import Publisher
 from state.db import open_database
 from state.models import ActuationAck
-from tests.node_agent.actuator.test_real_kernel import _remove, _require_root, _require_writable
+from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
 pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups]
 
-ROOT = Path("/sys/fs/cgroup")
+
 NODE = "qos-e2e-node"
 NAMESPACE = "qos-e2e"
 PLANNED_QUOTA = 60_000
@@ -144,24 +140,13 @@ def _wait(condition, timeout_s: float, what: str):
 
 
 def test_node_metric_to_be_quota_holding_a_busy_pod(cluster, tmp_path, record_property):
-    _require_root()
+    require_root("create cgroups, move processes and configure tc")
     hierarchies = [ROOT / "cpu", ROOT / "cpuacct"]
     for hierarchy in hierarchies:
-        _require_writable(hierarchy)
+        require_writable(hierarchy)
     kubepods = f"kpe2e{uuid.uuid4().hex[:10]}"
     pod = f"{kubepods}/besteffort/pod{BE_UID}"
-    created: list[Path] = []
-    busy = None
-    try:
-        for hierarchy in hierarchies:
-            path = hierarchy
-            for part in pod.split("/"):
-                path = path / part
-                path.mkdir()
-                created.append(path)
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.nice(-20))
-        for hierarchy in hierarchies:
-            (hierarchy / pod / "cgroup.procs").write_text(str(busy.pid))
+    with busy_pod_cgroup(hierarchies, pod):
         quota_file = ROOT / "cpu" / kubepods / "besteffort" / "cpu.cfs_quota_us"
         assert quota_file.read_text().strip() == "-1"
 
@@ -195,9 +180,3 @@ def test_node_metric_to_be_quota_holding_a_busy_pod(cluster, tmp_path, record_pr
               f"planned {PLANNED_CPU} CPU, measured {measured:.3f} CPU")
         assert row.applied and row.error is None
         assert measured == pytest.approx(PLANNED_CPU, rel=TOLERANCE), f"planned {PLANNED_CPU}, measured {measured}"
-    finally:
-        if busy is not None:
-            busy.send_signal(signal.SIGKILL)
-            busy.wait()
-        leftovers = _remove(created)
-        assert not leftovers, f"test cgroups left behind: {leftovers}"

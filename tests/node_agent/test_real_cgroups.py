@@ -13,9 +13,6 @@ named, when not root or the hierarchy is not writable.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -25,10 +22,10 @@ import pytest
 from node_agent.agent import NodeAgent
 from node_agent.collectors.gpu import NVML
 from node_agent.settings import AgentSettings
+from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
 pytestmark = pytest.mark.real_cgroups
 
-ROOT = Path("/sys/fs/cgroup")
 TOLERANCE = 0.15
 SECONDS = 3.0
 ATTEMPTS = 3
@@ -40,19 +37,11 @@ CASES = {
 
 
 def _require(hierarchies: list[Path], version: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create cgroups and move a process into them")
+    require_root("create cgroups and move a process into them")
     for hierarchy in hierarchies:
-        if not hierarchy.is_dir():
-            pytest.skip(f"no cgroup hierarchy at {hierarchy}")
-        if version == "v2" and not (hierarchy / "cgroup.controllers").exists():
+        if hierarchy.is_dir() and version == "v2" and not (hierarchy / "cgroup.controllers").exists():
             pytest.skip(f"{hierarchy} is not a cgroup v2 (unified) hierarchy")
-        probe = hierarchy / f"koord-probe-{uuid.uuid4().hex[:8]}"
-        try:
-            probe.mkdir()
-            probe.rmdir()
-        except OSError as err:
-            pytest.skip(f"cgroup hierarchy {hierarchy} is not writable: {err.strerror}")
+        require_writable(hierarchy)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -69,19 +58,7 @@ def test_busy_process_reported_at_one_core_under_its_pod_uid(case):
         pod_dir = f"{kubepods}.slice/{kubepods}-burstable.slice/{kubepods}-burstable-pod{uid.replace('-', '_')}.slice"
     else:
         pod_dir = f"{kubepods}/burstable/pod{uid}"
-    created: list[Path] = []
-    busy = None
-    try:
-        for hierarchy in hierarchies:
-            path = hierarchy
-            for part in pod_dir.split("/"):
-                path = path / part
-                path.mkdir()
-                created.append(path)
-        # nice -20 so a loaded machine (a broker and workers of other tests) still gives it its core
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.nice(-20))
-        for hierarchy in hierarchies:
-            (hierarchy / pod_dir / "cgroup.procs").write_text(str(busy.pid))
+    with busy_pod_cgroup(hierarchies, pod_dir) as busy:
         settings = AgentSettings(node_name="real", cgroup_root=agent_root, kubepods_dir=kubepods,
                                  cgroup_driver="auto", collect_interval_s=SECONDS, report_interval_s=SECONDS)
         agent = NodeAgent(settings, nvml=NVML(module=None))
@@ -102,16 +79,3 @@ def test_busy_process_reported_at_one_core_under_its_pod_uid(case):
             pytest.fail(f"a spinning process was reported at {measured} cores, never one core within 15 %")
         metric = {p["uid"]: p for p in agent.node_metric()["status"]["podsMetric"]}
         assert metric[uid]["qos"] == "LS"
-    finally:
-        if busy is not None:
-            busy.send_signal(signal.SIGKILL)
-            busy.wait()
-        for path in reversed(created):
-            for _ in range(50):
-                try:
-                    path.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-        leftovers = [str(p) for p in created if p.exists()]
-        assert not leftovers, f"test cgroups left behind: {leftovers}"

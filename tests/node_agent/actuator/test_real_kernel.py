@@ -22,10 +22,8 @@ network namespaces cannot be created.
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -43,42 +41,13 @@ from node_agent.actuator.tc import TcBackend
 from node_agent.actuator.verify import Verifier
 from node_agent.collectors.cgroups import CgroupLayout
 from tests.node_agent.actuator.conftest import actuation
+from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
 pytestmark = pytest.mark.real_cgroups
 
-ROOT = Path("/sys/fs/cgroup")
 TOLERANCE = 0.15
 SECONDS = 3.0
 NODE = "real-node"
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create cgroups, move processes and configure tc")
-
-
-def _require_writable(hierarchy: Path) -> None:
-    if not hierarchy.is_dir():
-        pytest.skip(f"no cgroup hierarchy at {hierarchy}")
-    probe = hierarchy / f"koord-probe-{uuid.uuid4().hex[:8]}"
-    try:
-        probe.mkdir()
-        probe.rmdir()
-    except OSError as err:
-        pytest.skip(f"cgroup hierarchy {hierarchy} is not writable: {err.strerror}")
-
-
-def _remove(paths: list[Path]) -> list[str]:
-    for path in reversed(paths):
-        for _ in range(100):
-            try:
-                path.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)
-    return [str(p) for p in paths if p.exists()]
 
 
 def _v1_usage_ns(pod: str) -> int:
@@ -101,7 +70,7 @@ CPU_CASES = ["v1", "v2"]
 
 @pytest.mark.parametrize("version", CPU_CASES)
 def test_be_quota_holds_the_planned_cpu(version, record_property):
-    _require_root()
+    require_root("create cgroups, move processes and configure tc")
     kubepods, uid = f"kptest{uuid.uuid4().hex[:10]}", str(uuid.uuid4())
     if version == "v1":
         root, hierarchies = ROOT, [ROOT / "cpu", ROOT / "cpuacct"]
@@ -113,22 +82,9 @@ def test_be_quota_holds_the_planned_cpu(version, record_property):
             pytest.skip(f"the cpu controller is not available in the v2 tree {root} (bound to a v1 hierarchy "
                         f"on this machine; cgroup.controllers: {' '.join(controllers) or 'empty'})")
     for hierarchy in hierarchies:
-        _require_writable(hierarchy)
+        require_writable(hierarchy)
     pod = f"{kubepods}/besteffort/pod{uid}"
-    created: list[Path] = []
-    busy = None
-    try:
-        for hierarchy in hierarchies:
-            path = hierarchy
-            for part in pod.split("/"):
-                path = path / part
-                path.mkdir()
-                created.append(path)
-                if version == "v2" and part != pod.split("/")[-1]:
-                    (path / "cgroup.subtree_control").write_text("+cpu")
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.nice(-20))
-        for hierarchy in hierarchies:
-            (hierarchy / pod / "cgroup.procs").write_text(str(busy.pid))
+    with busy_pod_cgroup(hierarchies, pod, enable_cpu=version == "v2"):
         layout = CgroupLayout.detect(root, kubepods, "cgroupfs", version)
         backend = CgroupV1Backend(layout) if version == "v1" else CgroupV2Backend(layout)
         actuator = Actuator(NODE, {"cgroup": backend}, Verifier(NODE, None, SequenceStore(None)))
@@ -145,12 +101,6 @@ def test_be_quota_holds_the_planned_cpu(version, record_property):
             assert got == pytest.approx(planned, rel=TOLERANCE), f"planned {planned} CPU, measured {got:.3f}"
         record_property("cpu_planned_vs_measured", {k: round(v, 3) for k, v in measured.items()})
         print(f"\n{version}: planned CPU -> measured {measured}")
-    finally:
-        if busy is not None:
-            busy.send_signal(signal.SIGKILL)
-            busy.wait()
-        leftovers = _remove(created)
-        assert not leftovers, f"test cgroups left behind: {leftovers}"
 
 
 SERVER = textwrap.dedent("""
@@ -187,7 +137,7 @@ CLIENT = textwrap.dedent("""
 @pytest.fixture
 def netns_pair():
     """(sender namespace, sender veth, receiver address), deleted afterwards."""
-    _require_root()
+    require_root("create cgroups, move processes and configure tc")
     if shutil.which("ip") is None or shutil.which("tc") is None:
         pytest.skip("needs the ip and tc commands (iproute2)")
     tag = uuid.uuid4().hex[:6]
