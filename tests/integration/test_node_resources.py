@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from state.db import open_database
 from state.models import NodeResource
+from tests.integration.manifests import COLOCATION_CONFIG, pre_bound_node
 
 pytestmark = pytest.mark.integration
 
@@ -26,26 +27,7 @@ NODE = "nr-e2e-node"
 NAMESPACE = "nr-e2e"
 G = 10**9
 
-CONFIG = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: slo-controller-config, namespace: koordinator-system}
-data:
-  colocation-config: |
-    {"enable": true, "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
-     "degradeTimeMinutes": 15, "updateTimeThresholdSeconds": 300, "resourceDiffThreshold": 0.1}
-"""
-
-NODE_YAML = f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {NODE}}}
-spec:
-  taints: [{{key: koordstream.io/e2e, value: only-pre-bound-pods, effect: NoSchedule}}]
-status:
-  capacity: {{cpu: "100", memory: 120G, pods: "110"}}
-  allocatable: {{cpu: "100", memory: 120G, pods: "110"}}
-"""
+NODE_YAML = pre_bound_node(NODE, cpu="100", memory="120G")
 
 
 def _pod(name: str, labels: str, containers: str) -> str:
@@ -100,7 +82,7 @@ EXPECTED_MESSAGE = "; ".join((
 
 
 def test_apply_config_node_pods_and_metric_then_get_node_shows_koordinators_numbers(cluster):
-    for manifest in (CONFIG, NODE_YAML, PODS):
+    for manifest in (COLOCATION_CONFIG, NODE_YAML, PODS):
         cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=manifest)
     pods = {p["metadata"]["name"]: p for p in cluster.koord_json("get", "pods", "-n", NAMESPACE)["items"]}
     assert {name: pod["spec"].get("nodeName") for name, pod in pods.items()} == dict.fromkeys(pods, NODE)

@@ -16,31 +16,14 @@ import json
 
 import pytest
 
+from tests.integration.manifests import COLOCATION_CONFIG, pre_bound_node
+
 pytestmark = pytest.mark.integration
 
 NODE = "numa-e2e-node"
 NAMESPACE = "numa-e2e"
 
-CONFIG = """\
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: slo-controller-config, namespace: koordinator-system}
-data:
-  colocation-config: |
-    {"enable": true, "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
-     "degradeTimeMinutes": 15, "updateTimeThresholdSeconds": 300, "resourceDiffThreshold": 0.1}
-"""
-
-NODE_YAML = f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {NODE}}}
-spec:
-  taints: [{{key: koordstream.io/e2e, value: only-pre-bound-pods, effect: NoSchedule}}]
-status:
-  capacity: {{cpu: "100", memory: 120G, pods: "110"}}
-  allocatable: {{cpu: "100", memory: 120G, pods: "110"}}
-"""
+NODE_YAML = pre_bound_node(NODE, cpu="100", memory="120G")
 
 TOPOLOGY = f"""\
 apiVersion: topology.node.k8s.io/v1alpha1
@@ -106,7 +89,7 @@ status:
 
 
 def test_node_resource_topology_gives_koordinators_numa_level_batch_resources(cluster):
-    for manifest in (CONFIG, NODE_YAML, TOPOLOGY, PODS):
+    for manifest in (COLOCATION_CONFIG, NODE_YAML, TOPOLOGY, PODS):
         cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=manifest)
     pods = cluster.koord_json("get", "pods", "-n", NAMESPACE)["items"]
     assert {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods} == {

@@ -37,6 +37,7 @@ from node_agent.collectors.cgroups import CgroupLayout
 from node_agent.publisher import Publisher
 from state.db import open_database
 from state.models import ActuationAck
+from tests.integration.manifests import pre_bound_node
 from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
 pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups]
@@ -58,16 +59,7 @@ data:
   resource-threshold-config: |
     {"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cfsQuota"}}
 """
-NODE_YAML = f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {NODE}}}
-spec:
-  taints: [{{key: koordstream.io/e2e, value: only-pre-bound-pods, effect: NoSchedule}}]
-status:
-  capacity: {{cpu: "2", memory: 8G, pods: "110"}}
-  allocatable: {{cpu: "2", memory: 8G, pods: "110"}}
-"""
+NODE_YAML = pre_bound_node(NODE, cpu="2", memory="8G")
 
 
 def _pod(name: str, uid: str, qos: str, resources: str) -> str:
