@@ -156,7 +156,7 @@ class Publisher:
                 if producer is None:
                     producer = await self._connect()
                     if producer is None:
-                        await _wait(stop, self._backoff.delay(attempt, self._rng))
+                        await wait_or_stop(stop, self._backoff.delay(attempt, self._rng))
                         attempt += 1
                         continue
                     attempt = 0
@@ -168,7 +168,7 @@ class Publisher:
                 if not await self._send_batch(producer):
                     await self._close(producer)
                     producer = None
-                    await _wait(stop, self._backoff.delay(attempt, self._rng))
+                    await wait_or_stop(stop, self._backoff.delay(attempt, self._rng))
                     attempt += 1
             if producer is not None:
                 while self.pending and await self._send_batch(producer):
@@ -226,11 +226,17 @@ class Publisher:
             pass
 
 
-async def _wait(stop: asyncio.Event, seconds: float) -> None:
+RETRY_S = 5.0
+"""Seconds a node-agent loop reading Kafka waits before it tries again after an error."""
+
+
+async def wait_or_stop(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep ``seconds`` unless ``stop`` is set first; True when it was."""
     try:
         await asyncio.wait_for(stop.wait(), seconds)
     except asyncio.TimeoutError:
-        pass
+        return False
+    return True
 
 
 async def _wait_any(*events: asyncio.Event) -> None:

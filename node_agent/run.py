@@ -15,7 +15,7 @@ import logging
 import time
 
 from node_agent.agent import NodeAgent
-from node_agent.publisher import Publisher
+from node_agent.publisher import RETRY_S, Publisher, wait_or_stop
 from streams import kafka
 from streams.schemas import codec
 
@@ -45,10 +45,7 @@ async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event)
         next_collect += interval
         if next_collect < time.monotonic():
             next_collect = time.monotonic() + interval
-        try:
-            await asyncio.wait_for(stop.wait(), max(next_collect - time.monotonic(), 0))
-        except asyncio.TimeoutError:
-            pass
+        await wait_or_stop(stop, max(next_collect - time.monotonic(), 0))
 
 
 def _publish_changed(agent: NodeAgent, publisher: Publisher, sent: dict[str, dict | None]) -> None:
@@ -82,10 +79,7 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
                         _apply(agent, partition.topic == pods_topic, record)
         except Exception as err:
             log.warning("reading pods failed (%s); retrying", err)
-            try:
-                await asyncio.wait_for(stop.wait(), 5)
-            except asyncio.TimeoutError:
-                pass
+            await wait_or_stop(stop, RETRY_S)
         finally:
             await consumer.stop()
 

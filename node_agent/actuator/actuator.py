@@ -45,6 +45,7 @@ from node_agent.actuator.cgroupv2 import CgroupV2Backend
 from node_agent.actuator.sequences import SequenceStore
 from node_agent.actuator.verify import MALFORMED, Rejected, Verifier
 from node_agent.collectors.cgroups import CgroupLayout
+from node_agent.publisher import RETRY_S, wait_or_stop
 from node_agent.settings import AgentSettings
 from streams import actuation as contract
 from streams import kafka
@@ -230,9 +231,6 @@ async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_name
             if protection is not None:
                 protection.unreachable()
             log.warning("reading actuations failed (%s); retrying", err)
-            try:
-                await asyncio.wait_for(stop.wait(), 5)
-            except asyncio.TimeoutError:
-                pass
+            await wait_or_stop(stop, RETRY_S)
         finally:
             await consumer.stop()

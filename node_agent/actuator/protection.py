@@ -41,6 +41,7 @@ from node_agent import metrics
 from node_agent.actuator.actuator import Actuator
 from node_agent.actuator.sequences import SequenceStore
 from node_agent.actuator.verify import Verifier
+from node_agent.publisher import RETRY_S, wait_or_stop
 from streams import kafka
 from streams.events import Causation
 from streams.noderesource.classes import qos_class_by_name
@@ -267,10 +268,7 @@ async def follow_configs(protection: Protection, bootstrap: str, topic_names: Ma
                             protection.on_config(value)
         except Exception as err:
             log.warning("reading configs failed (%s); retrying", err)
-            try:
-                await asyncio.wait_for(stop.wait(), 5)
-            except asyncio.TimeoutError:
-                pass
+            await wait_or_stop(stop, RETRY_S)
         finally:
             await consumer.stop()
 
@@ -280,12 +278,7 @@ async def run_protection(protection: Protection, agent, stop: asyncio.Event) -> 
     from streams.objects import Document, to_record
 
     interval = agent.settings.collect_interval_s
-    while not stop.is_set():
-        try:
-            await asyncio.wait_for(stop.wait(), interval)
-            return
-        except asyncio.TimeoutError:
-            pass
+    while not await wait_or_stop(stop, interval):
         view = None
         if protection.should_protect() or protection.active:
             try:
