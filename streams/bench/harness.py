@@ -89,7 +89,7 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
         deadline = time.monotonic() + timeout_s
         stable_since, last = None, None
         while time.monotonic() < deadline:
-            highwaters = await _fetch_highwaters(consumer, tps)
+            highwaters = await fetch_highwaters(consumer, tps)
             committed = await admin.list_consumer_group_offsets(group, partitions=tps)
             done = all(max(committed[tp].offset if committed.get(tp) else 0, 0) >= highwaters[tp] for tp in tps)
             if done and highwaters == last:
@@ -107,7 +107,7 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
         await admin.close()
 
 
-async def _fetch_highwaters(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict:
+async def fetch_highwaters(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict:
     """Each partition's high watermark, read from a Fetch at the last record batch (``true_highwaters``):
     fetching from offset 0 instead moved a megabyte per partition per poll and starved the broker."""
     highwaters = await true_highwaters(consumer, await consumer.end_offsets(tps))

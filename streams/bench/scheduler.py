@@ -19,7 +19,7 @@ import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
-from streams.bench.harness import Harness, _fetch_highwaters, wait_caught_up
+from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up
 from streams.objects import Document, to_record
 from streams.scheduler import bench as in_process
 from streams.schemas import codec
@@ -80,7 +80,7 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     await consumer.start()
     tps = [TopicPartition(decisions, p) for p in sorted(consumer.partitions_for_topic(decisions) or ())]
     consumer.assign(tps)
-    for tp, highwater in (await _fetch_highwaters(consumer, tps)).items():
+    for tp, highwater in (await fetch_highwaters(consumer, tps)).items():
         consumer.seek(tp, highwater)
     sent: dict[str, float] = {}
     seen: dict[str, float] = {}
