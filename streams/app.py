@@ -20,6 +20,7 @@ import faust
 
 from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, install_faust_highwater_fix
 from streams.broker.security import credentials
+from streams.faust_seek_fix import install_faust_seek_fix
 from streams.metrics import install_faust_sensor
 from streams.settings import Settings
 from streams.topology import Topology
@@ -44,6 +45,7 @@ Young collections now run every 50,000 allocations and full ones about a hundred
 def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
     install_faust_highwater_fix()
     install_faust_fetch_wait_fix()
+    install_faust_seek_fix()
     gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
         topology.app_id,

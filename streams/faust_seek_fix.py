@@ -1,0 +1,73 @@
+"""A fix for Faust's seek after a rebalance racing with its own message delivery.
+
+After every rebalance Faust's recovery resumes the stream partitions and then
+seeks them to their committed offsets (``Recovery._resume_streams``,
+``Recovery.on_recovery_completed``). The consumer's flow is already active
+then (table recovery resumed it), so the background loop that hands fetched
+records to the streams (``Consumer._drain_messages``) keeps going while the
+seek runs. Records fetched from the old position are still delivered after
+the seek, and the loop records their offsets as read:
+
+- a partition kept across the rebalance had its records processed out of
+  order (a later record first, the earlier ones when re-read);
+- records between the committed offset and a stale one were dropped as
+  already read ("DROPPED MESSAGE ROFF") or marked as a gap and committed
+  without being processed.
+
+Found by the kill -9 test (``tests/integration/test_crash.py``): a router
+forwarded a pod before its predecessors, and a scheduling worker skipped
+inbox records, which left pods undecided and made replay diverge.
+
+:func:`install_faust_seek_fix` makes a seek with an active flow stop the flow
+first, wait until the delivery loop has handed over its last record, drop
+what the streams' buffers hold (it is read again from the committed offsets),
+seek, and resume. Faust's own callers resume the flow right after the seek,
+so nothing else changes. Written against faust-streaming 0.15.3, pinned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+DRAIN_POLL_S = 0.005
+"""How often the seek checks whether the delivery loop has stopped; it stops after the record
+it is handing over, or at once if it is waiting for a fetch."""
+
+
+def install_faust_seek_fix() -> None:
+    """Patch Faust's consumer (idempotent)."""
+    from faust.transport.consumer import Consumer
+
+    if not getattr(Consumer, "_koord_seek_fix", False):
+        patch_consumer(Consumer)
+
+
+def patch_consumer(cls: type) -> None:
+    """Wrap ``getmany`` and ``perform_seek`` of ``cls``, a class with Faust's consumer interface."""
+    original_getmany, original_seek = cls.getmany, cls.perform_seek
+
+    async def getmany(self, timeout: float):
+        """Faust's getmany, flagging the consumer while it hands records to the delivery loop."""
+        try:
+            async for item in original_getmany(self, timeout):
+                self._koord_delivering = True
+                yield item
+        finally:
+            self._koord_delivering = False
+
+    async def perform_seek(self) -> None:
+        if not self.flow_active:
+            await original_seek(self)
+            return
+        self.stop_flow()
+        try:
+            while getattr(self, "_koord_delivering", False):
+                await asyncio.sleep(DRAIN_POLL_S)
+            self.app.flow_control.clear()
+            await original_seek(self)
+        finally:
+            self.resume_flow()
+
+    cls.getmany = getmany
+    cls.perform_seek = perform_seek
+    cls._koord_seek_fix = True

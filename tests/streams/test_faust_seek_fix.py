@@ -1,0 +1,84 @@
+"""The seek fix on a stand-in with Faust's consumer interface: a seek waits for the record being handed over,
+and no record fetched before it is handed over after it. The kill -9 test checks it on the real worker."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from streams.faust_seek_fix import patch_consumer
+
+
+class Consumer:
+    """What the fix touches of ``faust.transport.consumer.Consumer``; ``getmany`` stops at the next record
+    once the flow is stopped, as Faust's does."""
+
+    def __init__(self, fetched: list[int]) -> None:
+        self.fetched = fetched
+        self.flow_active = True
+        self.log: list[str] = []
+        self.app = SimpleNamespace(flow_control=SimpleNamespace(clear=lambda: self.log.append("clear buffers")))
+
+    def stop_flow(self) -> None:
+        self.flow_active = False
+        self.log.append("stop flow")
+
+    def resume_flow(self) -> None:
+        self.flow_active = True
+        self.log.append("resume flow")
+
+    async def getmany(self, timeout: float):
+        for record in self.fetched:
+            if not self.flow_active:
+                break
+            yield record
+
+    async def perform_seek(self) -> None:
+        self.log.append("seek")
+
+
+patch_consumer(Consumer)
+
+
+def test_a_seek_waits_for_the_record_in_hand_and_stale_records_are_not_handed_over():
+    async def scenario() -> list[str]:
+        consumer = Consumer(fetched=[7, 8, 9])
+        in_hand, release = asyncio.Event(), asyncio.Event()
+
+        async def delivery_loop():
+            async for record in consumer.getmany(1.0):
+                consumer.log.append(f"handing {record}")
+                in_hand.set()
+                await release.wait()
+                consumer.log.append(f"handed {record}")
+
+        loop = asyncio.create_task(delivery_loop())
+        await in_hand.wait()
+        seek = asyncio.create_task(consumer.perform_seek())
+        for _ in range(5):
+            await asyncio.sleep(0.01)
+        assert "seek" not in consumer.log
+        release.set()
+        await asyncio.gather(seek, loop)
+        return consumer.log
+
+    assert asyncio.run(scenario()) == ["handing 7", "stop flow", "handed 7", "clear buffers", "seek", "resume flow"]
+
+
+def test_a_seek_with_the_flow_stopped_is_faust_own():
+    consumer = Consumer(fetched=[])
+    consumer.flow_active = False
+    asyncio.run(consumer.perform_seek())
+    assert consumer.log == ["seek"]
+    assert consumer.flow_active is False
+
+
+def test_the_patch_is_installed_once_on_faust_consumer():
+    from faust.transport.consumer import Consumer as FaustConsumer
+
+    from streams.faust_seek_fix import install_faust_seek_fix
+
+    install_faust_seek_fix()
+    patched = FaustConsumer.perform_seek
+    install_faust_seek_fix()
+    assert FaustConsumer.perform_seek is patched and FaustConsumer._koord_seek_fix
