@@ -45,6 +45,9 @@ QUOTA = Gauge("koord_quota", "ElasticQuota state per resource: field is runtime,
 PLUGIN_RUNS = Counter("koord_plugin_runs", "Scheduler plugin calls", ["plugin", "stage", "result"])
 PLUGIN_SECONDS = Counter("koord_plugin_seconds", "Time spent in scheduler plugin calls", ["plugin", "stage", "result"])
 PLUGIN_STATS_INTERVAL_S = 5.0
+INBOX_SKIPPED = Counter(
+    "koord_inbox_skipped", "Inbox records the consumer passed over within one consumer generation: each is "
+    "processed late, out of inbox order, so this worker's decisions may differ from replay's", ["aggregate"])
 CONSUMER_LAG = Gauge(
     "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
     ["consumer", "topic", "partition"])

@@ -7,12 +7,14 @@ foreign producer) is dead-lettered and skipped, so the aggregate keeps going.
 from __future__ import annotations
 
 import contextlib
+import logging
 import weakref
 from typing import AsyncIterator, Iterator
 
 from streams import routing
 from streams.agents.deadletters import send_dead_letter
 from streams.events import Causation, InboxEvent
+from streams.metrics import INBOX_SKIPPED
 from streams.schemas import codec
 
 
@@ -56,15 +58,46 @@ def uncommitted_on_failure(events: list) -> Iterator[None]:
         raise
 
 
+log = logging.getLogger(__name__)
+
+
+class DeliveryOrder:
+    """Watches that the consumer hands each inbox partition over in offset order.
+
+    The pure core's decisions are those of the inbox order; replay assumes it. Going back is normal
+    (after a seek, records are read again and the core drops them as seen); a jump forward within one
+    consumer generation means records were passed over and will be processed late, out of order. That
+    happened through a Faust race that ``streams.faust_seek_fix`` closes; this makes any other cause
+    visible (log and ``koord_inbox_skipped_total``) instead of silent.
+    """
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+        self.last: dict[int, tuple[int | None, int]] = {}
+
+    def check(self, message) -> int:
+        """Record ``message``'s offset; return how many records were passed over before it."""
+        generation, offset = self.last.get(message.partition, (None, -1))
+        self.last[message.partition] = (message.generation_id, message.offset)
+        skipped = message.offset - offset - 1 if generation == message.generation_id else 0
+        if skipped > 0:
+            INBOX_SKIPPED.labels(self.stage).inc(skipped)
+            log.warning("%s/%d: the consumer passed over offsets %d..%d; they will be processed out of "
+                        "inbox order", message.topic, message.partition, offset + 1, message.offset - 1)
+        return max(skipped, 0)
+
+
 async def inbox_batches(stream, topic_ids: dict[str, str], dead_letters,
                         stage: str) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
     """Yield batches of (record key, event, Faust event) for the good records of an inbox stream;
     Faust acknowledges a batch once the consumer has processed it, and only then."""
+    order = DeliveryOrder(stage)
     async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
         with uncommitted_on_failure(events):
             batch = []
             for faust_event in events:
                 message = faust_event.message
+                order.check(message)
                 try:
                     batch.append((message.key.decode(), decode_inbox_event(message, topic_ids), faust_event))
                 except codec.CodecError as error:

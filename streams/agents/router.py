@@ -7,6 +7,12 @@ to the dead-letter topic with its reason. Records are taken in batches, and
 a batch's forwards are delivered before Faust acknowledges its records, so
 a crash re-forwards rather than loses (the aggregates drop re-forwarded
 events by source offset).
+
+That dedupe keeps only the highest source offset per source partition, which
+is exact as long as every router instance forwards a partition in offset
+order without gaps from wherever it starts: copies from two instances may
+interleave, but a record is never first seen after a later one. Faust broke
+that after rebalances; ``streams.faust_seek_fix`` is what restores it.
 """
 
 from __future__ import annotations
