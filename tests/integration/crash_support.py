@@ -16,9 +16,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from streams import supervision
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from streams import kafka, supervision
 from streams.broker import embedded
 from streams.kafka import admin_client
+from streams.replay.reader import read_topic
+from streams.schemas import codec
 from streams.topology import apply, load_topology
 
 READY_TIMEOUT_S = 60
@@ -108,6 +112,34 @@ class CrashCluster:
         return subprocess.run([sys.executable, "-m", "streams.cli", *args], input=input, capture_output=True,
                               text=True, env={**os.environ, **self.env}, timeout=timeout)
 
+    def diagnose(self, undecided: set[str]) -> str:
+        """Where the records of ``undecided`` pod keys went, and the group's committed offsets: what a
+        failure of the test needs to be understood (the broker keeps nothing after the test)."""
+        return asyncio.run(_diagnose(self.bootstrap, undecided))
+
     def stop(self) -> None:
         processes = [w.process for w in self.workers.values()]
         supervision.stop([p for p in (self.projection, *processes, self.broker) if p is not None])
+
+
+async def _diagnose(bootstrap: str, undecided: set[str]) -> str:
+    topology = load_topology()
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), group_id=topology.app_id, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        committed = [f"{topic_id}/{p}={await consumer.committed(TopicPartition(topology.name(topic_id), p))}"
+                     for topic_id in ("pods", "inbox-scheduling") for p in range(topology.spec(topic_id).partitions)]
+    finally:
+        await consumer.stop()
+    forwarded: dict[tuple[int, int], list[str]] = {}
+    for record in await read_topic(bootstrap, topology.name("inbox-scheduling")):
+        _, envelope = codec.decode(record.value)
+        if envelope["sourceTopic"] == topology.name("pods"):
+            source = (envelope["sourcePartition"], envelope["sourceOffset"])
+            forwarded.setdefault(source, []).append(f"{record.partition}/{record.offset}")
+    lines = ["committed offsets: " + ", ".join(committed)]
+    for record in await read_topic(bootstrap, topology.name("pods")):
+        if record.key.decode() in undecided:
+            lines.append(f"{record.key.decode()}: pods {record.partition}/{record.offset} -> inbox "
+                         f"{forwarded.get((record.partition, record.offset), 'never forwarded')}")
+    return "\n".join(lines)

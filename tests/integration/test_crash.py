@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import os
 import threading
 import time
 
@@ -32,15 +31,7 @@ from streams.schemas import codec
 from streams.topology import load_topology
 from tests.integration.crash_support import CrashCluster
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        not os.environ.get("KOORD_RUN_CRASH_TEST"),
-        reason="known to fail about one run in three (also at the commit that added it): after the restart, "
-               "some pods are either never decided (the restarted worker stops committing its inboxes) or "
-               "dropped by the scheduling domain's per-source max-offset dedupe when re-forwarded records "
-               "arrive after newer ones; run with KOORD_RUN_CRASH_TEST=1"),
-]
+pytestmark = pytest.mark.integration
 
 NAMESPACE = "crash"
 NODES, NODE_CPU_M = 12, 4000
@@ -123,12 +114,21 @@ def crash_run(tmp_path_factory):
         failed_over = time.monotonic()
         producer.join()
         cluster.start_worker(victim)
+        skipped = {survivor: cluster.metric(survivor, "koord_inbox_skipped_total")}
         cluster.stop_worker(survivor)
         stream_pods(cluster.bootstrap, pods[-AFTER_RESTART:])
         engine = open_database(cluster.env["KOORD_DATABASE_URL"])
-        wait_for(lambda: all(p["spec"].get("nodeName") for p in queries.get_pods(engine, namespace=NAMESPACE))
-                 and len(queries.get_pods(engine, namespace=NAMESPACE)) == PODS, DECIDED_TIMEOUT_S,
-                 "every pod placed")
+
+        def undecided() -> set[str]:
+            placed = {f"{NAMESPACE}/{p['metadata']['name']}" for p in queries.get_pods(engine, namespace=NAMESPACE)
+                      if p["spec"].get("nodeName")}
+            return {f"{NAMESPACE}/crash-pod-{i:03d}" for i in range(PODS)} - placed
+
+        try:
+            wait_for(lambda: not undecided(), DECIDED_TIMEOUT_S, "every pod placed")
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}\n{cluster.diagnose(undecided())}") from None
+        skipped[victim] = cluster.metric(victim, "koord_inbox_skipped_total")
         all_decided = time.monotonic()
         topic = load_topology().name("decisions")
         recorded = [codec.decode(r.value)[1] for r in asyncio.run(read_topic(cluster.bootstrap, topic))]
@@ -145,7 +145,8 @@ def crash_run(tmp_path_factory):
         yield {
             "victim": victim, "decided_before_kill": decided, "recorded": recorded, "rows": rows,
             "row_count": row_count, "pods": queries.get_pods(engine, namespace=NAMESPACE),
-            "replay": replayed, "restarted_outputs": restarted_outputs, "seconds": {"total": all_decided - started, "failover": failed_over - killed_at},
+            "replay": replayed, "restarted_outputs": restarted_outputs, "skipped": skipped,
+            "seconds": {"total": all_decided - started, "failover": failed_over - killed_at},
         }
     finally:
         cluster.stop()
@@ -194,6 +195,10 @@ def test_replay_reproduces_the_run_across_the_crash(crash_run):
 def test_the_killed_worker_had_decided_and_decides_again_after_its_restart(crash_run):
     assert crash_run["decided_before_kill"][crash_run["victim"]] >= KILL_AFTER_DECISIONS / 2
     assert crash_run["restarted_outputs"] >= AFTER_RESTART
+
+
+def test_each_inbox_is_processed_in_order(crash_run):
+    assert crash_run["skipped"] == {name: 0 for name in crash_run["skipped"]}
 
 
 def test_the_run_stays_quick(crash_run):
