@@ -28,10 +28,17 @@ so nothing else changes. Written against faust-streaming 0.15.3, pinned.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 DRAIN_POLL_S = 0.005
 """How often the seek checks whether the delivery loop has stopped; it stops after the record
 it is handing over, or at once if it is waiting for a fetch."""
+
+DRAIN_WAIT_MAX_S = 5.0
+"""Seek anyway, as unpatched Faust does, if the delivery loop has not stopped by then: it is then
+not running at all (Faust stops its fetcher only when the worker stops)."""
+
+log = logging.getLogger(__name__)
 
 
 def install_faust_seek_fix() -> None:
@@ -61,7 +68,11 @@ def patch_consumer(cls: type) -> None:
             return
         self.stop_flow()
         try:
+            deadline = asyncio.get_running_loop().time() + DRAIN_WAIT_MAX_S
             while getattr(self, "_koord_delivering", False):
+                if asyncio.get_running_loop().time() > deadline:
+                    log.warning("seeking although the delivery loop has not stopped within %.0fs", DRAIN_WAIT_MAX_S)
+                    break
                 await asyncio.sleep(DRAIN_POLL_S)
             self.app.flow_control.clear()
             await original_seek(self)

@@ -82,3 +82,19 @@ def test_the_patch_is_installed_once_on_faust_consumer():
     patched = FaustConsumer.perform_seek
     install_faust_seek_fix()
     assert FaustConsumer.perform_seek is patched and FaustConsumer._koord_seek_fix
+
+
+def test_a_seek_does_not_wait_forever_for_a_delivery_loop_that_is_gone(monkeypatch):
+    import streams.faust_seek_fix as fix
+
+    monkeypatch.setattr(fix, "DRAIN_WAIT_MAX_S", 0.05)
+
+    async def scenario() -> list[str]:
+        consumer = Consumer(fetched=[7, 8])
+        abandoned = consumer.getmany(1.0)
+        await abandoned.__anext__()
+        await consumer.perform_seek()
+        await abandoned.aclose()
+        return consumer.log
+
+    assert asyncio.run(scenario()) == ["stop flow", "clear buffers", "seek", "resume flow"]
