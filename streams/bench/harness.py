@@ -23,7 +23,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from streams import kafka, supervision
 from streams.broker import embedded
 from streams.broker.tansu_workarounds import true_highwaters
-from streams.topology import Topology, apply, load_topology
+from streams.topology import Topology, load_topology
 
 READY_TIMEOUT_S = 90
 
@@ -43,24 +43,15 @@ def running(existing_broker: str | None) -> Iterator[Harness]:
         return
     with tempfile.TemporaryDirectory(prefix="koord-bench-") as tmp:
         logs = Path(tmp)
-        port = embedded.free_loopback_port()
-        bootstrap = f"127.0.0.1:{port}"
-        broker = embedded.start_tansu(port, logs / "broker.log")
+        bootstrap, broker = embedded.start_with_topics(logs / "broker.log", topology)
         worker = None
         try:
-            embedded.wait_for_metadata(bootstrap, proc=broker)
-            asyncio.run(_apply_topics(bootstrap, topology))
             worker = supervision.spawn(supervision.koord_command("worker"), logs / "worker.log",
                                        {"KOORD_BROKER": bootstrap})
             _wait_ready(worker, logs / "worker.log")
             yield Harness(bootstrap, topology, logs)
         finally:
             supervision.stop([p for p in (worker, broker) if p is not None])
-
-
-async def _apply_topics(bootstrap: str, topology: Topology) -> None:
-    async with kafka.admin_client(bootstrap) as admin:
-        await apply(admin, topology)
 
 
 def _wait_ready(worker, log: Path) -> None:

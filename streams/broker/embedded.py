@@ -61,3 +61,27 @@ def wait_for_metadata(bootstrap: str, timeout: float = 30.0, proc: subprocess.Po
             return
         time.sleep(0.2)
     raise TimeoutError(f"broker at {bootstrap} did not answer metadata within {timeout:.0f}s")
+
+
+def start_with_topics(log_path: Path, topology) -> tuple[str, subprocess.Popen]:
+    """Start Tansu on a free loopback port, wait until it answers and create ``topology``'s topics;
+    returns (bootstrap, process). The caller owns the process; it is stopped here if set-up fails."""
+    from streams.kafka import admin_client
+    from streams.topology import apply
+
+    port = free_loopback_port()
+    bootstrap = f"127.0.0.1:{port}"
+    proc = start_tansu(port, log_path)
+
+    async def create_topics() -> None:
+        async with admin_client(bootstrap) as admin:
+            await apply(admin, topology)
+
+    try:
+        wait_for_metadata(bootstrap, proc=proc)
+        asyncio.run(create_topics())
+    except BaseException:
+        proc.terminate()
+        proc.wait(timeout=30)
+        raise
+    return bootstrap, proc

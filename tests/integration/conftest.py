@@ -7,7 +7,6 @@ runs one Faust worker and the projection as child processes, exactly as
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
@@ -21,8 +20,7 @@ import pytest
 
 from streams import supervision
 from streams.broker import embedded
-from streams.kafka import admin_client
-from streams.topology import Topology, apply, load_topology
+from streams.topology import Topology, load_topology
 
 READY_TIMEOUT_S = 60
 
@@ -70,22 +68,13 @@ class Cluster:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Cluster:
     home = tmp_path_factory.mktemp("koord-home")
-    port = embedded.free_loopback_port()
-    bootstrap = f"127.0.0.1:{port}"
-    broker = embedded.start_tansu(port, home / "broker.log")
     topology = load_topology()
+    bootstrap, broker = embedded.start_with_topics(home / "broker.log", topology)
     env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home),
            "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
     cluster = Cluster(bootstrap, home, env, topology)
     projection = None
     try:
-        embedded.wait_for_metadata(bootstrap, proc=broker)
-
-        async def topics():
-            async with admin_client(bootstrap) as admin:
-                await apply(admin, topology)
-
-        asyncio.run(topics())
         cluster.start_worker()
         projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
         _wait_worker_ready(cluster)

@@ -20,10 +20,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka, supervision
 from streams.broker import embedded
-from streams.kafka import admin_client
 from streams.replay.reader import read_topic
 from streams.schemas import codec
-from streams.topology import apply, load_topology
+from streams.topology import load_topology
 
 READY_TIMEOUT_S = 60
 
@@ -47,19 +46,10 @@ class CrashCluster:
 
     @classmethod
     def start(cls, home: Path) -> "CrashCluster":
-        port = embedded.free_loopback_port()
-        bootstrap = f"127.0.0.1:{port}"
-        broker = embedded.start_tansu(port, home / "broker.log")
+        bootstrap, broker = embedded.start_with_topics(home / "broker.log", load_topology())
         env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home),
                "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
         cluster = cls(home, bootstrap, env, broker)
-        embedded.wait_for_metadata(bootstrap, proc=broker)
-
-        async def topics():
-            async with admin_client(bootstrap) as admin:
-                await apply(admin, load_topology())
-
-        asyncio.run(topics())
         cluster.projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
         return cluster
 

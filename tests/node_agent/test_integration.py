@@ -16,9 +16,8 @@ from aiokafka import AIOKafkaProducer
 from node_agent.publisher import Backoff, Publisher
 from streams import kafka
 from streams.broker import embedded
-from streams.kafka import admin_client
 from streams.schemas import codec
-from streams.topology import apply, load_topology
+from streams.topology import load_topology
 
 pytestmark = pytest.mark.integration
 TOPOLOGY = load_topology()
@@ -28,16 +27,8 @@ NAMES = TOPOLOGY.names()
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     home = tmp_path_factory.mktemp("node-agent-broker")
-    port = embedded.free_loopback_port()
-    bootstrap = f"127.0.0.1:{port}"
-    proc = embedded.start_tansu(port, home / "broker.log")
+    bootstrap, proc = embedded.start_with_topics(home / "broker.log", TOPOLOGY)
     try:
-        embedded.wait_for_metadata(bootstrap, proc=proc)
-
-        async def topics():
-            async with admin_client(bootstrap) as admin:
-                await apply(admin, TOPOLOGY)
-        asyncio.run(topics())
         yield bootstrap, home
     finally:
         proc.terminate()

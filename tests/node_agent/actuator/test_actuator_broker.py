@@ -12,9 +12,8 @@ from node_agent.actuator.actuator import OffsetStore, run_actuator
 from node_agent.publisher import Publisher
 from streams import kafka
 from streams.broker import embedded
-from streams.kafka import admin_client
 from streams.schemas import codec
-from streams.topology import apply, load_topology
+from streams.topology import load_topology
 from tests.node_agent.actuator.conftest import NODE, CgroupTree, actuation, make_actuator
 
 pytestmark = pytest.mark.integration
@@ -25,16 +24,8 @@ NAMES = TOPOLOGY.names()
 @pytest.fixture(scope="module")
 def bootstrap(tmp_path_factory):
     home = tmp_path_factory.mktemp("actuator-broker")
-    port = embedded.free_loopback_port()
-    address = f"127.0.0.1:{port}"
-    proc = embedded.start_tansu(port, home / "broker.log")
+    address, proc = embedded.start_with_topics(home / "broker.log", TOPOLOGY)
     try:
-        embedded.wait_for_metadata(address, proc=proc)
-
-        async def topics():
-            async with admin_client(address) as admin:
-                await apply(admin, TOPOLOGY)
-        asyncio.run(topics())
         yield address
     finally:
         proc.terminate()
