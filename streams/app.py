@@ -43,14 +43,16 @@ Young collections now run every 50,000 allocations and full ones about a hundred
 
 
 def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
-    install_faust_highwater_fix()
-    install_faust_fetch_wait_fix()
+    settings = settings or Settings.from_env()
+    if settings.tansu:
+        install_faust_highwater_fix()
+        install_faust_fetch_wait_fix()
     install_faust_seek_fix()
     gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
         topology.app_id,
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],
-        broker_credentials=credentials(settings or Settings.from_env()),
+        broker_credentials=credentials(settings),
         store="memory://",
         topic_allow_declare=False,
         topic_disable_leader=True,

@@ -55,13 +55,30 @@ async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None
         return [await future for future in futures]
 
 
-CONSUMER_SETTINGS = {"fetch_max_wait_ms": FETCH_MAX_WAIT_MS}
-"""For every consumer koordstream makes (``tansu_workarounds``: a waiting fetch is not woken by new records)."""
+def consumer_settings() -> dict:
+    """For every consumer koordstream makes: on Tansu a capped fetch wait (``tansu_workarounds``: a waiting
+    fetch is not woken by new records); on Kafka aiokafka's defaults, since Kafka answers a waiting fetch
+    as soon as records arrive."""
+    return {"fetch_max_wait_ms": FETCH_MAX_WAIT_MS} if Settings.from_env().tansu else {}
 
 
 def consumer(bootstrap: str, topics: Sequence[str], group_id: str | None, from_beginning: bool) -> AIOKafkaConsumer:
     return AIOKafkaConsumer(
-        *topics, **client_settings(bootstrap), **CONSUMER_SETTINGS, group_id=group_id, enable_auto_commit=False,
+        *topics, **client_settings(bootstrap), **consumer_settings(), group_id=group_id, enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=2_000,
     )
+
+
+async def partitions_for(consumer: AIOKafkaConsumer, topic: str) -> list[int]:
+    """The partitions of ``topic``, in order, for a started consumer that has not subscribed to it.
+
+    A consumer's own metadata covers only the topics it subscribed to on Kafka (Tansu answers with every
+    topic), so this refreshes the metadata of all topics first."""
+    found = consumer.partitions_for_topic(topic)
+    if not found:
+        await consumer._client.force_metadata_update()
+        found = consumer.partitions_for_topic(topic)
+    if not found:
+        raise KeyError(f"topic {topic} does not exist")
+    return sorted(found)

@@ -19,6 +19,15 @@ class Settings:
     Unset means the embedded broker that ``koord up`` starts (its address is
     then read from ``KOORD_HOME/up.json``)."""
 
+    broker_kind: str | None = None
+    """``KOORD_BROKER_KIND``: ``kafka`` or ``tansu``, the broker behind KOORD_BROKER. Only Tansu gets the
+    workarounds of ``streams.broker.tansu_workarounds``. Unset: ``kafka`` when KOORD_BROKER is set,
+    otherwise the kind ``koord up`` recorded in ``KOORD_HOME/up.json`` (Tansu by default)."""
+
+    processing_guarantee: str = "at_least_once"
+    """``KOORD_PROCESSING_GUARANTEE``: ``at_least_once`` or ``exactly_once`` (Kafka transactions: the
+    aggregates' outputs and offsets commit together; real Kafka only, Tansu has no transactions)."""
+
     home: Path = Path(".koord")
     """``KOORD_HOME``: where ``koord up`` keeps its state, logs and the SQLite
     read model."""
@@ -56,11 +65,20 @@ class Settings:
     ssl_keyfile: str | None = None
     """``KOORD_KAFKA_SSL_KEYFILE``: the client certificate's key."""
 
+    def __post_init__(self) -> None:
+        if self.broker_kind not in (None, "kafka", "tansu"):
+            raise ValueError(f"KOORD_BROKER_KIND must be kafka or tansu, not {self.broker_kind!r}")
+        if self.processing_guarantee not in ("at_least_once", "exactly_once"):
+            raise ValueError(f"KOORD_PROCESSING_GUARANTEE must be at_least_once or exactly_once, "
+                             f"not {self.processing_guarantee!r}")
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
         env = os.environ if env is None else env
         return cls(
             broker=env.get("KOORD_BROKER") or None,
+            broker_kind=env.get("KOORD_BROKER_KIND") or None,
+            processing_guarantee=env.get("KOORD_PROCESSING_GUARANTEE") or "at_least_once",
             home=Path(env.get("KOORD_HOME") or ".koord"),
             database_url=env.get("KOORD_DATABASE_URL") or None,
             environment=env.get("KOORD_ENV") or "embedded",
@@ -73,6 +91,24 @@ class Settings:
             ssl_certfile=env.get("KOORD_KAFKA_SSL_CERTFILE") or None,
             ssl_keyfile=env.get("KOORD_KAFKA_SSL_KEYFILE") or None,
         )
+
+    @property
+    def resolved_broker_kind(self) -> str:
+        if self.broker_kind:
+            return self.broker_kind
+        if self.broker:
+            return "kafka"
+        import json
+
+        try:
+            return json.loads((self.home / "up.json").read_text()).get("broker_kind", "tansu")
+        except (OSError, ValueError):
+            return "tansu"
+
+    @property
+    def tansu(self) -> bool:
+        """Whether the broker is the embedded Tansu, which needs ``tansu_workarounds``."""
+        return self.resolved_broker_kind == "tansu"
 
     @property
     def resolved_database_url(self) -> str:

@@ -205,11 +205,11 @@ async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_name
         consumer = kafka.consumer(bootstrap, [], group_id=None, from_beginning=True)
         try:
             await consumer.start()
-            await consumer.topics()
-            partitions = consumer.partitions_for_topic(topic)
-            if not partitions:
-                raise RuntimeError(f"topic {topic} has no partitions (not created yet?)")
-            tp = TopicPartition(topic, partition_for(actuator.node_name, list(partitions)))
+            try:
+                partitions = await kafka.partitions_for(consumer, topic)
+            except KeyError:
+                raise RuntimeError(f"topic {topic} has no partitions (not created yet?)") from None
+            tp = TopicPartition(topic, partition_for(actuator.node_name, partitions))
             consumer.assign([tp])
             start = offsets.get(topic, tp.partition)
             if start is None:

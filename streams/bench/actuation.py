@@ -190,8 +190,7 @@ async def _measure(bootstrap: str, names: dict, events: int, rate: float, writes
     stop = asyncio.Event()
     try:
         topic = names["actuations"]
-        await consumer.topics()
-        tp = TopicPartition(topic, partition_for(NODE, list(consumer.partitions_for_topic(topic))))
+        tp = TopicPartition(topic, partition_for(NODE, await kafka.partitions_for(consumer, topic)))
         consumer.assign([tp])
         await consumer.seek_to_end(tp)
 

@@ -68,13 +68,13 @@ def _wait_ready(worker, log: Path) -> None:
 async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300) -> float:
     """Until ``group`` has committed every record of ``topic`` and no new record came for ``settle_s``;
     returns the ``time.monotonic()`` at which it was first seen caught up (within the 0.2 s poll)."""
-    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.CONSUMER_SETTINGS, group_id=None,
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), group_id=None,
                                 enable_auto_commit=False)
     admin = AIOKafkaAdminClient(**kafka.client_settings(bootstrap))
     await consumer.start()
     await admin.start()
     try:
-        partitions = sorted(consumer.partitions_for_topic(topic) or ())
+        partitions = await kafka.partitions_for(consumer, topic)
         tps = [TopicPartition(topic, p) for p in partitions]
         consumer.assign(tps)
         deadline = time.monotonic() + timeout_s

@@ -75,10 +75,10 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     rng = random.Random(seed)
     encoded = [_encode(pod_manifest(run, i, rng), names) for i in range(pods)]
     decisions = names["decisions"]
-    consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.CONSUMER_SETTINGS, group_id=None,
+    consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.consumer_settings(), group_id=None,
                                 enable_auto_commit=False)
     await consumer.start()
-    tps = [TopicPartition(decisions, p) for p in sorted(consumer.partitions_for_topic(decisions) or ())]
+    tps = [TopicPartition(decisions, p) for p in await kafka.partitions_for(consumer, decisions)]
     consumer.assign(tps)
     for tp, highwater in (await fetch_highwaters(consumer, tps)).items():
         consumer.seek(tp, highwater)

@@ -17,7 +17,7 @@ found nothing returns only after its full ``fetch_max_wait_ms`` (Faust
 hard-codes 1500 ms, aiokafka defaults to 500 ms), so each consumer hop of the
 pipeline added up to that much latency. :data:`FETCH_MAX_WAIT_MS` caps it for
 every consumer koordstream makes (:func:`install_faust_fetch_wait_fix` for
-Faust's worker consumer, ``streams.kafka.CONSUMER_SETTINGS`` for the rest).
+Faust's worker consumer, ``streams.kafka.consumer_settings()`` for the rest).
 On real Kafka, where a waiting fetch is answered as soon as data arrives, the
 cost is an idle consumer polling every ``FETCH_MAX_WAIT_MS`` instead of every
 1.5 s: a few hundred small requests per second across a deployment.

@@ -21,12 +21,12 @@ IDLE_TIMEOUT_S = 5.0
 
 async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = None) -> list[ConsumerRecord]:
     """Every record of ``topic`` (or of the given partitions), in partition then offset order."""
-    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.CONSUMER_SETTINGS, enable_auto_commit=False,
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), enable_auto_commit=False,
                                 group_id=None, auto_offset_reset="earliest")
     await consumer.start()
     try:
         if partitions is None:
-            partitions = sorted(consumer.partitions_for_topic(topic) or await _partitions(consumer, topic))
+            partitions = await kafka.partitions_for(consumer, topic)
         tps = [TopicPartition(topic, p) for p in partitions]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
@@ -51,10 +51,3 @@ async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = 
     finally:
         await consumer.stop()
 
-
-async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
-    await consumer._client.force_metadata_update()
-    found = consumer.partitions_for_topic(topic)
-    if not found:
-        raise KeyError(f"topic {topic} does not exist")
-    return found

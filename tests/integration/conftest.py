@@ -1,8 +1,11 @@
-"""A real koordstream on the real embedded broker, started once per session.
+"""A real koordstream on a real broker, once per broker kind per session: Tansu and Apache Kafka.
 
-The session starts Tansu on a free loopback port, applies the topology and
-runs one Faust worker and the projection as child processes, exactly as
-``koord up`` does. Tests talk to it through the ``koord`` CLI.
+``broker_kind`` parametrizes every integration test over the embedded Tansu and a local Apache Kafka
+(KRaft, ``streams.broker.kraft``); pytest runs all tests of one kind before it starts the other. The
+``cluster`` of a kind starts the broker on free loopback ports, applies the topology and runs one Faust
+worker and the projection as child processes, exactly as ``koord up`` does. Tests talk to it through
+the ``koord`` CLI. Without Java or Maven the Kafka cases skip with the reason, unless
+``KOORD_REQUIRE_KAFKA`` is set (``make test`` sets it): then they fail.
 """
 
 from __future__ import annotations
@@ -19,10 +22,32 @@ from pathlib import Path
 import pytest
 
 from streams import supervision
-from streams.broker import embedded
+from streams.broker import embedded, kraft, local
 from streams.topology import Topology, load_topology
 
 READY_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="session", params=local.KINDS)
+def broker_kind(request) -> str:
+    """``tansu`` or ``kafka``: the broker every integration test of this round runs on."""
+    if request.param == "kafka":
+        require_kafka()
+    return request.param
+
+
+def require_kafka() -> None:
+    """Skip (or fail, with KOORD_REQUIRE_KAFKA) when the real-Kafka tier cannot run on this machine."""
+    try:
+        kraft.kafka_libs()
+    except kraft.MissingPrerequisite as error:
+        if os.environ.get("KOORD_REQUIRE_KAFKA"):
+            pytest.fail(f"{error}; KOORD_REQUIRE_KAFKA is set, so this is a failure, not a skip")
+        pytest.skip(str(error))
+
+
+def start_broker(kind: str, directory: Path, topology: Topology | None = None, nodes: int = 1) -> local.LocalBroker:
+    return local.start(kind, directory, load_topology() if topology is None else topology, nodes)
 
 
 @dataclasses.dataclass
@@ -32,6 +57,7 @@ class Cluster:
     env: dict[str, str]
     topology: Topology
     worker: subprocess.Popen | None = None
+    kind: str = "tansu"
 
     def koord(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 90) -> subprocess.CompletedProcess:
         result = subprocess.run([sys.executable, "-m", "streams.cli", *args], input=input, capture_output=True,
@@ -66,13 +92,12 @@ class Cluster:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory) -> Cluster:
-    home = tmp_path_factory.mktemp("koord-home")
+def cluster(tmp_path_factory, broker_kind) -> Cluster:
+    home = tmp_path_factory.mktemp(f"koord-home-{broker_kind}")
     topology = load_topology()
-    bootstrap, broker = embedded.start_with_topics(home / "broker.log", topology)
-    env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home),
-           "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
-    cluster = Cluster(bootstrap, home, env, topology)
+    broker = start_broker(broker_kind, home, topology)
+    env = {**broker.env(), "KOORD_HOME": str(home), "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
+    cluster = Cluster(broker.bootstrap, home, env, topology, kind=broker_kind)
     projection = None
     try:
         cluster.start_worker()
@@ -80,7 +105,8 @@ def cluster(tmp_path_factory) -> Cluster:
         _wait_worker_ready(cluster)
         yield cluster
     finally:
-        supervision.stop([p for p in (projection, cluster.worker, broker) if p is not None])
+        supervision.stop([p for p in (projection, cluster.worker) if p is not None])
+        broker.stop()
 
 
 def _wait_worker_ready(cluster: Cluster, since: int = 0) -> None:

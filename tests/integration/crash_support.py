@@ -1,4 +1,4 @@
-"""A koordstream of its own for the crash test: a Tansu broker, the topology, named workers and the projection.
+"""A koordstream of its own for the crash test: a broker of the round's kind, the topology, named workers and the projection.
 
 Each worker runs in its own working directory (Faust keeps a data directory there) and serves metrics on
 its own port, so the test can tell which worker emits the scheduling decisions and SIGKILL that one.
@@ -19,7 +19,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka, supervision
-from streams.broker import embedded
+from streams.broker import embedded, local
 from streams.replay.reader import read_topic
 from streams.schemas import codec
 from streams.topology import load_topology
@@ -40,16 +40,16 @@ class CrashCluster:
     home: Path
     bootstrap: str
     env: dict[str, str]
-    broker: subprocess.Popen
+    broker: local.LocalBroker
     workers: dict[str, Worker] = dataclasses.field(default_factory=dict)
     projection: subprocess.Popen | None = None
 
     @classmethod
-    def start(cls, home: Path) -> "CrashCluster":
-        bootstrap, broker = embedded.start_with_topics(home / "broker.log", load_topology())
-        env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home),
-               "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}
-        cluster = cls(home, bootstrap, env, broker)
+    def start(cls, home: Path, kind: str, extra_env: dict[str, str] | None = None) -> "CrashCluster":
+        broker = local.start(kind, home, load_topology())
+        env = {**broker.env(), "KOORD_HOME": str(home), "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}",
+               **(extra_env or {})}
+        cluster = cls(home, broker.bootstrap, env, broker)
         cluster.projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
         return cluster
 
@@ -109,7 +109,8 @@ class CrashCluster:
 
     def stop(self) -> None:
         processes = [w.process for w in self.workers.values()]
-        supervision.stop([p for p in (self.projection, *processes, self.broker) if p is not None])
+        supervision.stop([p for p in (self.projection, *processes) if p is not None])
+        self.broker.stop()
 
 
 async def _diagnose(bootstrap: str, undecided: set[str]) -> str:

@@ -86,9 +86,9 @@ def wait_for(condition, timeout: float, what: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def crash_run(tmp_path_factory):
+def crash_run(tmp_path_factory, broker_kind):
     """The scenario; returns what the tests check: decisions on the topic, in the read model, the pods."""
-    cluster = CrashCluster.start(tmp_path_factory.mktemp("crash-home"))
+    cluster = CrashCluster.start(tmp_path_factory.mktemp(f"crash-home-{broker_kind}"), broker_kind)
     started = time.monotonic()
     try:
         cluster.start_worker("worker-a")

@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError
 from state.db import create_all, open_database, sqlite_url
 from state.projection import ProjectedRecord, Projector
 
-POSTGRES_URL = os.environ.get("KOORD_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get("KOORD_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:55432/test")
 
 
 @pytest.fixture(
