@@ -23,7 +23,15 @@ class LocalBroker:
     kind: str
     bootstrap: str
     processes: list[subprocess.Popen]
+    directory: Path
     kafka: kraft.KafkaCluster | None = None
+
+    @property
+    def logs(self) -> list[Path]:
+        """One log per process, in the order of ``processes``."""
+        if self.kafka is not None:
+            return [node.log_path for node in self.kafka.nodes]
+        return [self.directory / "broker.log"]
 
     def env(self) -> dict[str, str]:
         return {"KOORD_BROKER": self.bootstrap, "KOORD_BROKER_KIND": self.kind}
@@ -58,7 +66,7 @@ def start(kind: str, directory: Path, topology: Topology | None = None, nodes: i
         if topology is None:
             port = embedded.free_loopback_port()
             proc = embedded.start_tansu(port, directory / "broker.log")
-            broker = LocalBroker(kind, f"127.0.0.1:{port}", [proc])
+            broker = LocalBroker(kind, f"127.0.0.1:{port}", [proc], directory)
             try:
                 embedded.wait_for_metadata(broker.bootstrap, proc=proc)
             except BaseException:
@@ -66,9 +74,9 @@ def start(kind: str, directory: Path, topology: Topology | None = None, nodes: i
                 raise
             return broker
         bootstrap, proc = embedded.start_with_topics(directory / "broker.log", topology)
-        return LocalBroker(kind, bootstrap, [proc])
+        return LocalBroker(kind, bootstrap, [proc], directory)
     cluster = kraft.cluster(directory, nodes).start()
-    broker = LocalBroker(kind, cluster.bootstrap, cluster.processes, cluster)
+    broker = LocalBroker(kind, cluster.bootstrap, cluster.processes, directory, cluster)
     if topology is not None:
         try:
             asyncio.run(create_topics(broker.bootstrap, topology))

@@ -1,7 +1,8 @@
 """``koord up|down|status`` and the long-running processes they supervise.
 
-``koord up`` starts, in order: the broker (embedded Tansu unless
-KOORD_BROKER is set), the topic topology, the Faust worker, the read-model
+``koord up`` starts, in order: the broker (unless KOORD_BROKER is set: the
+embedded Tansu, or with ``--broker kafka`` a local Apache Kafka from
+``streams.broker.kraft``), the topic topology, the Faust worker, the read-model
 projection and the simulator; then prints the decision stream until Ctrl-C
 or SIGTERM, and stops everything in reverse order. ``--detach`` runs the
 same supervisor in the background with its state in KOORD_HOME.
@@ -16,11 +17,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import click
 
 from streams import supervision
-from streams.broker import embedded
+from streams.broker import embedded, kraft, local
 from streams.cli import context
 from streams.cli.get import print_decisions
 from streams.cli.options import metrics_options
@@ -29,6 +31,7 @@ from streams.metrics import serve
 from streams.topology import apply as apply_topology
 
 EMBEDDED_WARNING = "The embedded broker (Tansu) keeps topics in memory only: `koord down` loses them."
+BROKER_NAMES = {"tansu": "embedded Tansu", "kafka": "local Apache Kafka"}
 READY_TIMEOUT_S = 90
 
 
@@ -37,7 +40,10 @@ READY_TIMEOUT_S = 90
 @click.option("--nodes", default=5, show_default=True, help="Simulated nodes (0: no simulator).")
 @click.option("--pods-per-node", default=4, show_default=True, help="Simulated pods per node at steady state.")
 @click.option("--seed", default=1, show_default=True, help="Simulator random seed.")
-def up(detach: bool, nodes: int, pods_per_node: int, seed: int) -> None:
+@click.option("--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
+              help="The broker to start when KOORD_BROKER is unset: the embedded Tansu (in memory, needs only "
+                   "Python) or a local Apache Kafka (KRaft; needs Java 17 and Maven, data under KOORD_HOME/kafka).")
+def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -> None:
     """Start the broker (embedded by default), worker, projection and a simulated cluster."""
     config = context.settings()
     home = config.home
@@ -45,24 +51,30 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int) -> None:
     state = context.up_state(home)
     if state and supervision.pid_alive(state["pid"]):
         raise click.ClickException(f"koordstream is already running (pid {state['pid']}); `koord down` stops it")
+    if broker_kind == "kafka" and not config.broker:
+        try:
+            kraft.check_prerequisites()
+        except kraft.MissingPrerequisite as error:
+            raise click.ClickException(str(error)) from None
     if detach:
-        _detach(home, nodes, pods_per_node, seed)
+        _detach(home, nodes, pods_per_node, seed, broker_kind)
         return
-    sys.exit(_supervise(config, nodes, pods_per_node, seed))
+    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind))
 
 
-def _detach(home, nodes: int, pods_per_node: int, seed: int) -> None:
+def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -> None:
     (home / context.STATE_FILE).unlink(missing_ok=True)
     log = open(home / "up.log", "ab")
     proc = subprocess.Popen(
-        supervision.koord_command("up", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed)),
+        supervision.koord_command("up", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed),
+                                  "--broker", broker_kind),
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         state = context.up_state(home)
         if state and state.get("ready"):
             click.echo(f"koordstream is up in the background (pid {proc.pid}), bootstrap {state['bootstrap']}")
-            if state["embedded"]:
+            if state["broker_kind"] == "tansu" and state["embedded"]:
                 click.echo(EMBEDDED_WARNING)
             click.echo(f"logs in {home}; `koord status`, `koord watch decisions`, `koord down`")
             return
@@ -73,7 +85,7 @@ def _detach(home, nodes: int, pods_per_node: int, seed: int) -> None:
     raise click.ClickException(f"koordstream did not become ready in {READY_TIMEOUT_S}s; see {home / 'up.log'}")
 
 
-def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
+def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -> int:
     home = config.home
     stop = {"signal": None}
 
@@ -84,18 +96,20 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
     signal.signal(signal.SIGINT, on_signal)
     children: list[tuple[str, subprocess.Popen]] = []
     state_path = home / context.STATE_FILE
+    broker = None
+    logs: dict[str, object] = {}
     try:
         if config.broker:
-            bootstrap, embedded_broker = config.broker, False
+            bootstrap, embedded_broker, broker_kind = config.broker, False, config.resolved_broker_kind
         else:
-            port = embedded.free_loopback_port()
-            bootstrap, embedded_broker = f"127.0.0.1:{port}", True
-            broker = embedded.start_tansu(port, home / "broker.log")
-            children.append(("broker", broker))
-            embedded.wait_for_metadata(bootstrap, proc=broker)
+            broker = local.start(broker_kind, home / "kafka" if broker_kind == "kafka" else home)
+            bootstrap, embedded_broker = broker.bootstrap, True
+            children += [("broker" if len(broker.processes) == 1 else f"broker-{i + 1}", proc)
+                         for i, proc in enumerate(broker.processes)]
+            logs.update({name: path for (name, _), path in zip(children, broker.logs)})
         topology = context.topology(config)
         asyncio.run(_apply_topics(bootstrap, topology))
-        env = {"KOORD_BROKER": bootstrap, "KOORD_HOME": str(home.resolve()),
+        env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
         metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection", "simulator")}
         children.append(("worker", supervision.spawn(
@@ -108,9 +122,10 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
                 supervision.koord_command("simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
                                           "--seed", str(seed), "--metrics-port", str(metrics["simulator"])),
                 home / "simulator.log", env)))
-        state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "ready": True,
+        state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "broker_kind": broker_kind,
+                 "ready": True,
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
-                 "processes": {name: {"pid": proc.pid, "log": str((home / f"{name}.log").resolve())}
+                 "processes": {name: {"pid": proc.pid, "log": str(Path(logs.get(name, home / f"{name}.log")).resolve())}
                                for name, proc in children}}
         for name, port in metrics.items():
             if name in state["processes"]:
@@ -119,16 +134,18 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int) -> int:
         _banner(state)
         return _run_until_stopped(bootstrap, topology, children, stop)
     finally:
-        supervision.stop([proc for _, proc in reversed(children)])
+        supervision.stop([proc for name, proc in reversed(children) if not name.startswith("broker")])
+        if broker is not None:
+            broker.stop()
         state_path.unlink(missing_ok=True)
         click.echo("koordstream stopped", err=True)
 
 
 def _banner(state: dict) -> None:
-    click.echo(f"koordstream is up: bootstrap {state['bootstrap']}"
-               f" ({'embedded Tansu' if state['embedded'] else 'KOORD_BROKER'}), read model {state['database_url']}",
+    origin = BROKER_NAMES[state["broker_kind"]] if state["embedded"] else f"KOORD_BROKER, {state['broker_kind']}"
+    click.echo(f"koordstream is up: bootstrap {state['bootstrap']} ({origin}), read model {state['database_url']}",
                err=True)
-    if state["embedded"]:
+    if state["embedded"] and state["broker_kind"] == "tansu":
         click.echo(EMBEDDED_WARNING, err=True)
     click.echo(f"logs in {state['home']}; Ctrl-C stops everything. Decisions follow:", err=True)
 
@@ -183,6 +200,7 @@ def status(output: str) -> None:
     running = bool(state and supervision.pid_alive(state["pid"]))
     report = {"running": running, "bootstrap": (state or {}).get("bootstrap") or config.broker,
               "embedded": bool(state and state.get("embedded")),
+              "broker_kind": (state or {}).get("broker_kind") or config.resolved_broker_kind,
               "database_url": (state or {}).get("database_url") or config.resolved_database_url,
               "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"])}
                             for name, proc in ((state or {}).get("processes") or {}).items()} if running else {}}
@@ -190,7 +208,8 @@ def status(output: str) -> None:
         click.echo(json.dumps(report, indent=2))
         return
     click.echo(f"koordstream: {'running' if running else 'not running'}")
-    click.echo(f"bootstrap: {report['bootstrap'] or '-'}{' (embedded, in memory only)' if report['embedded'] else ''}")
+    in_memory = report["embedded"] and (state or {}).get("broker_kind", "tansu") == "tansu"
+    click.echo(f"bootstrap: {report['bootstrap'] or '-'}{' (embedded, in memory only)' if in_memory else ''}")
     click.echo(f"read model: {report['database_url']}")
     for name, proc in report["processes"].items():
         metrics = f"  metrics {proc['metrics']}" if proc.get("metrics") else ""

@@ -45,10 +45,13 @@ class CrashCluster:
     projection: subprocess.Popen | None = None
 
     @classmethod
-    def start(cls, home: Path, kind: str, extra_env: dict[str, str] | None = None) -> "CrashCluster":
-        broker = local.start(kind, home, load_topology())
+    def start(cls, home: Path, kind: str, extra_env: dict[str, str] | None = None, nodes: int = 1,
+              environment: str = "embedded") -> "CrashCluster":
+        """A broker of ``kind`` with ``nodes`` nodes and the topology of ``environment`` (its replication),
+        and the projection; workers are started by :meth:`start_worker`."""
+        broker = local.start(kind, home, load_topology(environment=environment), nodes)
         env = {**broker.env(), "KOORD_HOME": str(home), "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}",
-               **(extra_env or {})}
+               "KOORD_ENV": environment, **(extra_env or {})}
         cluster = cls(home, broker.bootstrap, env, broker)
         cluster.projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
         return cluster

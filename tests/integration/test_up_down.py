@@ -1,4 +1,4 @@
-"""``koord up --detach``, ``status`` and ``down`` leave nothing behind."""
+"""``koord up --detach``, ``status`` and ``down`` leave nothing behind, on either broker ``up`` starts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,17 +25,19 @@ def koord(env, *args, check=True):
     return result
 
 
-def test_up_detach_status_down(tmp_path):
+def test_up_detach_status_down(tmp_path, broker_kind):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KOORD_")}
-    env["KOORD_HOME"] = str(tmp_path / "home")
-    started = koord(env, "up", "--detach", "--nodes", "2")
-    assert "keeps topics in memory only" in started.stdout
+    home = tmp_path / "home"
+    env["KOORD_HOME"] = str(home)
+    started = koord(env, "up", "--detach", "--nodes", "2", "--broker", broker_kind)
+    assert ("keeps topics in memory only" in started.stdout) == (broker_kind == "tansu")
     try:
         status = json.loads(koord(env, "status", "-o", "json").stdout)
-        assert status["running"] and status["embedded"]
+        assert status["running"] and status["embedded"] and status["broker_kind"] == broker_kind
         host, port = status["bootstrap"].split(":")
         assert host == "127.0.0.1"
         assert set(status["processes"]) == {"broker", "worker", "projection", "simulator"}
+        assert Path(status["processes"]["broker"]["log"]).is_relative_to(home.resolve())
         assert all(p["alive"] for p in status["processes"].values())
         deadline = time.monotonic() + 60
         decisions = []
