@@ -1,11 +1,10 @@
 """A real koordstream on a real broker, once per broker kind per session: Tansu and Apache Kafka.
 
-``broker_kind`` parametrizes every integration test over the embedded Tansu and a local Apache Kafka
-(KRaft, ``streams.broker.kraft``); pytest runs all tests of one kind before it starts the other. The
-``cluster`` of a kind starts the broker on free loopback ports, applies the topology and runs one Faust
-worker and the projection as child processes, exactly as ``koord up`` does. Tests talk to it through
-the ``koord`` CLI. Without Java or Maven the Kafka cases skip with the reason, unless
-``KOORD_REQUIRE_KAFKA`` is set (``make test`` sets it): then they fail.
+``broker_kind`` (``tests/conftest.py``) parametrizes every integration test over the embedded Tansu
+and a local Apache Kafka (KRaft, ``streams.broker.kraft``); pytest runs all tests of one kind before
+it starts the other. The ``cluster`` of a kind starts the broker on free loopback ports, applies the
+topology and runs one Faust worker and the projection as child processes, exactly as ``koord up``
+does. Tests talk to it through the ``koord`` CLI.
 """
 
 from __future__ import annotations
@@ -22,28 +21,11 @@ from pathlib import Path
 import pytest
 
 from streams import supervision
-from streams.broker import embedded, kraft, local
+from streams.broker import embedded, local
 from streams.topology import Topology, load_topology
+from tests.brokers import require_kafka  # noqa: F401  (re-exported for the Kafka-only tests)
 
 READY_TIMEOUT_S = 60
-
-
-@pytest.fixture(scope="session", params=local.KINDS)
-def broker_kind(request) -> str:
-    """``tansu`` or ``kafka``: the broker every integration test of this round runs on."""
-    if request.param == "kafka":
-        require_kafka()
-    return request.param
-
-
-def require_kafka() -> None:
-    """Skip (or fail, with KOORD_REQUIRE_KAFKA) when the real-Kafka tier cannot run on this machine."""
-    try:
-        kraft.kafka_libs()
-    except kraft.MissingPrerequisite as error:
-        if os.environ.get("KOORD_REQUIRE_KAFKA"):
-            pytest.fail(f"{error}; KOORD_REQUIRE_KAFKA is set, so this is a failure, not a skip")
-        pytest.skip(str(error))
 
 
 def start_broker(kind: str, directory: Path, topology: Topology | None = None, nodes: int = 1) -> local.LocalBroker:

@@ -25,7 +25,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from streams.kafka import admin_client
 from streams.replay.reader import read_topic
 from streams.topology import load_topology
-from tests.integration.conftest import require_kafka
+from tests.brokers import require_kafka
 from tests.integration.crash_support import CrashCluster
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""On the real embedded broker (Tansu): the simulator acknowledges actuations, the agent publishes, the
+"""On both real brokers (Tansu and Kafka): the simulator acknowledges actuations, the agent publishes, the
 publisher rides out an outage with real aiokafka clients."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaProducer
 
 from node_agent.publisher import Backoff, Publisher
 from streams import kafka
-from streams.broker import embedded
+from streams.broker import embedded, local
 from streams.schemas import codec
 from streams.topology import load_topology
 
@@ -25,20 +25,17 @@ NAMES = TOPOLOGY.names()
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    home = tmp_path_factory.mktemp("node-agent-broker")
-    bootstrap, proc = embedded.start_with_topics(home / "broker.log", TOPOLOGY)
-    try:
-        yield bootstrap, home
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def broker(tmp_path_factory, broker_kind):
+    home = tmp_path_factory.mktemp(f"node-agent-broker-{broker_kind}")
+    with local.start(broker_kind, home, TOPOLOGY) as started:
+        yield started.bootstrap, home, started.env()
 
 
-def koord(bootstrap, home, command: str, *args: str) -> subprocess.Popen:
+def koord(broker, command: str, *args: str) -> subprocess.Popen:
+    _, home, broker_env = broker
     module, name = {"simulate": ("streams.cli.simulate", "simulate"),
                     "node-agent": ("streams.cli.nodeagent", "node_agent")}[command]
-    env = {**os.environ, "KOORD_BROKER": bootstrap, "KOORD_HOME": str(home)}
+    env = {**os.environ, **broker_env, "KOORD_HOME": str(home)}
     return subprocess.Popen([sys.executable, "-c", f"from {module} import {name}; {name}()", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -59,8 +56,8 @@ async def read(bootstrap: str, topic_ids: list[str], until, timeout_s: float = 3
 
 
 def test_simulator_acknowledges_actuations_with_the_values_read_back(broker):
-    bootstrap, home = broker
-    sim = koord(bootstrap, home, "simulate", "--nodes", "2", "--pods-per-node", "2", "--speed", "5",
+    bootstrap, _, _ = broker
+    sim = koord(broker, "simulate", "--nodes", "2", "--pods-per-node", "2", "--speed", "5",
                 "--duration", "100")
     try:
         asyncio.run(read(bootstrap, ["nodes"], lambda found: len(found) >= 2))
@@ -84,9 +81,9 @@ def test_simulator_acknowledges_actuations_with_the_values_read_back(broker):
 
 
 def test_node_agent_publishes_node_and_node_metric(broker):
-    bootstrap, home = broker
+    bootstrap, _, _ = broker
     metrics_port = embedded.free_loopback_port()
-    agent = koord(bootstrap, home, "node-agent", "--node-name", "it-agent", "--collect-interval", "0.25",
+    agent = koord(broker, "node-agent", "--node-name", "it-agent", "--collect-interval", "0.25",
                   "--report-interval", "0.5", "--metrics-port", str(metrics_port))
     try:
         found = asyncio.run(read(bootstrap, ["nodes", "nodemetrics"], lambda found: {
@@ -114,7 +111,7 @@ def scrape(port: int) -> dict[str, float]:
 
 
 def test_publisher_buffers_through_an_outage_and_drops_oldest_metrics(broker):
-    bootstrap, _ = broker
+    bootstrap, _, _ = broker
     dead = f"127.0.0.1:{embedded.free_loopback_port()}"
     live = {"on": False}
 

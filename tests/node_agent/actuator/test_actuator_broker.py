@@ -1,4 +1,4 @@
-"""The actuator's Kafka loop on the real embedded broker: reads only its node's partition and key, applies,
+"""The actuator's Kafka loop on both real brokers (Tansu and Kafka): reads only its node's partition and key, applies,
 acknowledges, resumes after a restart without applying anything twice."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from node_agent.actuator.actuator import OffsetStore, run_actuator
 from node_agent.publisher import Publisher
 from streams import kafka
-from streams.broker import embedded
+from streams.broker import local
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.node_agent.actuator.conftest import NODE, CgroupTree, actuation, make_actuator
@@ -22,14 +22,10 @@ NAMES = TOPOLOGY.names()
 
 
 @pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory):
-    home = tmp_path_factory.mktemp("actuator-broker")
-    address, proc = embedded.start_with_topics(home / "broker.log", TOPOLOGY)
-    try:
-        yield address
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def bootstrap(tmp_path_factory, broker_kind):
+    home = tmp_path_factory.mktemp(f"actuator-broker-{broker_kind}")
+    with local.start(broker_kind, home, TOPOLOGY) as broker:
+        yield broker.bootstrap
 
 
 async def _acks(address: str, count: int, timeout_s: float = 30.0) -> list[dict]:
