@@ -40,11 +40,11 @@ from node_agent.collectors.topology import Topology, read_topology
 from node_agent.counters import RateMeter
 from node_agent.hostfs import read_text
 from node_agent.pods import PodDirectory
-from node_agent.report import (RESOURCE_GPU_CORE, RESOURCE_GPU_MEMORY, RESOURCE_GPU_MEMORY_RATIO, GPUDevice,
-                               HostAppReport, PodReport, RDMADevice, Usage, Window, device_manifest,
+from node_agent.report import (GPUDevice, HostAppReport, PodReport, RDMADevice, Usage, Window, device_manifest,
                                node_manifest, node_metric_manifest, node_resource_topology_manifest)
 from node_agent.ringbuffer import RingBuffer
 from node_agent.settings import AgentSettings
+from streams.koordinator.resources import GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO
 from streams.objects import format_quantity
 
 NODE_CGROUP = ""
@@ -253,9 +253,9 @@ class NodeAgent:
                 continue
             used = usage[gpu.uuid]
             devices.append({"type": "gpu", "id": gpu.uuid, "minor": gpu.minor, "resources": {
-                RESOURCE_GPU_CORE: str(used.core_percent),
-                RESOURCE_GPU_MEMORY: format_quantity(RESOURCE_GPU_MEMORY, used.memory_used),
-                RESOURCE_GPU_MEMORY_RATIO: str(100 * used.memory_used // gpu.memory_total if gpu.memory_total else 0)}})
+                GPU_CORE: str(used.core_percent),
+                GPU_MEMORY: format_quantity(GPU_MEMORY, used.memory_used),
+                GPU_MEMORY_RATIO: str(100 * used.memory_used // gpu.memory_total if gpu.memory_total else 0)}})
         return devices
 
     def node(self) -> dict:

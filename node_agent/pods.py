@@ -17,14 +17,13 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 
-from streams.scheduler import priority as prio
+from streams.koordinator.classes import PRIORITY_NONE_NAME, QOS_BY_KUBE_QOS, QOS_NONE, priority_class_with_qos
 from streams.scheduler.podinfo import from_record
 
 UNRESOLVED_NAMESPACE = "<unresolved>"
 MAX_UNBOUND = 4096
 PLACED = ("Scheduled", "Bound")
 RELEASED = "Released"
-_QOS_OF_TIER = {"Guaranteed": prio.LSR, "Burstable": prio.LS, "BestEffort": prio.BE}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -38,8 +37,8 @@ class PodIdentity:
 
 
 def identity_from_tier(uid: str, kube_qos: str) -> PodIdentity:
-    qos = _QOS_OF_TIER.get(kube_qos, prio.QOS_NONE)
-    return PodIdentity(UNRESOLVED_NAMESPACE, uid, prio.class_of_qos(qos) or None, qos or None)
+    qos = QOS_BY_KUBE_QOS.get(kube_qos, QOS_NONE)
+    return PodIdentity(UNRESOLVED_NAMESPACE, uid, priority_class_with_qos(qos) or None, qos or None)
 
 
 class PodDirectory:
@@ -88,7 +87,7 @@ class PodDirectory:
         priority = record.get("priorityClass")
         namespace = pod.get("namespace") or "default"
         self._bound[uid] = PodIdentity(namespace, pod.get("name") or uid,
-                                       None if priority in (None, "", prio.CLASS_NONE_NAME) else priority,
+                                       None if priority in (None, "", PRIORITY_NONE_NAME) else priority,
                                        record.get("qosClass") or None)
         self._uid_of_key[f"{namespace}/{pod.get('name')}"] = uid
 

@@ -16,15 +16,10 @@ import dataclasses
 import math
 from datetime import datetime, timezone
 
+from streams.koordinator.labels import LABEL_GPU_DRIVER_VERSION, LABEL_GPU_MODEL, LABEL_GPU_VENDOR
+from streams.koordinator.resources import GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 from streams.objects import format_quantity
 
-RESOURCE_GPU_CORE = "koordinator.sh/gpu-core"
-RESOURCE_GPU_MEMORY = "koordinator.sh/gpu-memory"
-RESOURCE_GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
-RESOURCE_RDMA = "koordinator.sh/rdma"
-LABEL_GPU_VENDOR = "node.koordinator.sh/gpu-vendor"
-LABEL_GPU_MODEL = "node.koordinator.sh/gpu-model"
-LABEL_GPU_DRIVER_VERSION = "node.koordinator.sh/gpu-driver-version"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -205,16 +200,16 @@ def device_manifest(node_name: str, gpus: list[GPUDevice], rdmas: list[RDMADevic
     devices = []
     for gpu in sorted(gpus, key=lambda g: g.minor):
         device = {"type": "gpu", "id": gpu.uuid, "minor": gpu.minor, "health": gpu.healthy,
-                  "resources": {RESOURCE_GPU_CORE: "100",
-                                RESOURCE_GPU_MEMORY: format_quantity(RESOURCE_GPU_MEMORY, gpu.memory_total),
-                                RESOURCE_GPU_MEMORY_RATIO: "100"}}
+                  "resources": {GPU_CORE: "100",
+                                GPU_MEMORY: format_quantity(GPU_MEMORY, gpu.memory_total),
+                                GPU_MEMORY_RATIO: "100"}}
         if gpu.pcie_root and gpu.bus_id:
             device["topology"] = {"socketID": -1, "nodeID": gpu.numa_node, "pcieID": gpu.pcie_root,
                                   "busID": gpu.bus_id}
         devices.append(device)
     for rdma in sorted(rdmas, key=lambda r: r.minor):
         device = {"type": "rdma", "id": rdma.bus_id, "minor": rdma.minor, "health": rdma.healthy,
-                  "resources": {RESOURCE_RDMA: "100"},
+                  "resources": {RDMA: "100"},
                   "topology": {"socketID": -1, "nodeID": rdma.numa_node, "pcieID": rdma.pcie_root,
                                "busID": rdma.bus_id}}
         if rdma.virtual_functions:

@@ -40,7 +40,9 @@ from node_agent.collectors.topology import LogicalCPU, Topology
 from node_agent.report import (GPUDevice, PodReport, Usage, Window, device_manifest, node_manifest,
                                node_metric_manifest)
 from node_agent.ringbuffer import RingBuffer
-from streams.scheduler import priority as prio
+from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_CLASS_VALUES, PRIORITY_PROD, QOS_BE, QOS_LS
+from streams.koordinator.labels import LABEL_POD_QOS
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, NVIDIA_GPU
 
 GIB = 1 << 30
 DAY_S = 86_400
@@ -198,7 +200,7 @@ class Fleet:
         for node in self._nodes.values():
             capacity = {"cpu": node.model.cpus * 1000, "memory": node.model.memory_gib * GIB, "pods": 110}
             if node.gpu:
-                capacity["nvidia.com/gpu"] = node.gpu[1]
+                capacity[NVIDIA_GPU] = node.gpu[1]
             labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": node.model.arch}
             manifests.append(node_manifest(node.name, capacity, labels, topology_of(node.model).annotations()))
@@ -243,7 +245,7 @@ class Fleet:
         lifetime = max(1, int(self.random.expovariate(1 / self.args.mean_lifetime_s)))
         return SimPod(
             index=index, uid=str(uuid.UUID(int=self.random.getrandbits(128), version=4)),
-            name=f"sim-{'be' if be else 'ls'}-{index:06d}", qos=prio.BE if be else prio.LS,
+            name=f"sim-{'be' if be else 'ls'}-{index:06d}", qos=QOS_BE if be else QOS_LS,
             cpu_milli=self.random.choice((250, 500, 1000, 2000, 4000)),
             memory=self.random.choice((256, 512, 1024, 4096)) << 20,
             base=self.random.uniform(0.6, 0.8) if be else self.random.uniform(0.1, 0.3),
@@ -251,16 +253,16 @@ class Fleet:
             phase_s=self.random.uniform(-3600, 3600), ends_at=second + lifetime)
 
     def _pod_manifest(self, pod: SimPod, phase: str | None = None) -> dict:
-        be = pod.qos == prio.BE
-        klass = prio.BATCH if be else prio.PROD
-        cpu, memory = ((prio.BATCH_CPU, str(pod.cpu_milli)), (prio.BATCH_MEMORY, f"{pod.memory >> 20}Mi")) if be \
+        be = pod.qos == QOS_BE
+        klass = PRIORITY_BATCH if be else PRIORITY_PROD
+        cpu, memory = ((BATCH_CPU, str(pod.cpu_milli)), (BATCH_MEMORY, f"{pod.memory >> 20}Mi")) if be \
             else (("cpu", f"{pod.cpu_milli}m"), ("memory", f"{pod.memory >> 20}Mi"))
         requests = {cpu[0]: cpu[1], memory[0]: memory[1]}
         limits = dict(requests) if be else {"cpu": f"{2 * pod.cpu_milli}m", "memory": f"{pod.memory >> 20}Mi"}
         manifest = {"apiVersion": "v1", "kind": "Pod",
                     "metadata": {"name": pod.name, "namespace": NAMESPACE, "uid": pod.uid,
-                                 "labels": {"app": "sim", prio.LABEL_QOS: pod.qos}},
-                    "spec": {"priorityClassName": klass, "priority": prio.PRIORITY_CLASS_VALUES[klass],
+                                 "labels": {"app": "sim", LABEL_POD_QOS: pod.qos}},
+                    "spec": {"priorityClassName": klass, "priority": PRIORITY_CLASS_VALUES[klass],
                              "containers": [{"name": "main", "image": "sim",
                                              "resources": {"requests": requests, "limits": limits}}]}}
         if phase:
@@ -285,7 +287,7 @@ class Fleet:
     def pod_usage(self, pod: SimPod, second: int) -> Usage:
         t = self.args.start_time + second
         jitter = noise(self.args.seed, pod.index, second)
-        if pod.qos == prio.BE:
+        if pod.qos == QOS_BE:
             cpu = pod.cpu_milli / 1000 * min(max(pod.base + 0.25 * jitter, 0.05), 1.0)
             age = second - (pod.started_at or second)
             memory = pod.memory * min(0.3 + 0.6 * min(age / 120, 1.0) + 0.02 * jitter, 1.0)
@@ -303,7 +305,7 @@ class Fleet:
                 running[pod.node].append(pod)
         manifests = []
         for number, node in enumerate(self._nodes.values()):
-            pods = [PodReport(p.uid, NAMESPACE, p.name, prio.BATCH if p.qos == prio.BE else prio.PROD, p.qos,
+            pods = [PodReport(p.uid, NAMESPACE, p.name, PRIORITY_BATCH if p.qos == QOS_BE else PRIORITY_PROD, p.qos,
                               self.pod_usage(p, second)) for p in running[node.name]]
             jitter = noise(self.args.seed, -1 - number, second)
             system = Usage(max(node.system_cpu * (1 + 0.2 * jitter), 0.0), node.system_memory * (1 + 0.02 * jitter))

@@ -70,6 +70,8 @@ import hmac
 import json
 import os
 
+from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSR
+
 TARGET_QOS = "qos"
 TARGET_POD = "pod"
 TARGET_CONTAINER = "container"
@@ -82,7 +84,7 @@ MECHANISM_RESCTRL = "resctrl"
 MECHANISM_TC = "tc"
 MECHANISMS = (MECHANISM_CGROUP, MECHANISM_RESCTRL, MECHANISM_TC)
 
-QOS_GROUPS = ("LSR", "LS", "BE")
+QOS_GROUPS = (QOS_LSR, QOS_LS, QOS_BE)
 """QoS classes an actuation can target (LSE shares LSR's treatment in resctrl, as koordlet)."""
 
 CPU_QUOTA = "cpu.cfs_quota_us"

@@ -31,10 +31,11 @@ from node_agent.actuator.files import Write, apply_writes, read_value, write_val
 from node_agent.actuator.paths import CgroupPaths, PathProblem, confined
 from node_agent.actuator.verify import BAD_TARGET, BAD_VALUE, PROTECTED_TARGET, TARGET_NOT_FOUND, Rejected, Target
 from node_agent.collectors.cgroups import CgroupLayout
-from streams import actuation as contract
 from node_agent.hostfs import read_text
+from streams import actuation as contract
 from streams.actuation import (CGROUP_SETTINGS, CORE_SCHED_GROUP, CPU_BURST, CPU_BVT_WARP, CPU_IDLE, CPU_PERIOD, CPU_QUOTA, CPU_SHARES,
                                CPUSET_CPUS, MEMORY_LIMIT)
+from streams.koordinator.classes import QOS_LS, QOS_LSR
 
 Desired = dict[str, object]
 """Canonical setting -> clamped value (int, or a frozenset of CPUs for cpuset.cpus)."""
@@ -95,7 +96,7 @@ class CgroupBackend:
         if group is not None and not GROUP.match(group):
             raise Rejected(BAD_VALUE, f"{CORE_SCHED_GROUP}={group!r} is not a label value or a pod UID")
         desired = self.normalize(rel, values)
-        if target.kind == contract.TARGET_QOS and target.qos in ("LSR", "LS"):
+        if target.kind == contract.TARGET_QOS and target.qos in (QOS_LSR, QOS_LS):
             protect_ls(target, desired)
         writes, unsupported = self.writes(rel, desired)
         actions = [f"write {w.value!r} to {w.path}" for w in writes if not w.satisfied_by(read_value(w.path))]

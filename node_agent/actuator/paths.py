@@ -21,8 +21,9 @@ import os
 import re
 from pathlib import Path
 
-from node_agent.collectors.cgroups import BEST_EFFORT, GUARANTEED, CgroupLayout
+from node_agent.collectors.cgroups import CgroupLayout
 from streams.actuation import QOS_GROUPS, RESCTRL_POD_GROUP_PREFIX
+from streams.koordinator.classes import KUBE_BEST_EFFORT, KUBE_GUARANTEED, QOS_BE
 
 POD_UID = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$")
 CONTAINER_ID = re.compile(r"^[0-9a-f]{12,128}$")
@@ -92,7 +93,7 @@ class CgroupPaths:
     def qos_dir(self, qos: str) -> str:
         """``kubepods`` (LSR, LS) or its besteffort tier (BE), as koordlet maps QoS to cgroups."""
         tiers = dict(self.layout.tiers())
-        return tiers[BEST_EFFORT] if qos_group(qos) == "BE" else tiers[GUARANTEED]
+        return tiers[KUBE_BEST_EFFORT] if qos_group(qos) == QOS_BE else tiers[KUBE_GUARANTEED]
 
     def pod_dir(self, uid: str, subsystem: str = "cpu") -> str | None:
         """The pod's directory in whichever kube-QoS tier holds it; None when the pod has no cgroup."""

@@ -44,15 +44,15 @@ from node_agent.actuator.verify import Verifier
 from node_agent.publisher import RETRY_S, wait_or_stop
 from streams import kafka
 from streams.events import Causation
-from streams.noderesource.classes import qos_class_by_name
-from streams.noderesource.config import DEFAULT_CONFIG, ConfigError, parse_slo_config
-from streams.noderesource.views import MetricView, NodeView, PodView, metric_view, node_view
+from streams.koordinator.classes import qos_class_by_name
 from streams.nodeqos import planner
 from streams.nodeqos.config import qos_config_of
 from streams.nodeqos.framework import Snapshot
 from streams.nodeqos.planner import QoSMemory
 from streams.nodeqos.plugins.cpusuppress import CPUSuppress, CPUSuppressArgs
 from streams.nodeqos.plugins.memoryevict import MemoryEvict, MemoryEvictArgs
+from streams.noderesource.config import DEFAULT_CONFIG, ConfigError, parse_slo_config
+from streams.noderesource.views import MetricView, NodeView, PodView, metric_view, node_view
 from streams.schemas import codec
 
 log = logging.getLogger(__name__)

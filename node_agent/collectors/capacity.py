@@ -15,8 +15,8 @@ from pathlib import Path
 from node_agent.collectors.memory import parse_meminfo
 from node_agent.collectors.topology import online_cpus
 from node_agent.hostfs import read_text
+from streams.koordinator.resources import NVIDIA_GPU
 
-NVIDIA_GPU = "nvidia.com/gpu"
 
 
 def node_capacity(sys_root: Path, proc_root: Path, max_pods: int, gpus: int = 0) -> dict[str, int]:

@@ -32,8 +32,8 @@ from pathlib import Path
 from node_agent.collectors import coldmemory
 from node_agent.collectors.memory import MemoryStat, parse_memory_stat
 from node_agent.hostfs import exists, list_dirs, parse_key_values, read_int, read_text
+from streams.koordinator.classes import KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED
 
-GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 PRESSURE_RESOURCES = ("cpu", "memory", "io")
 _UID = r"[0-9a-fA-F]{1,16}(?:[-_][0-9a-fA-F]{1,16}){0,7}|[0-9A-Za-z]{1,64}"
 _CGROUPFS_POD = re.compile(rf"^pod({_UID})$")
@@ -118,14 +118,14 @@ class CgroupLayout:
         """(Kubernetes QoS, directory) of the three tiers, relative to a hierarchy root."""
         k = self.kubepods
         if self.driver == "systemd":
-            return ((GUARANTEED, f"{k}.slice"), (BURSTABLE, f"{k}.slice/{k}-burstable.slice"),
-                    (BEST_EFFORT, f"{k}.slice/{k}-besteffort.slice"))
-        return ((GUARANTEED, k), (BURSTABLE, f"{k}/burstable"), (BEST_EFFORT, f"{k}/besteffort"))
+            return ((KUBE_GUARANTEED, f"{k}.slice"), (KUBE_BURSTABLE, f"{k}.slice/{k}-burstable.slice"),
+                    (KUBE_BEST_EFFORT, f"{k}.slice/{k}-besteffort.slice"))
+        return ((KUBE_GUARANTEED, k), (KUBE_BURSTABLE, f"{k}/burstable"), (KUBE_BEST_EFFORT, f"{k}/besteffort"))
 
     def pod_uid(self, name: str, kube_qos: str) -> str | None:
         """The UID in a pod directory name of tier ``kube_qos``; None for any other name."""
         if self.driver == "systemd":
-            tier = {GUARANTEED: "", BURSTABLE: "-burstable", BEST_EFFORT: "-besteffort"}[kube_qos]
+            tier = {KUBE_GUARANTEED: "", KUBE_BURSTABLE: "-burstable", KUBE_BEST_EFFORT: "-besteffort"}[kube_qos]
             prefix, suffix = f"{self.kubepods}{tier}-pod", ".slice"
             if not (name.startswith(prefix) and name.endswith(suffix)):
                 return None
@@ -138,7 +138,7 @@ class CgroupLayout:
         """The directory of pod ``uid`` in tier ``kube_qos`` (the inverse of ``pod_uid``)."""
         tier = dict(self.tiers())[kube_qos]
         if self.driver == "systemd":
-            infix = {GUARANTEED: "", BURSTABLE: "-burstable", BEST_EFFORT: "-besteffort"}[kube_qos]
+            infix = {KUBE_GUARANTEED: "", KUBE_BURSTABLE: "-burstable", KUBE_BEST_EFFORT: "-besteffort"}[kube_qos]
             return f"{tier}/{self.kubepods}{infix}-pod{uid.replace('-', '_')}.slice"
         return f"{tier}/pod{uid}"
 

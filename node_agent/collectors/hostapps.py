@@ -24,11 +24,13 @@ from pathlib import Path
 
 import yaml
 
-from node_agent.collectors.cgroups import BEST_EFFORT, BURSTABLE, GUARANTEED, CgroupLayout
+from node_agent.collectors.cgroups import CgroupLayout
+from streams.koordinator.classes import (
+    KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, QOS_BE, QOS_LS, QOS_LSE, QOS_LSR)
 
 LS_DIR, BE_DIR = "host-latency-sensitive", "host-best-effort"
-BASES = {"": None, "CgroupRoot": None, "Kubepods": GUARANTEED, "KubepodsBurstable": BURSTABLE,
-         "KubepodsBesteffort": BEST_EFFORT}
+BASES = {"": None, "CgroupRoot": None, "Kubepods": KUBE_GUARANTEED, "KubepodsBurstable": KUBE_BURSTABLE,
+         "KubepodsBesteffort": KUBE_BEST_EFFORT}
 
 
 class HostApplicationError(ValueError):
@@ -48,7 +50,7 @@ class HostApplication:
     def cgroup_dir(self, layout: CgroupLayout) -> str:
         """The application's cgroup directory relative to a hierarchy root."""
         if not self.explicit_path:
-            prefix = LS_DIR if self.qos in ("LSE", "LSR", "LS") else BE_DIR if self.qos == "BE" else ""
+            prefix = LS_DIR if self.qos in (QOS_LSE, QOS_LSR, QOS_LS) else BE_DIR if self.qos == QOS_BE else ""
             return "/".join(p for p in (prefix, self.name) if p)
         tier = BASES[self.base]
         base = dict(layout.tiers())[tier] if tier else ""

@@ -32,9 +32,8 @@ from pathlib import Path
 
 from node_agent.collectors.memory import parse_meminfo
 from node_agent.hostfs import list_dirs, parse_cpu_list, read_int, read_text
+from streams.koordinator.annotations import ANNOTATION_CPU_BASIC_INFO, ANNOTATION_CPU_TOPOLOGY
 
-ANNOTATION_CPU_BASIC_INFO = "node.koordinator.sh/cpu-basic-info"
-ANNOTATION_CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
 _NODE_DIR = re.compile(r"^node(\d+)$")
 
 

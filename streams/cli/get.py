@@ -12,6 +12,7 @@ from state import queries
 from streams import kafka
 from streams.cli import context
 from streams.cli.output import FORMATS, emit
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.schemas import codec
 
 
@@ -33,8 +34,8 @@ NODE_COLUMNS = (
     ("NAME", lambda n: n["metadata"]["name"]),
     ("CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get("cpu", "")),
     ("MEMORY", lambda n: (n.get("status") or {}).get("allocatable", {}).get("memory", "")),
-    ("BATCH-CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get("kubernetes.io/batch-cpu", "<none>")),
-    ("BATCH-MEMORY", lambda n: (n.get("status") or {}).get("allocatable", {}).get("kubernetes.io/batch-memory", "<none>")),
+    ("BATCH-CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get(BATCH_CPU, "<none>")),
+    ("BATCH-MEMORY", lambda n: (n.get("status") or {}).get("allocatable", {}).get(BATCH_MEMORY, "<none>")),
 )
 def _zone_batch(topology: dict, resource: str) -> str:
     """``zone=value`` of a batch resource over the zones that carry it, e.g. ``node-0=10000,node-1=15000``."""
@@ -46,8 +47,8 @@ def _zone_batch(topology: dict, resource: str) -> str:
 TOPOLOGY_COLUMNS = (
     ("NAME", lambda t: t["metadata"]["name"]),
     ("ZONES", lambda t: ",".join(zone.get("name", "") for zone in t.get("zones") or []) or "<none>"),
-    ("BATCH-CPU", lambda t: _zone_batch(t, "kubernetes.io/batch-cpu")),
-    ("BATCH-MEMORY", lambda t: _zone_batch(t, "kubernetes.io/batch-memory")),
+    ("BATCH-CPU", lambda t: _zone_batch(t, BATCH_CPU)),
+    ("BATCH-MEMORY", lambda t: _zone_batch(t, BATCH_MEMORY)),
 )
 DECISION_COLUMNS = (
     ("POD", lambda d: f"{d['pod']['namespace']}/{d['pod']['name']}"),

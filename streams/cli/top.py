@@ -13,6 +13,7 @@ import click
 
 from state import queries
 from streams.cli import context
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.objects.quantity import format_quantity
 
 
@@ -35,8 +36,8 @@ def node_rows(engine) -> list[list[str]]:
             f"{_q('cpu', use)}/{_q('cpu', req)}/{_q('cpu', alloc)}", _percent(use.get("cpu"), alloc.get("cpu")),
             f"{_q('memory', use)}/{_q('memory', req)}/{_q('memory', alloc)}",
             _percent(use.get("memory"), alloc.get("memory")),
-            _q("kubernetes.io/batch-cpu", alloc), _q("kubernetes.io/batch-memory", alloc),
-            _q("kubernetes.io/mid-cpu", alloc), _q("kubernetes.io/mid-memory", alloc),
+            _q(BATCH_CPU, alloc), _q(BATCH_MEMORY, alloc),
+            _q(MID_CPU, alloc), _q(MID_MEMORY, alloc),
         ])
     return rows
 

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM
 from streams.noderesource.config import (
     OTHER_JSON_KEYS, RESOURCE_QOS_CONFIG_KEY, RESOURCE_THRESHOLD_CONFIG_KEY, SYSTEM_CONFIG_KEY, ConfigError, SloConfig,
     _node_profiles,
@@ -59,7 +60,7 @@ BURST_NONE = "none"
 BURST_CPU_ONLY = "cpuBurstOnly"
 BURST_CFS_QUOTA_ONLY = "cfsQuotaBurstOnly"
 BURST_AUTO = "auto"
-QOS_CLASS_KEYS = {"LSR": "lsrClass", "LS": "lsClass", "BE": "beClass", "SYSTEM": "systemClass"}
+QOS_CLASS_KEYS = {QOS_LSR: "lsrClass", QOS_LS: "lsClass", QOS_BE: "beClass", QOS_SYSTEM: "systemClass"}
 """QoS class -> its field in ``ResourceQOSStrategy``."""
 
 
@@ -151,10 +152,10 @@ class ClassQoS:
 
 
 _DEFAULT_CLASSES = MappingProxyType({
-    "LSR": ClassQoS(CPUQoS(False, 2, 0, True), ResctrlQoS()),
-    "LS": ClassQoS(CPUQoS(False, 2, 0, True), ResctrlQoS()),
-    "BE": ClassQoS(CPUQoS(False, -1, 0, False), ResctrlQoS(False, 0, 30, 100)),
-    "SYSTEM": ClassQoS(CPUQoS(False, 0, 0, False), ResctrlQoS()),
+    QOS_LSR: ClassQoS(CPUQoS(False, 2, 0, True), ResctrlQoS()),
+    QOS_LS: ClassQoS(CPUQoS(False, 2, 0, True), ResctrlQoS()),
+    QOS_BE: ClassQoS(CPUQoS(False, -1, 0, False), ResctrlQoS(False, 0, 30, 100)),
+    QOS_SYSTEM: ClassQoS(CPUQoS(False, 0, 0, False), ResctrlQoS()),
 })
 """``DefaultResourceQOSStrategy()``: ``DefaultCPUQOS`` and ``DefaultResctrlQOS`` per class, all disabled."""
 
@@ -172,7 +173,7 @@ class ResourceQoSStrategy:
 
     def of(self, qos: str) -> ClassQoS:
         """The settings of a pod's QoS class (LSE as LSR; None and unknown classes get the disabled defaults)."""
-        return self.classes.get("LSR" if qos == "LSE" else qos, ClassQoS())
+        return self.classes.get(QOS_LSR if qos == QOS_LSE else qos, ClassQoS())
 
     def group_identity(self, qos: str) -> int:
         """The class's bvt under the groupIdentity policy: its value when enabled, else 0."""
@@ -432,8 +433,8 @@ def decode_system(raw: Mapping, where: str) -> SystemStrategy:
 
 _CGROUP_BASES = {"": "", "CgroupRoot": "", "Kubepods": "kubepods", "KubepodsBurstable": "kubepods/burstable",
                  "KubepodsBesteffort": "kubepods/besteffort"}
-_DEFAULT_HOST_DIRS = {"LSE": "host-latency-sensitive", "LSR": "host-latency-sensitive",
-                      "LS": "host-latency-sensitive", "BE": "host-best-effort"}
+_DEFAULT_HOST_DIRS = {QOS_LSE: "host-latency-sensitive", QOS_LSR: "host-latency-sensitive",
+                      QOS_LS: "host-latency-sensitive", QOS_BE: "host-best-effort"}
 
 
 def _join(*parts: str) -> str:

@@ -67,12 +67,17 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.events import Causation, InboxEvent, decision_id
-from streams.noderesource import registry
-from streams.noderesource.classes import (
+from streams.koordinator.classes import (
     KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES, decision_priority_class, qos_class_by_name,
 )
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
+from streams.nodeqos import planner
+from streams.nodeqos import registry as qos_registry
+from streams.nodeqos.config import qos_config_of
+from streams.nodeqos.planner import QoSMemory
+from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
+from streams.noderesource import registry
 from streams.noderesource.config import SloConfig
-from streams.noderesource.framework import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
 from streams.noderesource.plugins import midresource
 from streams.noderesource.prediction.profile import (
     NodeProfile, PredictionArgs, forget_pod, next_prediction_change_ms, predict, profile_from_bytes, profile_to_bytes,
@@ -83,11 +88,6 @@ from streams.noderesource.views import (
     HostAppMetric, MetricView, NodeView, PodTable, PodView, Zone, build_node_view, metric_view, node_view,
     numa_nodes_of, zones_of,
 )
-from streams.nodeqos import planner
-from streams.nodeqos import registry as qos_registry
-from streams.nodeqos.config import qos_config_of
-from streams.nodeqos.planner import QoSMemory
-from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
 
 PLUGINS = registry.build()
 QOS_STRATEGIES = qos_registry.build()

@@ -50,6 +50,10 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from streams.koordinator.annotations import ANNOTATION_COLOCATION_STRATEGY
+from streams.koordinator.labels import (
+    LABEL_CPU_RECLAIM_RATIO, LABEL_MEMORY_RECLAIM_RATIO, LABEL_MID_STATIC_CPU_RESERVED_RATIO,
+    LABEL_MID_STATIC_MEMORY_RESERVED_RATIO)
 from streams.noderesource.selectors import LabelSelector, parse_selector
 
 CONFIG_NAMESPACE = "koordinator-system"
@@ -62,12 +66,6 @@ RESOURCE_QOS_CONFIG_KEY = "resource-qos-config"
 SYSTEM_CONFIG_KEY = "system-config"
 OTHER_JSON_KEYS = ("cpu-burst-config", "host-application-config", "resource-amplification-config")
 """Further keys Koordinator reads; kept as parsed JSON."""
-
-ANNOTATION_COLOCATION_STRATEGY = "node.koordinator.sh/colocation-strategy"
-LABEL_CPU_RECLAIM_RATIO = "node.koordinator.sh/cpu-reclaim-ratio"
-LABEL_MEMORY_RECLAIM_RATIO = "node.koordinator.sh/memory-reclaim-ratio"
-LABEL_MID_STATIC_CPU_RESERVED_RATIO = "node.koordinator.sh/mid-static-cpu-reserved-ratio"
-LABEL_MID_STATIC_MEMORY_RESERVED_RATIO = "node.koordinator.sh/mid-static-memory-reserved-ratio"
 
 CALCULATE_BY_USAGE = "usage"
 CALCULATE_BY_REQUEST = "request"

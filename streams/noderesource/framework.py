@@ -30,17 +30,6 @@ from typing import Protocol, runtime_checkable
 
 from streams.noderesource.config import ColocationStrategy
 
-BATCH_CPU = "kubernetes.io/batch-cpu"
-"""Integer whose unit is the milli-core."""
-BATCH_MEMORY = "kubernetes.io/batch-memory"
-MID_CPU = "kubernetes.io/mid-cpu"
-"""Integer whose unit is the milli-core."""
-MID_MEMORY = "kubernetes.io/mid-memory"
-EXTENDED_RESOURCES = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
-
-ANNOTATION_CPU_NORMALIZATION_RATIO = "node.koordinator.sh/cpu-normalization-ratio"
-ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE = "node.koordinator.sh/originExtendedAllocatable"
-
 ZoneResources = Mapping[str, Mapping[str, int]]
 """NUMA zone name -> resource name -> quantity: the batch resources of the node's NodeResourceTopology zones."""
 

@@ -38,11 +38,11 @@ import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
+from streams.koordinator.resources import EXTENDED_RESOURCES
 from streams.noderesource import registry
 from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy, SloConfig
-from streams.noderesource.framework import (
-    ANNOTATION_CPU_NORMALIZATION_RATIO, EXTENDED_RESOURCES, NodeResource, NodeStatus, PluginError, ZoneResources,
-)
+from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ZoneResources
 from streams.noderesource.quantities import multiply_milli
 from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot, Zone
 

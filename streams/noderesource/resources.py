@@ -15,9 +15,11 @@
 
 from __future__ import annotations
 
-from streams.noderesource.classes import default_priority
+from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
+from streams.koordinator.classes import default_priority
+from streams.koordinator.resources import BATCH_CPU
 from streams.noderesource.config import ColocationStrategy
-from streams.noderesource.framework import ANNOTATION_CPU_NORMALIZATION_RATIO, BATCH_CPU, NodeResource, NodeStatus
+from streams.noderesource.framework import NodeResource, NodeStatus
 from streams.noderesource.quantities import ceil_milli_to_value, multiply, multiply_milli
 from streams.noderesource.views import MetricView
 

@@ -26,20 +26,15 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
-from streams.noderesource.classes import PRIORITY_BATCH, PRIORITY_FREE, PRIORITY_MID
-from streams.noderesource.config import ANNOTATION_COLOCATION_STRATEGY, ColocationStrategy, CPUNormalizationStrategy
+from streams.koordinator.annotations import (
+    ANNOTATION_COLOCATION_STRATEGY, ANNOTATION_CPU_BASIC_INFO, ANNOTATION_NODE_RESERVATION, ANNOTATION_RAW_ALLOCATABLE,
+    ANNOTATION_RESOURCE_STATUS, ANNOTATION_THIRD_PARTY_ALLOCATIONS)
+from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_FREE, PRIORITY_MID
+from streams.koordinator.labels import LABEL_CPU_NORMALIZATION_ENABLED
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, BATCH_RESOURCES, EXTENDED_RESOURCES
+from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy
 from streams.objects.quantity import QuantityError, to_canonical
 
-ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
-ANNOTATION_RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
-ANNOTATION_CPU_BASIC_INFO = "node.koordinator.sh/cpu-basic-info"
-ANNOTATION_THIRD_PARTY_ALLOCATIONS = "node.koordinator.sh/thirdPartyAllocations"
-ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
-LABEL_CPU_NORMALIZATION_ENABLED = "node.koordinator.sh/cpu-normalization-enabled"
-
-_BATCH = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory")
-_EXTENDED = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory", "kubernetes.io/mid-cpu",
-             "kubernetes.io/mid-memory")
 
 KEPT_ANNOTATIONS = (ANNOTATION_NODE_RESERVATION, ANNOTATION_CPU_BASIC_INFO, ANNOTATION_THIRD_PARTY_ALLOCATIONS,
                     ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_COLOCATION_STRATEGY)
@@ -360,9 +355,9 @@ def _third_party_batch(annotations: Mapping[str, str]) -> tuple[int, int] | None
         for allocation in allocations:
             if not isinstance(allocation, dict) or allocation.get("priority") != PRIORITY_BATCH:
                 continue
-            resources = _resources(allocation.get("resources"), _BATCH)
-            cpu += resources.get(_BATCH[0], 0)
-            memory += resources.get(_BATCH[1], 0)
+            resources = _resources(allocation.get("resources"), BATCH_RESOURCES)
+            cpu += resources.get(BATCH_CPU, 0)
+            memory += resources.get(BATCH_MEMORY, 0)
     except ValueError:
         return None
     return cpu, memory
@@ -411,8 +406,8 @@ def build_node_view(name: str, capacity: dict[str, int], allocatable: dict[str, 
         cpu_normalization_enabled=enabled, cpu_normalization_enabled_error=enabled_error,
         third_party_batch=_third_party_batch(annotations),
         raw_allocatable=_raw_allocatable(annotations, allocatable),
-        base_capacity={k: v for k, v in capacity.items() if k not in _EXTENDED},
-        base_allocatable={k: v for k, v in allocatable.items() if k not in _EXTENDED},
+        base_capacity={k: v for k, v in capacity.items() if k not in EXTENDED_RESOURCES},
+        base_allocatable={k: v for k, v in allocatable.items() if k not in EXTENDED_RESOURCES},
     )
 
 

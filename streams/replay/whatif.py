@@ -32,8 +32,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from streams.events import Causation, InboxEvent
+from streams.koordinator.resources import EXTENDED_RESOURCES
 from streams.noderesource.config import DEFAULT_CONFIG, ConfigError as SloConfigError, parse_slo_config
-from streams.noderesource.framework import EXTENDED_RESOURCES
 from streams.noderesource.partition import CONFIG_OBJECT_KEY
 from streams.objects import ManifestError, load_documents, to_record
 from streams.replay.run import NODE, SCHEDULING, Caused, Window

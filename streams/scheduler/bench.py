@@ -20,6 +20,7 @@ import random
 import time
 
 from streams.events import Causation, InboxEvent
+from streams.koordinator.labels import LABEL_QUOTA_NAME
 from streams.scheduler.domain import SchedulingDomain
 
 GI = 1 << 30
@@ -66,7 +67,7 @@ def build(nodes: int, pods: int, seed: int, now_ms: int = 1_700_000_000_000):
         request_cpu, request_memory = SHAPES[rng.randrange(len(SHAPES))]
         record = {
             "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{i}",
-                         "labels": {"quota.scheduling.koordinator.sh/name": f"team-{i % QUOTAS}"}, "annotations": {}},
+                         "labels": {LABEL_QUOTA_NAME: f"team-{i % QUOTAS}"}, "annotations": {}},
             "manifest": "{}", "nodeName": None, "schedulerName": "default-scheduler", "priority": None,
             "priorityClassName": None, "requests": {"cpu": request_cpu, "memory": request_memory},
             "limits": {}, "nodeSelector": {}, "tolerations": [], "phase": None}

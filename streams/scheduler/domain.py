@@ -34,10 +34,10 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.events import InboxEvent, decision_id
+from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
-from streams.schemas import codec
 from streams.scheduler import config as scheduler_config
-from streams.scheduler import podinfo, priority
+from streams.scheduler import podinfo
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle
 from streams.scheduler.plugins.elasticquota import objects as quota_objects
 from streams.scheduler.plugins.elasticquota.plugin import ElasticQuota
@@ -46,6 +46,7 @@ from streams.scheduler.queue import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, QueuedPod, SchedulingQueue)
 from streams.scheduler.state import (
     Cluster, MetricChanged, NodeChanged, NodeObject, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
+from streams.schemas import codec
 
 SCHEDULED, UNSCHEDULABLE, BOUND, RELEASED, PREEMPTED = "Scheduled", "Unschedulable", "Bound", "Released", "Preempted"
 ENDED_PHASES = ("Succeeded", "Failed")
@@ -612,7 +613,7 @@ class _Outputs:
             "requests": dict(pod.requests),
             "limits": dict(pod.limits),
             "priority": pod.priority,
-            "priorityClass": pod.priority_class_raw or priority.CLASS_NONE_NAME,
+            "priorityClass": pod.priority_class_raw or PRIORITY_NONE_NAME,
             "qosClass": pod.qos_class or None,
             "labels": podmeta.selected(pod.labels, podmeta.LABELS),
             "annotations": podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS),

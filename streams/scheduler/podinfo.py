@@ -20,19 +20,21 @@ import functools
 import json
 from collections.abc import Mapping
 
+from streams.koordinator.classes import (
+    PRIORITY_CLASS_VALUES, QOS_BY_KUBE_QOS, QOS_NONE, kube_qos_class, priority_class_raw, priority_class_with_default,
+    qos_class_by_name)
+from streams.koordinator.labels import (
+    LABEL_POD_PRIORITY_CLASS, LABEL_POD_QOS, LABEL_QUOTA_NAME, LABEL_QUOTA_PREEMPTIBLE)
 from streams.objects.fields import FieldReader
 from streams.objects.kinds.nodemetric import rfc3339_millis
 from streams.objects.podresources import ContainerResources, pod_requests
 from streams.objects.quantity import QuantityError, resource_list
-from streams.scheduler import priority as prio
 
 DEFAULT_MILLI_CPU_REQUEST = 100
 """kube-scheduler's non-zero cpu request for a container that states none (``schedutil.DefaultMilliCPURequest``)."""
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 """kube-scheduler's non-zero memory request (``schedutil.DefaultMemoryRequest``)."""
 
-LABEL_QUOTA_NAME = "quota.scheduling.koordinator.sh/name"
-LABEL_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
 SIDECAR = "Always"
 
 
@@ -93,7 +95,7 @@ class PodInfo:
 
     @property
     def non_preemptible(self) -> bool:
-        return self.labels.get(LABEL_PREEMPTIBLE) == "false"
+        return self.labels.get(LABEL_QUOTA_PREEMPTIBLE) == "false"
 
     @property
     def quota_label(self) -> str:
@@ -147,6 +149,15 @@ def _nonzero(pod: PodInfo) -> dict[str, int]:
     return pod_requests([fill(c) for c in pod.containers], [fill(c) for c in pod.init_containers], pod.overhead)
 
 
+def _qos_class(labels: Mapping[str, str], kube_qos: str) -> str:
+    """The ``koordinator.sh/qosClass`` label when present (an unknown name gives None), else Koordinator's
+    class for the Kubernetes QoS. Unlike ``classes.qos_class_with_default`` (``GetPodQoSClassWithDefault``),
+    a label with an unknown name does not fall back to the Kubernetes QoS."""
+    if LABEL_POD_QOS in labels:
+        return qos_class_by_name(labels[LABEL_POD_QOS])
+    return QOS_BY_KUBE_QOS.get(kube_qos, QOS_NONE)
+
+
 def from_record(key: str, record: Mapping) -> PodInfo:
     """The PodInfo of a Pod record (``Pod.avsc``)."""
     meta = record["metadata"]
@@ -156,12 +167,13 @@ def from_record(key: str, record: Mapping) -> PodInfo:
     labels = dict(meta.get("labels") or {})
     containers = tuple(_containers(spec.get("containers"), init=False))
     init_containers = tuple(_containers(spec.get("initContainers"), init=True))
-    kube_qos = prio.kube_qos(((c.requests, c.limits) for c in containers + init_containers),
-                             status.get("qosClass") if isinstance(status.get("qosClass"), str) else None)
-    qos = prio.qos_class(labels, kube_qos)
+    kube_qos = kube_qos_class(((c.requests, c.limits) for c in containers + init_containers),
+                              status.get("qosClass") if isinstance(status.get("qosClass"), str) else None)
+    qos = _qos_class(labels, kube_qos)
     value = record.get("priority")
     if value is None:
-        value = prio.PRIORITY_CLASS_VALUES.get(record.get("priorityClassName") or "")
+        value = PRIORITY_CLASS_VALUES.get(record.get("priorityClassName") or "")
+    raw_class = priority_class_raw(labels.get(LABEL_POD_PRIORITY_CLASS), value)
     conditions = _conditions(status.get("conditions"))
     owners = (manifest.get("metadata") or {}).get("ownerReferences") or []
     return PodInfo(
@@ -174,8 +186,8 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         requests=dict(record.get("requests") or {}),
         limits=dict(record.get("limits") or {}),
         priority=value,
-        priority_class_raw=prio.raw_priority_class(labels, value),
-        priority_class=prio.priority_class(labels, value, qos),
+        priority_class_raw=raw_class,
+        priority_class=priority_class_with_default(raw_class, qos),
         qos_class=qos,
         scheduler_name=record.get("schedulerName") or "default-scheduler",
         node_name=record.get("nodeName"),

@@ -31,14 +31,14 @@ import dataclasses
 import json
 
 from streams.actuation import CPU_BVT_WARP, CPU_IDLE, MECHANISM_CGROUP, TARGET_POD, TARGET_QOS
-from streams.noderesource.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_NONE, QOS_SYSTEM
-from streams.noderesource.views import PodView
+from streams.koordinator.annotations import ANNOTATION_CPU_QOS
+from streams.koordinator.classes import (
+    KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_NONE, QOS_SYSTEM)
+from streams.koordinator.labels import LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY
 from streams.nodeqos.config import CPU_POLICY_CORE_SCHED, ResourceQoSStrategy
 from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE, Plan, Setting, Snapshot
-from streams.nodeqos.podmeta import (
-    ANNOTATION_CPU_QOS, KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, LABEL_CORE_SCHED_GROUP_ID,
-    LABEL_CORE_SCHED_POLICY, kube_qos, raw_qos,
-)
+from streams.nodeqos.podmeta import kube_qos, raw_qos
+from streams.noderesource.views import PodView
 
 NAME = "CgroupIdle"
 REASON_BAD_ANNOTATION = "cpuQOS annotation does not parse"

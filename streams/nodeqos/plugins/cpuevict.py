@@ -28,7 +28,8 @@ import dataclasses
 import functools
 
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_QOS
-from streams.noderesource.classes import QOS_BE
+from streams.koordinator.classes import QOS_BE
+from streams.koordinator.resources import BATCH_CPU
 from streams.nodeqos.config import EVICT_BY_ALLOCATABLE
 from streams.nodeqos.framework import Eviction, Plan, Snapshot
 
@@ -36,7 +37,6 @@ NAME = "CPUEvict"
 REASON_EVICTED = "EvictPodByBECPUSatisfaction"
 DEFAULT_USAGE_THRESHOLD_PERCENT = 90
 MAX_LOWER_PERCENT = 60
-BATCH_CPU = "kubernetes.io/batch-cpu"
 
 
 @dataclasses.dataclass(frozen=True)

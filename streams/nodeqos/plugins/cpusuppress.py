@@ -34,8 +34,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_QOS
-from streams.noderesource.classes import QOS_BE
-from streams.noderesource.views import ANNOTATION_NODE_RESERVATION
+from streams.koordinator.annotations import ANNOTATION_NODE_RESERVATION
+from streams.koordinator.classes import QOS_BE
 from streams.nodeqos.config import SUPPRESS_CFS_QUOTA
 from streams.nodeqos.framework import NOTHING, Plan, Setting, Snapshot
 

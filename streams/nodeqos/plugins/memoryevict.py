@@ -21,9 +21,9 @@ import dataclasses
 import functools
 import json
 
-from streams.noderesource.classes import QOS_BE
+from streams.koordinator.annotations import ANNOTATION_EVICTION_POLICY
+from streams.koordinator.classes import QOS_BE
 from streams.nodeqos.framework import Eviction, Plan, Snapshot
-from streams.nodeqos.podmeta import ANNOTATION_EVICTION_POLICY
 
 NAME = "MemoryEvict"
 FEATURE = "BEMemoryEvict"

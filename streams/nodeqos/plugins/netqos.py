@@ -27,13 +27,15 @@ import dataclasses
 import json
 
 from streams.actuation import MECHANISM_TC, TARGET_NODE, TARGET_POD, TOTAL_BPS
-from streams.noderesource.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM
-from streams.noderesource.config import ConfigError
+from streams.koordinator.annotations import ANNOTATION_NETWORK_QOS
+from streams.koordinator.classes import (
+    KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM)
 from streams.nodeqos.config import NET_POLICY_TERWAY, bandwidth_bits
 from streams.nodeqos.framework import (
     LIMIT_BPS, NET_EGRESS_LIMIT, NET_INGRESS_LIMIT, NET_PRIORITY, REQUEST_BPS, Plan, Setting, Snapshot,
 )
-from streams.nodeqos.podmeta import ANNOTATION_NETWORK_QOS, KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, kube_qos, raw_qos
+from streams.nodeqos.podmeta import kube_qos, raw_qos
+from streams.noderesource.config import ConfigError
 
 NAME = "NetQoS"
 REASON_ABOVE_TOTAL = "bandwidth above totalNetworkBandwidth"

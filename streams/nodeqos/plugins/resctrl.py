@@ -24,13 +24,13 @@ import math
 from streams.actuation import (
     L3_END, L3_START, MB_PERCENT, MECHANISM_RESCTRL, QOS_GROUPS, TARGET_POD, TARGET_QOS, TASKS_PODS,
 )
-from streams.noderesource.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR
+from streams.koordinator.annotations import ANNOTATION_RESCTRL
+from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR
 from streams.nodeqos.framework import Plan, Setting, Snapshot
-from streams.nodeqos.podmeta import ANNOTATION_RESCTRL
 
 NAME = "Resctrl"
 REASON_BAD_ANNOTATION = "resctrl annotation does not parse"
-GROUP_OF_QOS = {QOS_LSE: "LSR", QOS_LSR: "LSR", QOS_LS: "LS", QOS_BE: "BE"}
+GROUP_OF_QOS = {QOS_LSE: QOS_LSR, QOS_LSR: QOS_LSR, QOS_LS: QOS_LS, QOS_BE: QOS_BE}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -63,12 +63,11 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-from streams.noderesource.classes import PRIORITY_BATCH, PRIORITY_FREE, QOS_LSE
+from streams.koordinator.annotations import ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE
+from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_FREE, QOS_LSE
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.noderesource.config import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
-from streams.noderesource.framework import (
-    ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE, BATCH_CPU, BATCH_MEMORY, NodeResource, NodeStatus, ResourceItem,
-    ZoneResources,
-)
+from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem, ZoneResources
 from streams.noderesource.quantities import (
     divide_milli, format_go_float, is_quantity_diff, is_resource_diff, multiply, multiply_milli, scaled_value,
 )

@@ -30,10 +30,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
 from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy
-from streams.noderesource.framework import (
-    ANNOTATION_CPU_NORMALIZATION_RATIO, NodeResource, NodeStatus, PluginError, ResourceItem,
-)
+from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ResourceItem
 from streams.noderesource.quantities import format_ratio
 from streams.noderesource.views import CPUBasicInfo, Snapshot
 

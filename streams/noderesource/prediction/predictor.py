@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from streams.noderesource.classes import KNOWN_PRIORITY_CLASSES, PRIORITY_NONE, PRIORITY_PROD
+from streams.koordinator.classes import KNOWN_PRIORITY_CLASSES, PRIORITY_NONE, PRIORITY_PROD
 from streams.noderesource.quantities import multiply, multiply_milli
 
 SYSTEM_ITEM = "sys"

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from streams.noderesource.classes import (
+from streams.koordinator.classes import (
     KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, PRIORITY_NONE, PRIORITY_PROD, priority_class_by_name,
 )
 from streams.noderesource.prediction.histogram import ExponentialHistogramOptions, Family, HistogramSet

@@ -8,11 +8,11 @@ Only ``matchLabels`` selectors are supported: a ``matchExpressions`` selector is
 rejected rather than silently widened to its labels.
 """
 
+from streams.koordinator.labels import LABEL_QUOTA_TREE_ID
 from streams.objects import names
 from streams.objects.fields import FieldReader
 from streams.objects.kind import KindSpec
 
-TREE_ID_LABEL = "quota.scheduling.koordinator.sh/tree-id"
 _FNV64_OFFSET = 0xCBF29CE484222325
 _FNV64_PRIME = 0x100000001B3
 
@@ -42,7 +42,7 @@ def convert(reader: FieldReader, body: dict, metadata: dict) -> dict:
         key_error=names.qualified_name_error,
         value_error=names.label_value_error,
     )
-    tree_id = metadata["labels"].get(TREE_ID_LABEL) or quota_tree_id(metadata["namespace"], metadata["name"])
+    tree_id = metadata["labels"].get(LABEL_QUOTA_TREE_ID) or quota_tree_id(metadata["namespace"], metadata["name"])
     return {"quotaTreeId": tree_id, "nodeSelector": node_selector}
 
 

@@ -63,8 +63,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from streams.koordinator.annotations import (
+    ANNOTATION_CUSTOM_USAGE_THRESHOLDS as ANNOTATION_CUSTOM_THRESHOLDS,
+    ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS as ANNOTATION_SCALING_FACTORS,
+    ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_INITIALIZED as ANNOTATION_AFTER_INITIALIZED,
+    ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_SCHEDULED as ANNOTATION_AFTER_SCHEDULED, ANNOTATION_RAW_ALLOCATABLE)
+from streams.koordinator.classes import PRIORITY_PROD
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, translate_resource
 from streams.objects.quantity import QuantityError, resource_list
-from streams.scheduler import priority as prio
 from streams.scheduler.args import ArgsError, ArgsReader
 from streams.scheduler.framework import SUCCESS, Code, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo
@@ -81,11 +87,6 @@ DEFAULT_MILLI_CPU = 250
 DEFAULT_MEMORY = 200 * 1024 * 1024
 DEFAULT_REPORT_INTERVAL_MS = 60_000
 AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
-ANNOTATION_CUSTOM_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
-ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
-ANNOTATION_SCALING_FACTORS = "scheduling.koordinator.sh/load-estimated-scaling-factors"
-ANNOTATION_AFTER_SCHEDULED = "scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled"
-ANNOTATION_AFTER_INITIALIZED = "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
 
 NO_METRIC, WITH_USAGE, WITHOUT_USAGE = 0, 1, 2
 NO_TIME = np.iinfo(np.int64).min
@@ -261,13 +262,13 @@ def estimate(pod: PodInfo, factors: Mapping[str, int]) -> dict[str, int]:
     klass = pod.priority_class
     out = {}
     for resource, factor in factors.items():
-        real = prio.translate(resource, klass)
+        real = translate_resource(resource, klass)
         limit, request = pod.limits.get(real, 0), pod.requests.get(real, 0)
         quantity = limit if limit > request else request
         if quantity == 0:
-            if real in ("cpu", prio.BATCH_CPU):
+            if real in ("cpu", BATCH_CPU):
                 value = DEFAULT_MILLI_CPU
-            elif real in ("memory", prio.BATCH_MEMORY):
+            elif real in ("memory", BATCH_MEMORY):
                 value = DEFAULT_MEMORY
             else:
                 value = 0
@@ -480,7 +481,7 @@ class LoadAwareScheduling:
             return
         vector = self._vec(self._estimate(pod))
         timestamp = pod.scheduled_at if pod.scheduled_at is not None else at_ms
-        assigned = _Assigned((pod.namespace, pod.name), pod.priority_class == prio.PROD, timestamp,
+        assigned = _Assigned((pod.namespace, pod.name), pod.priority_class == PRIORITY_PROD, timestamp,
                              self._deadline(pod, timestamp), vector if any(vector) else None)
         load = self._load(node)
         old = load.pods.get(key)
@@ -530,7 +531,7 @@ class LoadAwareScheduling:
                 continue
             key = (pod.get("namespace") or "", pod.get("name") or "")
             load.pod_usages[key] = self._vec(pod["usage"])
-            if pod.get("priority") == prio.PROD:
+            if pod.get("priority") == PRIORITY_PROD:
                 load.prod_pods.add(key)
         load.sys_usage = self._vec(record.get("systemUsage")) if self.args.prod_usage_include_sys else [0] * self.size
         load.prod_usage = list(load.sys_usage)
@@ -677,7 +678,7 @@ class LoadAwareScheduling:
         head = self._array("head")
         aggregated = self._array("agg")[:count]
         prod_nodes = None
-        if pod.priority_class == prio.PROD:
+        if pod.priority_class == PRIORITY_PROD:
             has_prod = self._array("has_prod")[:count]
             if has_prod.any():
                 prod_nodes = has_prod
@@ -715,7 +716,7 @@ class LoadAwareScheduling:
             return np.zeros(count, dtype=np.int64)
         estimated = self._pod_estimate(state, pod)
         _, expired, with_usage = self._masks(count)
-        prod = self.args.score_according_prod_usage and pod.priority_class == prio.PROD
+        prod = self.args.score_according_prod_usage and pod.priority_class == PRIORITY_PROD
         loads = self._array("prod_load" if prod else "load")
         dominant = self.args.dominant_resource_weight
         weight_sum = sum(self.weights) + dominant

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.noderesource import aggregate
 from streams.noderesource.config import DEFAULT_CONFIG, parse_slo_config
-from streams.noderesource.framework import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.noderesource.plugins import batchresource, midresource
 from streams.noderesource.reconcile import DISABLED_MESSAGE
 from streams.schemas import codec

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from streams.koordinator.annotations import ANNOTATION_COLOCATION_STRATEGY
+from streams.koordinator.labels import (
+    LABEL_CPU_RECLAIM_RATIO, LABEL_MEMORY_RECLAIM_RATIO, LABEL_MID_STATIC_CPU_RESERVED_RATIO,
+    LABEL_MID_STATIC_MEMORY_RESERVED_RATIO)
 from streams.noderesource.config import (
-    ANNOTATION_COLOCATION_STRATEGY, DEFAULT_CONFIG, LABEL_CPU_RECLAIM_RATIO, LABEL_MEMORY_RECLAIM_RATIO,
-    LABEL_MID_STATIC_CPU_RESERVED_RATIO, LABEL_MID_STATIC_MEMORY_RESERVED_RATIO, ColocationConfig,
-    ColocationStrategy, ConfigError, ModelRatio, NodeColocationConfig, parse_slo_config,
-)
+    DEFAULT_CONFIG, ColocationConfig, ColocationStrategy, ConfigError, ModelRatio, NodeColocationConfig,
+    parse_slo_config)
 from streams.noderesource.selectors import LabelSelector, parse_selector
 from tests.streams.noderesource.support import configmap
 

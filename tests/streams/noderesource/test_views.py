@@ -2,7 +2,8 @@
 
 import pytest
 
-from streams.noderesource.views import ANNOTATION_RESOURCE_STATUS, Zone, numa_nodes_of, zones_of
+from streams.koordinator.annotations import ANNOTATION_RESOURCE_STATUS
+from streams.noderesource.views import Zone, numa_nodes_of, zones_of
 
 
 def nrt(*zones: tuple[str, list[tuple[str, int]]]) -> dict:

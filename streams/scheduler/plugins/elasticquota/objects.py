@@ -33,12 +33,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-from streams.scheduler.plugins.elasticquota.tree import (
-    ANNOTATION_TOTAL_RESOURCE, DEFAULT, DEFAULT_TREE, LABEL_IS_ROOT, LABEL_PROFILE, LABEL_TREE_ID, ROOT, SYSTEM,
-    QuotaSpec)
-from streams.scheduler.podinfo import LABEL_QUOTA_NAME
+from streams.koordinator.annotations import ANNOTATION_QUOTA_RESOURCE_KEYS, ANNOTATION_QUOTA_TOTAL_RESOURCE
+from streams.koordinator.labels import LABEL_QUOTA_IS_ROOT, LABEL_QUOTA_NAME, LABEL_QUOTA_PROFILE, LABEL_QUOTA_TREE_ID
+from streams.scheduler.plugins.elasticquota.tree import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
 
-ANNOTATION_RESOURCE_KEYS = "quota.scheduling.koordinator.sh/resource-keys"
 PROFILE_MAX = (2**63 - 1) // 2000
 
 
@@ -79,7 +77,7 @@ def profile_quota(profile: Mapping, nodes: Iterable, existing: Mapping | None) -
     meta = profile["metadata"]
     total = profile_total(profile, nodes)
     keys = ["cpu", "memory"]
-    raw_keys = (meta.get("annotations") or {}).get(ANNOTATION_RESOURCE_KEYS)
+    raw_keys = (meta.get("annotations") or {}).get(ANNOTATION_QUOTA_RESOURCE_KEYS)
     if raw_keys:
         try:
             parsed = json.loads(raw_keys)
@@ -91,11 +89,11 @@ def profile_quota(profile: Mapping, nodes: Iterable, existing: Mapping | None) -
                                      "labels": {}, "annotations": {}}, "manifest": "{}"}
     labels = dict(base["metadata"].get("labels") or {})
     labels.update({k: str(v) for k, v in (spec.get("quotaLabels") or {}).items()})
-    labels[LABEL_PROFILE] = meta["name"]
-    labels[LABEL_TREE_ID] = profile.get("quotaTreeId") or ""
-    labels[LABEL_IS_ROOT] = "true"
+    labels[LABEL_QUOTA_PROFILE] = meta["name"]
+    labels[LABEL_QUOTA_TREE_ID] = profile.get("quotaTreeId") or ""
+    labels[LABEL_QUOTA_IS_ROOT] = "true"
     annotations = dict(base["metadata"].get("annotations") or {})
-    annotations[ANNOTATION_TOTAL_RESOURCE] = json.dumps(
+    annotations[ANNOTATION_QUOTA_TOTAL_RESOURCE] = json.dumps(
         {k: (f"{v}m" if k == "cpu" else str(v)) for k, v in sorted(total.items())}, separators=(",", ":"))
     cpu_max = PROFILE_MAX * 1000
     return {**base, "metadata": {**base["metadata"], "labels": labels, "annotations": annotations},
@@ -195,7 +193,7 @@ def domain_of(pod_record: Mapping, quotas: Iterable[Mapping], profiles: Iterable
             record = dict(records.get(name) or {"metadata": {"name": name, "namespace":
                                                              profile["metadata"].get("namespace")}})
             labels = dict(record["metadata"].get("labels") or {})
-            labels[LABEL_TREE_ID] = profile.get("quotaTreeId") or ""
+            labels[LABEL_QUOTA_TREE_ID] = profile.get("quotaTreeId") or ""
             record["metadata"] = {**record["metadata"], "labels": labels}
             records[name] = record
     specs = specs_of(records)

@@ -40,23 +40,17 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
+from streams.koordinator.annotations import (
+    ANNOTATION_QUOTA_NAMESPACES, ANNOTATION_QUOTA_SHARED_WEIGHT, ANNOTATION_QUOTA_TOTAL_RESOURCE)
+from streams.koordinator.labels import (
+    LABEL_QUOTA_ALLOW_LENT_RESOURCE, LABEL_QUOTA_IGNORE_DEFAULT_TREE, LABEL_QUOTA_IS_PARENT, LABEL_QUOTA_IS_ROOT,
+    LABEL_QUOTA_PARENT, LABEL_QUOTA_TREE_ID)
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.plugins.elasticquota.calculator import QuotaNode, redistribute
 
 ROOT = "koordinator-root-quota"
 SYSTEM = "koordinator-system-quota"
 DEFAULT = "koordinator-default-quota"
-PREFIX = "quota.scheduling.koordinator.sh/"
-LABEL_PARENT = PREFIX + "parent"
-LABEL_IS_PARENT = PREFIX + "is-parent"
-LABEL_ALLOW_LENT = PREFIX + "allow-lent-resource"
-LABEL_TREE_ID = PREFIX + "tree-id"
-LABEL_IS_ROOT = PREFIX + "is-root"
-LABEL_IGNORE_DEFAULT_TREE = PREFIX + "ignore-default-tree"
-LABEL_PROFILE = PREFIX + "profile"
-ANNOTATION_SHARED_WEIGHT = PREFIX + "shared-weight"
-ANNOTATION_NAMESPACES = PREFIX + "namespaces"
-ANNOTATION_TOTAL_RESOURCE = PREFIX + "total-resource"
 DEFAULT_TREE = ""
 
 
@@ -114,27 +108,27 @@ class QuotaSpec:
         annotations = meta.get("annotations") or {}
         name = meta["name"]
         maximum = dict(record.get("max") or {})
-        weight = _json_resources(annotations.get(ANNOTATION_SHARED_WEIGHT))
+        weight = _json_resources(annotations.get(ANNOTATION_QUOTA_SHARED_WEIGHT))
         if not weight or not any(weight.values()):
             weight = dict(maximum)
-        parent = labels.get(LABEL_PARENT, "")
+        parent = labels.get(LABEL_QUOTA_PARENT, "")
         try:
-            namespaces = json.loads(annotations.get(ANNOTATION_NAMESPACES) or "[]")
+            namespaces = json.loads(annotations.get(ANNOTATION_QUOTA_NAMESPACES) or "[]")
         except ValueError:
             namespaces = []
         return cls(
             name=name,
             namespace=meta.get("namespace"),
             parent=parent or (ROOT if name != ROOT else ""),
-            is_parent=labels.get(LABEL_IS_PARENT) == "true",
-            allow_lent=labels.get(LABEL_ALLOW_LENT) != "false",
+            is_parent=labels.get(LABEL_QUOTA_IS_PARENT) == "true",
+            allow_lent=labels.get(LABEL_QUOTA_ALLOW_LENT_RESOURCE) != "false",
             max=maximum,
             min=dict(record.get("min") or {}),
             shared_weight=weight,
-            tree_id=labels.get(LABEL_TREE_ID, DEFAULT_TREE),
-            is_root=labels.get(LABEL_IS_ROOT) == "true",
-            ignore_default_tree=labels.get(LABEL_IGNORE_DEFAULT_TREE) == "true",
-            total_resource=_json_resources(annotations.get(ANNOTATION_TOTAL_RESOURCE)),
+            tree_id=labels.get(LABEL_QUOTA_TREE_ID, DEFAULT_TREE),
+            is_root=labels.get(LABEL_QUOTA_IS_ROOT) == "true",
+            ignore_default_tree=labels.get(LABEL_QUOTA_IGNORE_DEFAULT_TREE) == "true",
+            total_resource=_json_resources(annotations.get(ANNOTATION_QUOTA_TOTAL_RESOURCE)),
             namespaces=tuple(str(n) for n in namespaces) if isinstance(namespaces, list) else (),
         )
 

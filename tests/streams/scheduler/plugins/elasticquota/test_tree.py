@@ -3,15 +3,15 @@ GigaByte = 1024 * 1048576 as in the Go tests)."""
 
 import pytest
 
-from streams.scheduler.plugins.elasticquota.tree import (
-    LABEL_ALLOW_LENT, LABEL_IS_PARENT, LABEL_PARENT, ROOT, PodCharge, QuotaSpec, QuotaTree)
+from streams.koordinator.labels import LABEL_QUOTA_ALLOW_LENT_RESOURCE, LABEL_QUOTA_IS_PARENT, LABEL_QUOTA_PARENT
+from streams.scheduler.plugins.elasticquota.tree import ROOT, PodCharge, QuotaSpec, QuotaTree
 
 G = 1024 * 1048576
 
 
 def spec(name, parent, max_cpu, max_mem, min_cpu, min_mem, lent, is_parent):
-    labels = {LABEL_PARENT: parent, LABEL_ALLOW_LENT: "true" if lent else "false",
-              LABEL_IS_PARENT: "true" if is_parent else "false"}
+    labels = {LABEL_QUOTA_PARENT: parent, LABEL_QUOTA_ALLOW_LENT_RESOURCE: "true" if lent else "false",
+              LABEL_QUOTA_IS_PARENT: "true" if is_parent else "false"}
     return QuotaSpec.from_record({"metadata": {"name": name, "labels": labels, "annotations": {}},
                                   "max": {"cpu": max_cpu * 1000, "memory": max_mem},
                                   "min": {"cpu": min_cpu * 1000, "memory": min_mem}})

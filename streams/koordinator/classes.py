@@ -15,9 +15,16 @@ Burstable -> LS, BestEffort -> BE.
 A SchedulingDecision carries ``priority``, ``priorityClass`` (the raw class
 the scheduler derived) and ``qosClass`` (already with default), so
 ``decision_priority_class`` applies the "with default" rule to those fields.
+
+Kubernetes QoS (``ComputePodQOS``, ``kube_qos_class``) looks at cpu and memory
+of every container and init container: no positive request or limit anywhere
+-> BestEffort; every container limits both cpu and memory and requests equal
+limits -> Guaranteed; else Burstable. ``status.qosClass`` wins when set.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
 
 PRIORITY_PROD = "koord-prod"
 PRIORITY_MID = "koord-mid"
@@ -39,15 +46,21 @@ PRIORITY_RANGES = {
 DEFAULT_PRIORITY = {PRIORITY_PROD: 9500, PRIORITY_MID: 7500, PRIORITY_BATCH: 5500, PRIORITY_FREE: 3500,
                     PRIORITY_NONE: 0}
 """``GetDefaultPriorityByPriorityClass``."""
+PRIORITY_CLASS_VALUES = {PRIORITY_PROD: 9000, PRIORITY_MID: 7000, PRIORITY_BATCH: 5000, PRIORITY_FREE: 3000}
+"""Values of the PriorityClass objects Koordinator installs (koord-prod is 9000, ...)."""
+PRIORITY_NONE_NAME = "none"
+"""How a pod without a Koordinator priority class is named on decisions."""
 
 QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM, QOS_NONE = "LSE", "LSR", "LS", "BE", "SYSTEM", ""
 KNOWN_QOS_CLASSES = (QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM)
 
-QOS_BY_KUBE_QOS = {"Guaranteed": QOS_LSR, "Burstable": QOS_LS, "BestEffort": QOS_BE}
+KUBE_GUARANTEED, KUBE_BURSTABLE, KUBE_BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
+"""Kubernetes' QoS classes (``corev1.PodQOSClass``)."""
+QOS_BY_KUBE_QOS = {KUBE_GUARANTEED: QOS_LSR, KUBE_BURSTABLE: QOS_LS, KUBE_BEST_EFFORT: QOS_BE}
 """Koordinator's default mapping (``QoSClassForGuaranteed`` is LSR)."""
-
-LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
-LABEL_QOS_CLASS = "koordinator.sh/qosClass"
+KUBE_QOS_BY_DEFAULT_QOS = {qos: kube for kube, qos in QOS_BY_KUBE_QOS.items()}
+"""The inverse: one to one, so a QoS class with default that came from the mapping gives the Kubernetes class back."""
+QOS_COMPUTE_RESOURCES = ("cpu", "memory")
 
 PRIORITY_CODES = {name: code for code, name in enumerate(KNOWN_PRIORITY_CLASSES)}
 """Compact codes for persistence: index in ``KNOWN_PRIORITY_CLASSES``."""
@@ -114,3 +127,29 @@ def decision_priority_class(priority_class: str | None, priority: int | None, qo
 def default_priority(priority_class: str | None) -> int:
     """``GetDefaultPriorityByPriorityClass``: unknown names count as None (0)."""
     return DEFAULT_PRIORITY.get(priority_class or PRIORITY_NONE, 0)
+
+
+def kube_qos_class(containers: Iterable[tuple[Mapping[str, int], Mapping[str, int]]],
+                   status_qos: str | None = None) -> str:
+    """Kubernetes QoS class of a pod from (requests, limits) of all its containers and init containers."""
+    if status_qos:
+        return status_qos
+    requests: dict[str, int] = {}
+    limits: dict[str, int] = {}
+    guaranteed = True
+    for container_requests, container_limits in containers:
+        for name in QOS_COMPUTE_RESOURCES:
+            if container_requests.get(name, 0) > 0:
+                requests[name] = requests.get(name, 0) + container_requests[name]
+        found = set()
+        for name in QOS_COMPUTE_RESOURCES:
+            if container_limits.get(name, 0) > 0:
+                found.add(name)
+                limits[name] = limits.get(name, 0) + container_limits[name]
+        if found != set(QOS_COMPUTE_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return KUBE_BEST_EFFORT
+    if guaranteed and len(requests) == len(limits) and all(limits.get(n) == v for n, v in requests.items()):
+        return KUBE_GUARANTEED
+    return KUBE_BURSTABLE

@@ -1,17 +1,8 @@
-"""Koordinator priority classes and QoS classes (apis/extension priority.go, priority_utils.go, qos_utils.go)."""
+"""The priority class and QoS class the scheduler derives for a pod (apis/extension priority_utils.go, qos_utils.go)."""
 
 import pytest
 
-from streams.scheduler import priority as prio
 from tests.streams.scheduler.support import k8s_pod, pod_info
-
-
-@pytest.mark.parametrize("value, want", [
-    (9000, "koord-prod"), (9999, "koord-prod"), (7000, "koord-mid"), (7999, "koord-mid"), (5000, "koord-batch"),
-    (5999, "koord-batch"), (3000, "koord-free"), (3999, "koord-free"), (8999, ""), (0, ""), (None, ""),
-])
-def test_class_by_priority_range(value, want):
-    assert prio.class_by_priority(value) == want
 
 
 @pytest.mark.parametrize("kwargs, raw, qos, klass", [
@@ -38,11 +29,3 @@ def test_koordinator_priority_class_name_gives_its_value():
             "spec": {"priorityClassName": "koord-batch", "containers": [{"name": "c"}]}}
     ev = converted(body)
     assert (pod_info(ev).priority, pod_info(ev).priority_class_raw) == (5000, "koord-batch")
-
-
-@pytest.mark.parametrize("resource, klass, want", [
-    ("cpu", "koord-batch", "kubernetes.io/batch-cpu"), ("memory", "koord-mid", "kubernetes.io/mid-memory"),
-    ("cpu", "koord-prod", "cpu"), ("cpu", "", "cpu"), ("cpu", "koord-free", ""),
-])
-def test_translate_resource_name_by_priority_class(resource, klass, want):
-    assert prio.translate(resource, klass) == want

@@ -2,9 +2,9 @@
 
 import pytest
 
-from streams.noderesource.classes import (
-    decision_priority_class, default_priority, priority_class_raw, priority_class_with_default, qos_class_by_name,
-    qos_class_with_default,
+from streams.koordinator.classes import (
+    decision_priority_class, default_priority, kube_qos_class, priority_class_by_priority, priority_class_raw,
+    priority_class_with_default, qos_class_by_name, qos_class_with_default,
 )
 
 
@@ -47,3 +47,21 @@ def test_qos_and_default_priorities():
     assert [qos_class_by_name(q) for q in ("LS", "BE", "weird", None)] == ["LS", "BE", "", ""]
     assert [default_priority(c) for c in ("koord-prod", "koord-mid", "koord-batch", "koord-free", "", None, "x")] == \
         [9500, 7500, 5500, 3500, 0, 0, 0]
+
+
+@pytest.mark.parametrize("value, want", [
+    (9000, "koord-prod"), (9999, "koord-prod"), (7000, "koord-mid"), (7999, "koord-mid"), (5000, "koord-batch"),
+    (5999, "koord-batch"), (3000, "koord-free"), (3999, "koord-free"), (8999, ""), (0, ""), (None, ""),
+])
+def test_priority_class_by_priority_range(value, want):
+    assert priority_class_by_priority(value) == want
+
+
+@pytest.mark.parametrize("containers, status, want", [
+    pytest.param([({}, {})], None, "BestEffort", id="nothing_requested"),
+    pytest.param([({"cpu": 1000}, {})], None, "Burstable", id="request_without_limit"),
+    pytest.param([({"cpu": 1000, "memory": 1}, {"cpu": 1000, "memory": 1})], None, "Guaranteed", id="equal"),
+    pytest.param([({}, {})], "Burstable", "Burstable", id="status_wins"),
+])
+def test_kube_qos_class(containers, status, want):
+    assert kube_qos_class(containers, status) == want

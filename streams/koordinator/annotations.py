@@ -1,0 +1,42 @@
+"""The annotations Koordinator defines on pods, nodes and quotas (``apis/extension``, ``apis/slo``)."""
+
+from __future__ import annotations
+
+from streams.koordinator.labels import QUOTA_PREFIX
+
+ANNOTATION_CPU_QOS = "koordinator.sh/cpuQOS"
+"""``CPUQOSCfg`` JSON (``{"enable": true, "groupIdentity": -1}``); overrides the class only for LS pods."""
+ANNOTATION_CPU_BURST = "koordinator.sh/cpuBurst"
+"""``CPUBurstConfig`` JSON merged over the node's cpu-burst strategy."""
+ANNOTATION_NETWORK_QOS = "koordinator.sh/networkQOS"
+"""``{"ingressLimit": "<bits>", "egressLimit": "<bits>"}``: the pod's own bandwidth limits."""
+ANNOTATION_RESCTRL = "node.koordinator.sh/resctrl"
+"""``ResctrlConfig`` JSON (``{"llc": {"schemata": {"range": [a, b]}}, "mb": {"schemata": {"percent": p}}}``):
+the pod gets its own resctrl group instead of its class's."""
+ANNOTATION_EVICTION_POLICY = "koordinator.sh/eviction-policy"
+ANNOTATION_EVICTION_PRIORITY = "koordinator.sh/eviction-priority"
+ANNOTATION_RESOURCE_STATUS = "scheduling.koordinator.sh/resource-status"
+"""The pod's NUMA placement (``numaNodeResources[].node``)."""
+
+ANNOTATION_CUSTOM_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
+"""Node: load-aware usage thresholds that replace the plugin's."""
+ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS = "scheduling.koordinator.sh/load-estimated-scaling-factors"
+ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_SCHEDULED = \
+    "scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled"
+ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_INITIALIZED = \
+    "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
+
+ANNOTATION_COLOCATION_STRATEGY = "node.koordinator.sh/colocation-strategy"
+"""Node: ``ColocationStrategy`` JSON overlaid on the node's strategy."""
+ANNOTATION_NODE_RESERVATION = "node.koordinator.sh/reservation"
+ANNOTATION_CPU_BASIC_INFO = "node.koordinator.sh/cpu-basic-info"
+ANNOTATION_CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
+ANNOTATION_THIRD_PARTY_ALLOCATIONS = "node.koordinator.sh/thirdPartyAllocations"
+ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
+ANNOTATION_CPU_NORMALIZATION_RATIO = "node.koordinator.sh/cpu-normalization-ratio"
+ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE = "node.koordinator.sh/originExtendedAllocatable"
+
+ANNOTATION_QUOTA_SHARED_WEIGHT = QUOTA_PREFIX + "shared-weight"
+ANNOTATION_QUOTA_NAMESPACES = QUOTA_PREFIX + "namespaces"
+ANNOTATION_QUOTA_TOTAL_RESOURCE = QUOTA_PREFIX + "total-resource"
+ANNOTATION_QUOTA_RESOURCE_KEYS = QUOTA_PREFIX + "resource-keys"

@@ -1,0 +1,40 @@
+"""Koordinator's extended resource names (``apis/extension/resource.go``, ``device_share.go``).
+
+Batch pods ask for ``batch-cpu``/``batch-memory``, mid pods for
+``mid-cpu``/``mid-memory``; prod and none use cpu/memory; free translates to
+nothing (``TranslateResourceNameByPriorityClass``). The cpu ones are integers
+whose unit is the milli-core.
+"""
+
+from __future__ import annotations
+
+from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_MID, PRIORITY_NONE, PRIORITY_PROD
+
+BATCH_CPU = "kubernetes.io/batch-cpu"
+"""Integer whose unit is the milli-core."""
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+MID_CPU = "kubernetes.io/mid-cpu"
+"""Integer whose unit is the milli-core."""
+MID_MEMORY = "kubernetes.io/mid-memory"
+BATCH_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
+EXTENDED_RESOURCES = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
+
+GPU_CORE = "koordinator.sh/gpu-core"
+"""Percent of one GPU's compute (100 per GPU)."""
+GPU_MEMORY = "koordinator.sh/gpu-memory"
+GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
+RDMA = "koordinator.sh/rdma"
+NVIDIA_GPU = "nvidia.com/gpu"
+"""The NVIDIA device plugin's resource (whole GPUs)."""
+
+_BY_PRIORITY_CLASS = {
+    PRIORITY_BATCH: {"cpu": BATCH_CPU, "memory": BATCH_MEMORY},
+    PRIORITY_MID: {"cpu": MID_CPU, "memory": MID_MEMORY},
+}
+
+
+def translate_resource(resource: str, priority_class: str) -> str:
+    """``TranslateResourceNameByPriorityClass``; "" when the class has no such resource (free)."""
+    if priority_class in (PRIORITY_PROD, PRIORITY_NONE):
+        return resource
+    return _BY_PRIORITY_CLASS.get(priority_class, {}).get(resource, "")
