@@ -37,13 +37,12 @@ from streams.events import InboxEvent, decision_id
 from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
 from streams.scheduler import config as scheduler_config
-from streams.scheduler import podinfo
+from streams.scheduler import podinfo, registry
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle
-from streams.scheduler.plugins.elasticquota import objects as quota_objects
-from streams.scheduler.plugins.elasticquota.plugin import ElasticQuota
-from streams.scheduler.podinfo import PodInfo, Requirement, SelectorTerm
-from streams.scheduler.queue import (
-    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, QueuedPod, SchedulingQueue)
+from streams.scheduler.framework import (
+    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, PodMutation, StatusReporter)
+from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.queue import QueuedPod, SchedulingQueue
 from streams.scheduler.state import (
     Cluster, MetricChanged, NodeChanged, NodeObject, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
 from streams.schemas import codec
@@ -75,7 +74,9 @@ class SchedulingDomain:
         self.config_record: dict | None = None
         self.config = scheduler_config.default_config()
         self.frameworks: dict[str, Framework] = {}
-        self.queue = SchedulingQueue()
+        self.queue = SchedulingQueue(registry.plugins_by_event(registry.REGISTRY))
+        self.admissions = registry.object_admissions(registry.REGISTRY)
+        """Object kind -> the plugins whose webhook admits its changes (whatever the profiles enable)."""
         self.source_offsets: dict[str, int] = {}
         self.statuses: dict[str, dict] = {}
         self.seq = 0
@@ -105,12 +106,25 @@ class SchedulingDomain:
     def _framework(self, pod: PodInfo) -> Framework:
         return self.frameworks[self.config.profile_for(pod.scheduler_name).scheduler_name]
 
-    def _quota_plugin(self) -> ElasticQuota | None:
+    def _enabled(self, protocol: type) -> list:
+        """The enabled plugins implementing ``protocol``, each name once: the instance of the first profile
+        that enables it (webhooks and statuses are cluster-wide, not per profile)."""
+        found: dict[str, object] = {}
         for profile in self.config.profiles:
-            plugin = self.frameworks[profile.scheduler_name].plugins.get("ElasticQuota")
-            if plugin is not None:
-                return plugin
-        return None
+            for name, plugin in self.frameworks[profile.scheduler_name].plugins.items():
+                if name not in found and isinstance(plugin, protocol):
+                    found[name] = plugin
+        return list(found.values())
+
+    def _refused(self, event: InboxEvent, name: str, out: "_Outputs") -> bool:
+        """Run the object webhooks of ``event.kind``; a refusal becomes a DeadLetter (the state stays)."""
+        record = None if event.deleted else dict(event.record)
+        for admission in self.admissions.get(event.kind, ()):
+            reason = admission.admit(event.kind, name, record, self.cluster)
+            if reason is not None:
+                out.dead_letter(reason)
+                return True
+        return False
 
     def _observe(self, change: object) -> None:
         for framework in self.frameworks.values():
@@ -317,35 +331,22 @@ class SchedulingDomain:
 
     # -- quotas --------------------------------------------------------------------
 
-    def _quota_specs(self) -> dict:
-        cluster = self.cluster
-        records = quota_objects.effective_quotas(cluster.quotas, cluster.profiles, cluster.nodes.values())
-        return quota_objects.specs_of(records)
-
     def _on_quota(self, event: InboxEvent, out: "_Outputs") -> None:
         cluster = self.cluster
-        specs = self._quota_specs()
         if event.deleted:
             name = event.key.partition("/")[2] or event.key
             if name not in cluster.quotas:
                 if event.key in cluster.profiles:
                     self._on_profile(event, out)
                 return
-            try:
-                quota_objects.validate_delete(name, specs)
-            except quota_objects.QuotaRejected as err:
-                out.dead_letter(str(err))
-                return
+        else:
+            name = event.record["metadata"]["name"]
+        if self._refused(event, name, out):
+            return
+        if event.deleted:
             del cluster.quotas[name]
         else:
-            record = dict(event.record)
-            try:
-                quota_objects.validate(record, specs)
-            except quota_objects.QuotaRejected as err:
-                out.dead_letter(str(err))
-                return
-            name = record["metadata"]["name"]
-            cluster.quotas[name] = record
+            cluster.quotas[name] = dict(event.record)
         self._dirty.add(f"quota/{name}")
         self._observe(QuotaObjectsChanged())
         self._queue_event(QUOTA_EVENT)
@@ -358,14 +359,9 @@ class SchedulingDomain:
             if cluster.profiles.pop(key, None) is None:
                 return
         else:
-            record = dict(event.record)
-            quota_name = quota_objects._spec(record).get("quotaName")
-            other = next((k for k, p in cluster.profiles.items()
-                          if k != key and quota_objects._spec(p).get("quotaName") == quota_name), None)
-            if other is not None:
-                out.dead_letter(f"quota {quota_name} is already built by ElasticQuotaProfile {other}")
+            if self._refused(event, key, out):
                 return
-            cluster.profiles[key] = record
+            cluster.profiles[key] = dict(event.record)
         self._observe(QuotaObjectsChanged())
         self._queue_event(QUOTA_EVENT)
 
@@ -421,22 +417,6 @@ class SchedulingDomain:
         self._observe(PodUnassigned(key, pod, node))
         self._dirty.add(f"pod/{key}")
 
-    def _with_tree_affinity(self, pod: PodInfo) -> PodInfo:
-        """Koordinator's multi-quota-tree webhook: a pod of a tree gets its profile's nodeSelector
-        as required node affinity (added to every term). The webhook mutates the pod once, at
-        creation; the pod record here stays as applied, so the affinity is added on each event."""
-        plugin = self._quota_plugin()
-        selector = plugin.quota_selector(pod) if plugin else None
-        if not selector:
-            return pod
-        extra = tuple(Requirement(k, "In", (v,)) for k, v in sorted(selector.items()))
-        terms = pod.required_terms
-        if terms:
-            terms = tuple(SelectorTerm(t.match_expressions + extra, t.match_fields) for t in terms)
-        else:
-            terms = (SelectorTerm(extra),)
-        return dataclasses.replace(pod, required_terms=terms)
-
     def _on_pod(self, event: InboxEvent, out: "_Outputs") -> None:
         key = event.key
         cluster = self.cluster
@@ -467,7 +447,8 @@ class SchedulingDomain:
             self.seq += 1
             state = self.pods[key] = PodState(self.seq)
         if not info.node_name:
-            info = self._with_tree_affinity(info)
+            for mutation in self._enabled(PodMutation):
+                info = mutation.mutate_pod(info)
         self._dirty.add(f"pod/{key}")
         if state.node is not None and old is not None and old.requests != info.requests:
             node = state.node
@@ -552,9 +533,10 @@ class SchedulingDomain:
     # -- quota statuses ------------------------------------------------------------
 
     def _emit_statuses(self, out: "_Outputs") -> None:
-        plugin = self._quota_plugin()
-        if plugin is None:
+        reporters = self._enabled(StatusReporter)
+        if not reporters:
             return
+        plugin = reporters[0]
         now = self.cluster.now_ms
         forced = out.event.kind in ("ElasticQuota", "ElasticQuotaProfile", "KubeSchedulerConfiguration")
         if not forced and self.status_synced_at is not None and now - self.status_synced_at < STATUS_SYNC_INTERVAL_MS:

@@ -30,6 +30,18 @@ from streams.scheduler.podinfo import PodInfo
 
 MAX_NODE_SCORE = 100
 
+NODE_EVENT = "Node"
+"""A node was added or changed (its object, or its batch/mid allocatable)."""
+POD_DELETE = "PodDelete"
+"""An assigned pod released its node (deleted, ended or preempted)."""
+METRIC_EVENT = "NodeMetric"
+QUOTA_EVENT = "ElasticQuota"
+"""An ElasticQuota or ElasticQuotaProfile changed."""
+CONFIG_EVENT = "Configuration"
+"""A KubeSchedulerConfiguration was applied: every pending pod is retried, whatever rejected it."""
+CLUSTER_EVENTS = (NODE_EVENT, POD_DELETE, METRIC_EVENT, QUOTA_EVENT, CONFIG_EVENT)
+"""kube-scheduler's ``ClusterEvent``s, as the domain raises them."""
+
 
 class Code(enum.IntEnum):
     """kube-scheduler's status codes (``framework.Code``)."""
@@ -119,6 +131,50 @@ class PostFilterResult:
 
 class Plugin(Protocol):
     name: str
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    """kube-scheduler's ``EnqueueExtensions``: the cluster events that may make a pod this plugin rejected
+    schedulable. The queue retries such a pod only on those events (``queue``); a plugin that rejects pods
+    and registers nothing leaves them to the periodic flush."""
+
+    events_to_register: frozenset[str]
+
+
+@runtime_checkable
+class PodMutation(Protocol):
+    """A mutating webhook run on every pending pod before it is queued (Koordinator's pod webhooks).
+    Webhooks are cluster-wide: the domain runs the instance of the first profile that enables the plugin."""
+
+    name: str
+
+    def mutate_pod(self, pod: PodInfo) -> PodInfo: ...
+
+
+@runtime_checkable
+class ObjectAdmission(Protocol):
+    """A validating webhook for the objects a plugin owns (Koordinator's ElasticQuota webhook).
+
+    ``admit`` is a static check run on every event of one of ``admitted_kinds``, whether or not a profile
+    enables the plugin (the webhook runs apart from the scheduler): the reason to refuse the change, or None.
+    ``record`` is None for a deletion; ``name`` is the object's key in ``Cluster`` (quota name, profile key).
+    """
+
+    admitted_kinds: frozenset[str]
+
+    @staticmethod
+    def admit(kind: str, name: str, record: dict | None, cluster: object) -> str | None: ...
+
+
+@runtime_checkable
+class StatusReporter(Protocol):
+    """A plugin whose objects have a status the domain publishes (ElasticQuotaStatus): ``statuses()``,
+    read when ``status_version()`` changed. The domain asks the first profile's plugin that has one."""
+
+    def status_version(self) -> tuple: ...
+
+    def statuses(self) -> list[dict]: ...
 
 
 @runtime_checkable

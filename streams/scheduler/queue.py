@@ -3,7 +3,8 @@
 A new or changed pending pod is tried at once. A pod that failed waits
 (kube-scheduler's unschedulable pods) until an event concerns one of the plugins that
 rejected it (a pod rejected by nobody in particular, e.g. "no nodes", waits for any
-event), and at least its backoff has passed::
+event; an event no plugin registers for, e.g. a new configuration, moves every pod),
+and at least its backoff has passed::
 
     backoff = min(initial * 2 ** (attempts - 1), max)      (1 s and 10 s by default)
 
@@ -13,36 +14,17 @@ changes (metrics expiring). Due pods are tried in kube-scheduler's queue order: 
 priority first, then earlier arrival. Each pod is tried at most once per inbox event, and
 only when due, so nothing loops.
 
-Which plugins an event concerns (their ``EventsToRegister``)::
-
-    NodeAdd/NodeUpdate  -> NodeResourcesFit, NodeAffinity, TaintToleration, NodeUnschedulable,
-                           NodeName, ElasticQuota (the quota total follows the nodes; Koordinator
-                           does not register node events for ElasticQuota)
-    PodDelete           -> NodeResourcesFit, LoadAwareScheduling, ElasticQuota
-    NodeMetric          -> LoadAwareScheduling
-    ElasticQuota        -> ElasticQuota
-    Configuration       -> every pending pod
+Which plugins an event concerns is what each plugin registers (``events_to_register``,
+kube-scheduler's ``EventsToRegister``), gathered by ``registry.plugins_by_event``; the
+queue is given that map and names no plugin.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 UNSCHEDULABLE_TIMEOUT_MS = 5 * 60 * 1000
-
-NODE_EVENT = "Node"
-POD_DELETE = "PodDelete"
-METRIC_EVENT = "NodeMetric"
-QUOTA_EVENT = "ElasticQuota"
-CONFIG_EVENT = "Configuration"
-
-INTERESTED: dict[str, frozenset[str]] = {
-    NODE_EVENT: frozenset({"NodeResourcesFit", "NodeAffinity", "TaintToleration", "NodeUnschedulable", "NodeName",
-                           "ElasticQuota"}),
-    POD_DELETE: frozenset({"NodeResourcesFit", "LoadAwareScheduling", "ElasticQuota"}),
-    METRIC_EVENT: frozenset({"LoadAwareScheduling"}),
-    QUOTA_EVENT: frozenset({"ElasticQuota"}),
-}
 
 
 @dataclasses.dataclass
@@ -60,7 +42,10 @@ class QueuedPod:
 
 
 class SchedulingQueue:
-    def __init__(self, initial_backoff_ms: int = 1000, max_backoff_ms: int = 10_000) -> None:
+    def __init__(self, plugins_by_event: Mapping[str, frozenset[str]], initial_backoff_ms: int = 1000,
+                 max_backoff_ms: int = 10_000) -> None:
+        self.plugins_by_event = plugins_by_event
+        """Cluster event -> the plugins that registered for it."""
         self.initial_backoff_ms = initial_backoff_ms
         self.max_backoff_ms = max_backoff_ms
         self.pods: dict[str, QueuedPod] = {}
@@ -85,7 +70,7 @@ class SchedulingQueue:
 
     def on_event(self, kind: str) -> list[str]:
         """Mark the pods the event may help; returns their keys."""
-        interested = INTERESTED.get(kind)
+        interested = self.plugins_by_event.get(kind)
         moved = []
         for key, entry in self.pods.items():
             if entry.moved:

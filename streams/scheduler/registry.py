@@ -26,6 +26,9 @@ enables. Order within a stage:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission
 from streams.scheduler.plugins import (
     loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
     scarceresourceavoidance, tainttoleration)
@@ -52,6 +55,28 @@ REGISTRY: dict[str, type] = _registry([
     (scarceresourceavoidance.NAME, scarceresourceavoidance.ScarceResourceAvoidance),
     (elasticquota.NAME, elasticquota.ElasticQuota),
 ])
+
+
+
+def plugins_by_event(registry: Mapping[str, type]) -> dict[str, frozenset[str]]:
+    """Cluster event -> the plugins that register for it (``events_to_register``)."""
+    out: dict[str, set[str]] = {}
+    for name, factory in registry.items():
+        if isinstance(factory, EnqueueExtensions):
+            for event in factory.events_to_register:
+                out.setdefault(event, set()).add(name)
+    return {event: frozenset(names) for event, names in out.items()}
+
+
+def object_admissions(registry: Mapping[str, type]) -> dict[str, tuple[type, ...]]:
+    """Object kind -> the plugins that admit its changes (``ObjectAdmission``), in registry order."""
+    out: dict[str, list[type]] = {}
+    for factory in registry.values():
+        if isinstance(factory, ObjectAdmission):
+            for kind in factory.admitted_kinds:
+                out.setdefault(kind, []).append(factory)
+    return {kind: tuple(factories) for kind, factories in out.items()}
+
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 

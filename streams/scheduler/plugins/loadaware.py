@@ -72,7 +72,7 @@ from streams.koordinator.classes import PRIORITY_PROD
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, translate_resource
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.args import ArgsError, ArgsReader
-from streams.scheduler.framework import SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.framework import METRIC_EVENT, POD_DELETE, SUCCESS, Code, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
@@ -380,6 +380,7 @@ class _NodeLoad:
 class LoadAwareScheduling:
     name = NAME
     Args = LoadAwareSchedulingArgs
+    events_to_register = frozenset({METRIC_EVENT, POD_DELETE})
 
     def __init__(self, args: LoadAwareSchedulingArgs, cluster: Cluster) -> None:
         args.validate()

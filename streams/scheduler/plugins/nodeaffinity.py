@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 
 from streams.scheduler.args import no_args
-from streams.scheduler.framework import SKIP, SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.framework import NODE_EVENT, SKIP, SUCCESS, Code, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo, Requirement
 from streams.scheduler.state import Cluster
 
@@ -73,6 +73,7 @@ def matches(requirement: Requirement, value: str | None) -> bool:
 class NodeAffinity:
     name = NAME
     Args = NodeAffinityArgs
+    events_to_register = frozenset({NODE_EVENT})
 
     def __init__(self, args: NodeAffinityArgs, cluster: Cluster) -> None:
         self.cluster = cluster

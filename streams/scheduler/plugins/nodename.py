@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 
 from streams.scheduler.args import no_args
-from streams.scheduler.framework import SKIP, SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.framework import NODE_EVENT, SKIP, SUCCESS, Code, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 
@@ -37,6 +37,7 @@ class NodeNameArgs:
 class NodeName:
     name = NAME
     Args = NodeNameArgs
+    events_to_register = frozenset({NODE_EVENT})
 
     def __init__(self, args: NodeNameArgs, cluster: Cluster) -> None:
         self.cluster = cluster

@@ -28,7 +28,7 @@ import numpy as np
 
 from streams.scheduler.args import ArgsError, ArgsReader
 from streams.scheduler.columns import CPU, MEMORY, PODS
-from streams.scheduler.framework import SUCCESS, CycleState, FilterResult, Status
+from streams.scheduler.framework import NODE_EVENT, POD_DELETE, SUCCESS, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster
@@ -92,6 +92,7 @@ class NodeResourcesFitArgs:
 class NodeResourcesFit:
     name = NAME
     Args = NodeResourcesFitArgs
+    events_to_register = frozenset({NODE_EVENT, POD_DELETE})
 
     def __init__(self, args: NodeResourcesFitArgs, cluster: Cluster) -> None:
         args.validate()

@@ -66,6 +66,8 @@ class NodeResourcesFitPlusArgs:
 class NodeResourcesFitPlus:
     name = NAME
     Args = NodeResourcesFitPlusArgs
+    events_to_register: frozenset[str] = frozenset()
+    """Score only: it rejects no pod."""
 
     def __init__(self, args: NodeResourcesFitPlusArgs, cluster: Cluster) -> None:
         args.validate()

@@ -45,6 +45,8 @@ class ScarceResourceAvoidanceArgs:
 class ScarceResourceAvoidance:
     name = NAME
     Args = ScarceResourceAvoidanceArgs
+    events_to_register: frozenset[str] = frozenset()
+    """Score only: it rejects no pod."""
 
     def __init__(self, args: ScarceResourceAvoidanceArgs, cluster: Cluster) -> None:
         self.args = args

@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 
 from streams.scheduler.args import no_args
-from streams.scheduler.framework import Code, CycleState, FilterResult
+from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import key_of, tolerated
@@ -41,6 +41,7 @@ class TaintTolerationArgs:
 class TaintToleration:
     name = NAME
     Args = TaintTolerationArgs
+    events_to_register = frozenset({NODE_EVENT})
 
     def __init__(self, args: TaintTolerationArgs, cluster: Cluster) -> None:
         self.cluster = cluster

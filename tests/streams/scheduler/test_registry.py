@@ -33,5 +33,5 @@ def test_koordinator_defaults():
         "cpu": (2**63 - 1) // 5, "memory": (2**63 - 1) // 5}
     assert NodeResourcesFitPlusArgs.from_config({}).resources == ()
     assert ScarceResourceAvoidanceArgs.from_config({}).resources == ()
-    q = queue.SchedulingQueue()
+    q = queue.SchedulingQueue({})
     assert (q.initial_backoff_ms, q.max_backoff_ms, queue.UNSCHEDULABLE_TIMEOUT_MS) == (1000, 10_000, 300_000)

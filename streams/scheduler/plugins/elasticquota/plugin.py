@@ -43,8 +43,9 @@ from collections.abc import Mapping
 
 from streams.scheduler.args import ArgsError, ArgsReader
 from streams.scheduler.columns import PODS
-from streams.scheduler.framework import SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim
-from streams.scheduler.plugins.elasticquota import objects
+from streams.scheduler.framework import (
+    NODE_EVENT, POD_DELETE, QUOTA_EVENT, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim)
+from streams.scheduler.plugins.elasticquota import objects, webhook
 from streams.scheduler.plugins.elasticquota.tree import (
     DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, PodCharge, QuotaSpec, QuotaTree)
 from streams.scheduler.podinfo import PodInfo
@@ -177,6 +178,10 @@ def check_parent(topo: list[str], limit: Mapping[str, int], used: Mapping[str, i
 class ElasticQuota:
     name = NAME
     Args = ElasticQuotaArgs
+    events_to_register = frozenset({NODE_EVENT, POD_DELETE, QUOTA_EVENT})
+    """Node events too: the quota total follows the nodes (Koordinator registers none for ElasticQuota)."""
+    admitted_kinds = webhook.ADMITTED_KINDS
+    admit = staticmethod(webhook.admit)
 
     def __init__(self, args: ElasticQuotaArgs, cluster: Cluster) -> None:
         args.validate()
@@ -455,6 +460,10 @@ class ElasticQuota:
 
     def close(self) -> None:
         pass
+
+    def mutate_pod(self, pod: PodInfo) -> PodInfo:
+        """The multi-quota-tree webhook (``webhook.with_tree_affinity``)."""
+        return webhook.with_tree_affinity(pod, self.quota_selector(pod))
 
     def quota_selector(self, pod: PodInfo) -> Mapping[str, str] | None:
         """The nodeSelector of the profile of the pod's quota tree (the multi-tree webhook adds it)."""
