@@ -46,14 +46,14 @@ from streams import kafka
 from streams.events import Causation
 from streams.koordinator.classes import qos_class_by_name
 from streams.nodeqos import planner
-from streams.nodeqos.config import qos_config_of
 from streams.nodeqos.framework import Snapshot
 from streams.nodeqos.planner import QoSMemory
 from streams.nodeqos.plugins.cpusuppress import CPUSuppress, CPUSuppressArgs
 from streams.nodeqos.plugins.memoryevict import MemoryEvict, MemoryEvictArgs
-from streams.noderesource.config import DEFAULT_CONFIG, ConfigError, parse_slo_config
 from streams.noderesource.views import MetricView, NodeView, PodView, metric_view, node_view
 from streams.schemas import codec
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.document import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class Protection:
             metrics.PROTECTION_ACTIVE.set(1)
         if view is None:
             return []
-        strategy = qos_config_of(self.configs.config()).for_node(view.node.labels)
+        strategy = self.configs.config().qos.for_node(view.node.labels)
         now_ms = int(self._wall_clock() * 1000)
         self.memory, outputs = planner.plan_node(self.strategies, view.node, view.pods, view.metric, strategy,
                                                  now_ms, self.memory, self._cause())
@@ -216,7 +216,7 @@ class Protection:
         """Give the targets protection wrote back the stream's values (or recovery values) and step aside."""
         recovered: dict = {}
         if view is not None:
-            snapshot = Snapshot(view.node, view.pods, view.metric, qos_config_of(DEFAULT_CONFIG).for_node({}), 0,
+            snapshot = Snapshot(view.node, view.pods, view.metric, DEFAULT_CONFIG.qos.for_node({}), 0,
                                 self.memory.last)
             disabled = CPUSuppress(CPUSuppressArgs(enabled=False)).plan(snapshot)
             recovered = {s.key: dict(s.values) for s in disabled.settings}

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from streams import actuation
 from streams.noderesource.views import MetricView, NodeView, PodView
-from streams.nodeqos.config import NodeQoSStrategy
+from streams.sloconfig.nodeqos import NodeQoSStrategy
 
 TargetKey = tuple[str, str, str]
 """(targetKind, targetId, mechanism): what an actuation addresses (``streams.actuation``)."""

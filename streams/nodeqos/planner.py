@@ -30,9 +30,9 @@ from types import MappingProxyType
 from streams import actuation
 from streams.actuation import CPU_BURST, CPU_BVT_WARP, CPU_IDLE, TARGET_HOSTAPP, TARGET_POD, TASKS_PODS
 from streams.events import Causation, decision_id
-from streams.noderesource.views import MetricView, NodeView, PodView
-from streams.nodeqos.config import NodeQoSStrategy
 from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE, Eviction, Snapshot, Strategy, TargetKey
+from streams.noderesource.views import MetricView, NodeView, PodView
+from streams.sloconfig.nodeqos import NodeQoSStrategy
 
 SIGNING_KEY: bytes | None = None
 """Key the records are signed with; set once by the shell from ``streams.actuation.signing_key()``."""

@@ -73,11 +73,9 @@ from streams.koordinator.classes import (
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
 from streams.nodeqos import planner
 from streams.nodeqos import registry as qos_registry
-from streams.nodeqos.config import qos_config_of
 from streams.nodeqos.planner import QoSMemory
 from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
 from streams.noderesource import registry
-from streams.noderesource.config import SloConfig
 from streams.noderesource.plugins import midresource
 from streams.noderesource.prediction.profile import (
     NodeProfile, PredictionArgs, forget_pod, next_prediction_change_ms, predict, profile_from_bytes, profile_to_bytes,
@@ -88,6 +86,7 @@ from streams.noderesource.views import (
     HostAppMetric, MetricView, NodeView, PodTable, PodView, Zone, build_node_view, metric_view, node_view,
     numa_nodes_of, zones_of,
 )
+from streams.sloconfig.configmap import SloConfig
 
 PLUGINS = registry.build()
 QOS_STRATEGIES = qos_registry.build()
@@ -224,7 +223,7 @@ def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation
     node = state.node
     if node is None:
         return state, outputs
-    strategy = qos_config_of(config).for_node(node.labels)
+    strategy = config.qos.for_node(node.labels)
     memory, planned = planner.plan_node(QOS_STRATEGIES, node, state.pods, state.metric, strategy, now_ms,
                                         state.qos, cause)
     if memory is not state.qos:

@@ -26,7 +26,7 @@ import time
 
 from streams.events import Causation, InboxEvent
 from streams.noderesource import aggregate
-from streams.noderesource.config import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 
 GI = 1 << 30
 START = 1_700_000_000_000

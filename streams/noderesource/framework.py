@@ -28,7 +28,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-from streams.noderesource.config import ColocationStrategy
+from streams.sloconfig.colocation import ColocationStrategy
 
 ZoneResources = Mapping[str, Mapping[str, int]]
 """NUMA zone name -> resource name -> quantity: the batch resources of the node's NodeResourceTopology zones."""

@@ -18,7 +18,7 @@ this class, so the live stream and its replay apply events the same way:
   only; a node not remembered (after a restart, a replay, a pod change that
   waits for the next calculation) is due.
 
-The config in force carries its parsed node-QoS keys (``nodeqos.config.with_qos``):
+The config in force carries its parsed node-QoS sections (``sloconfig.configmap``):
 an invalid resource-threshold/resource-qos/cpu-burst/system/host-application
 config is rejected like any other. Outputs are the aggregate's (schema, record)
 pairs: NodeResource, Actuation, Eviction.
@@ -36,10 +36,9 @@ from typing import Iterable, MutableMapping
 from streams.deadletter import dead_letter
 from streams.events import InboxEvent
 from streams.noderesource import aggregate
-from streams.noderesource.config import (CONFIG_NAME, CONFIG_NAMESPACE, DEFAULT_CONFIG, ConfigError,
-                                         parse_slo_config)
-from streams.nodeqos.config import with_qos
 from streams.schemas import codec
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE, ConfigError
 
 CONFIG_KEY = "__slo-controller-config__"
 CONFIG_OBJECT_KEY = f"{CONFIG_NAMESPACE}/{CONFIG_NAME}"
@@ -53,7 +52,7 @@ class NodePartition:
         self.due: dict[str, float] = {}
         """Node -> event time of the next Tick that can change its outcome (see ``aggregate.tick_due_ms``)."""
         raw = store.get(CONFIG_KEY)
-        self.config = with_qos(parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG)
+        self.config = parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG
 
     def apply(self, event: InboxEvent) -> list[tuple[str, dict]]:
         """Apply one inbox event; return the (schema, record) outputs it causes."""
@@ -72,7 +71,7 @@ class NodePartition:
         if event.key != CONFIG_OBJECT_KEY:
             return []
         try:
-            config = with_qos(parse_slo_config(event.record, self.config))
+            config = parse_slo_config(event.record, self.config)
         except ConfigError as error:
             cause = event.causation
             return [("DeadLetter", dead_letter(

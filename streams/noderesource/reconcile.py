@@ -41,10 +41,12 @@ from types import MappingProxyType
 from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
 from streams.koordinator.resources import EXTENDED_RESOURCES
 from streams.noderesource import registry
-from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy, SloConfig
 from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ZoneResources
 from streams.noderesource.quantities import multiply_milli
 from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot, Zone
+from streams.sloconfig.colocation import ColocationStrategy
+from streams.sloconfig.configmap import SloConfig
+from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 
 DISABLED_MESSAGE = "node colocation is disabled in Config, reason: DisableInConfig"
 COMPARED_ANNOTATIONS = (ANNOTATION_CPU_NORMALIZATION_RATIO,)

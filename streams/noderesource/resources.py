@@ -18,10 +18,10 @@ from __future__ import annotations
 from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
 from streams.koordinator.classes import default_priority
 from streams.koordinator.resources import BATCH_CPU
-from streams.noderesource.config import ColocationStrategy
 from streams.noderesource.framework import NodeResource, NodeStatus
 from streams.noderesource.quantities import ceil_milli_to_value, multiply, multiply_milli
 from streams.noderesource.views import MetricView
+from streams.sloconfig.colocation import ColocationStrategy
 
 
 def reserve_ratio(reclaim_threshold_percent: int) -> float:

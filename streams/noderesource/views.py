@@ -32,8 +32,9 @@ from streams.koordinator.annotations import (
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_FREE, PRIORITY_MID
 from streams.koordinator.labels import LABEL_CPU_NORMALIZATION_ENABLED
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, BATCH_RESOURCES, EXTENDED_RESOURCES
-from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy
 from streams.objects.quantity import QuantityError, to_canonical
+from streams.sloconfig.colocation import ColocationStrategy
+from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 
 
 KEPT_ANNOTATIONS = (ANNOTATION_NODE_RESERVATION, ANNOTATION_CPU_BASIC_INFO, ANNOTATION_THIRD_PARTY_ALLOCATIONS,

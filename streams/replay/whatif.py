@@ -33,11 +33,12 @@ from collections.abc import Iterable
 
 from streams.events import Causation, InboxEvent
 from streams.koordinator.resources import EXTENDED_RESOURCES
-from streams.noderesource.config import DEFAULT_CONFIG, ConfigError as SloConfigError, parse_slo_config
 from streams.noderesource.partition import CONFIG_OBJECT_KEY
 from streams.objects import ManifestError, load_documents, to_record
 from streams.replay.run import NODE, SCHEDULING, Caused, Window
 from streams.scheduler import config as scheduler_config
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.document import ConfigError as SloConfigError
 
 WHAT_IF_SOURCE = "<what-if>"
 PLACED = ("Scheduled", "Bound")

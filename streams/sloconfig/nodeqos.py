@@ -1,4 +1,4 @@
-"""The node-QoS keys of ``slo-controller-config``, parsed into frozen strategies with Koordinator's defaults.
+"""The node-QoS sections of ``slo-controller-config``, parsed into frozen strategies with Koordinator's defaults.
 
 Keys and shapes (``apis/configuration/slo_controller_config.go``, types in
 ``apis/slo/v1alpha1/nodeslo_types.go``):
@@ -37,16 +37,11 @@ from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM
-from streams.noderesource.config import (
-    OTHER_JSON_KEYS, RESOURCE_QOS_CONFIG_KEY, RESOURCE_THRESHOLD_CONFIG_KEY, SYSTEM_CONFIG_KEY, ConfigError, SloConfig,
-    _node_profiles,
-)
-from streams.noderesource.selectors import LabelSelector
 from streams.objects.quantity import QuantityError, to_canonical
-
-CPU_BURST_CONFIG_KEY = "cpu-burst-config"
-HOST_APPLICATION_CONFIG_KEY = "host-application-config"
-assert CPU_BURST_CONFIG_KEY in OTHER_JSON_KEYS and HOST_APPLICATION_CONFIG_KEY in OTHER_JSON_KEYS
+from streams.sloconfig.document import (
+    CPU_BURST_CONFIG_KEY, HOST_APPLICATION_CONFIG_KEY, RESOURCE_QOS_CONFIG_KEY, RESOURCE_THRESHOLD_CONFIG_KEY,
+    SYSTEM_CONFIG_KEY, ConfigError, node_profiles)
+from streams.sloconfig.selectors import LabelSelector
 
 SUPPRESS_CPUSET = "cpuset"
 SUPPRESS_CFS_QUOTA = "cfsQuota"
@@ -479,7 +474,7 @@ def _strategy_section(raw: object, key: str, decode: Callable[[Mapping, str], T]
     cluster_raw = _object(raw.get("clusterStrategy"), f"{key}.clusterStrategy")
     cluster = decode(cluster_raw, f"{key}.clusterStrategy")
     nodes = []
-    for index, (name, selector, entry) in enumerate(_node_profiles(raw.get("nodeStrategies"), key, strict=False)):
+    for index, (name, selector, entry) in enumerate(node_profiles(raw.get("nodeStrategies"), key, strict=False)):
         fields = {k: v for k, v in entry.items() if k not in ("name", "nodeSelector")}
         nodes.append((name, selector, decode(merge_json(cluster_raw, fields), f"{key}.nodeStrategies[{index}]")))
     return Section(cluster, tuple(nodes))
@@ -493,28 +488,20 @@ def _host_app_section(raw: object) -> Section[tuple[HostApplication, ...]]:
         raise ConfigError(f"{key}: must be a JSON object")
     cluster = decode_host_apps(raw.get("applications"), f"{key}.applications")
     nodes = tuple((name, selector, decode_host_apps(entry.get("applications"), f"{key}.nodeConfigs[{i}].applications"))
-                  for i, (name, selector, entry) in enumerate(_node_profiles(raw.get("nodeConfigs"), key, False)))
+                  for i, (name, selector, entry) in enumerate(node_profiles(raw.get("nodeConfigs"), key, False)))
     return Section(cluster, nodes)
 
 
-def parse_qos_config(slo: SloConfig) -> NodeQoSConfig:
-    """The node-QoS config of an ``SloConfig`` (its keys kept as parsed JSON); ConfigError when invalid."""
+def parse_qos_config(sections: Mapping[str, object]) -> NodeQoSConfig:
+    """The node-QoS config from the parsed JSON of the ConfigMap's keys (absent keys: defaults);
+    ConfigError when invalid."""
     return NodeQoSConfig(
-        threshold=_strategy_section(slo.resource_threshold, RESOURCE_THRESHOLD_CONFIG_KEY, decode_threshold,
-                                    ResourceThresholdStrategy()),
-        qos=_strategy_section(slo.resource_qos, RESOURCE_QOS_CONFIG_KEY, decode_qos, ResourceQoSStrategy()),
-        burst=_strategy_section(slo.extra.get(CPU_BURST_CONFIG_KEY), CPU_BURST_CONFIG_KEY, decode_burst,
+        threshold=_strategy_section(sections.get(RESOURCE_THRESHOLD_CONFIG_KEY), RESOURCE_THRESHOLD_CONFIG_KEY,
+                                    decode_threshold, ResourceThresholdStrategy()),
+        qos=_strategy_section(sections.get(RESOURCE_QOS_CONFIG_KEY), RESOURCE_QOS_CONFIG_KEY, decode_qos,
+                              ResourceQoSStrategy()),
+        burst=_strategy_section(sections.get(CPU_BURST_CONFIG_KEY), CPU_BURST_CONFIG_KEY, decode_burst,
                                 CPUBurstStrategy()),
-        system=_strategy_section(slo.system, SYSTEM_CONFIG_KEY, decode_system, SystemStrategy()),
-        host_apps=_host_app_section(slo.extra.get(HOST_APPLICATION_CONFIG_KEY)),
+        system=_strategy_section(sections.get(SYSTEM_CONFIG_KEY), SYSTEM_CONFIG_KEY, decode_system, SystemStrategy()),
+        host_apps=_host_app_section(sections.get(HOST_APPLICATION_CONFIG_KEY)),
     )
-
-
-def with_qos(slo: SloConfig) -> SloConfig:
-    """``slo`` carrying its parsed node-QoS config (``SloConfig.qos``); ConfigError when that is invalid."""
-    return dataclasses.replace(slo, qos=parse_qos_config(slo))
-
-
-def qos_config_of(slo: SloConfig) -> NodeQoSConfig:
-    """The parsed node-QoS config of ``slo``: attached by ``with_qos``, else parsed now."""
-    return slo.qos if slo.qos is not None else parse_qos_config(slo)

@@ -35,10 +35,10 @@ from streams.koordinator.annotations import ANNOTATION_CPU_QOS
 from streams.koordinator.classes import (
     KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_NONE, QOS_SYSTEM)
 from streams.koordinator.labels import LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY
-from streams.nodeqos.config import CPU_POLICY_CORE_SCHED, ResourceQoSStrategy
 from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE, Plan, Setting, Snapshot
 from streams.nodeqos.podmeta import kube_qos, raw_qos
 from streams.noderesource.views import PodView
+from streams.sloconfig.nodeqos import CPU_POLICY_CORE_SCHED, ResourceQoSStrategy
 
 NAME = "CgroupIdle"
 REASON_BAD_ANNOTATION = "cpuQOS annotation does not parse"

@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from streams.actuation import CPU_BURST, CPU_QUOTA, MECHANISM_CGROUP, TARGET_POD
 from streams.koordinator.annotations import ANNOTATION_CPU_BURST
 from streams.koordinator.classes import QOS_BE, QOS_LSE, QOS_LSR
-from streams.nodeqos.config import BURST_AUTO, BURST_CFS_QUOTA_ONLY, BURST_CPU_ONLY, CPUBurstStrategy, merge_json
 from streams.nodeqos.framework import Plan, Setting, Snapshot
+from streams.sloconfig.nodeqos import BURST_AUTO, BURST_CFS_QUOTA_ONLY, BURST_CPU_ONLY, CPUBurstStrategy, merge_json
 
 NAME = "CPUBurst"
 IDLE, COOLING, OVERLOAD, UNKNOWN = "idle", "cooling", "overload", "unknown"

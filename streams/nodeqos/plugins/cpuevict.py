@@ -30,8 +30,8 @@ import functools
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_QOS
 from streams.koordinator.classes import QOS_BE
 from streams.koordinator.resources import BATCH_CPU
-from streams.nodeqos.config import EVICT_BY_ALLOCATABLE
 from streams.nodeqos.framework import Eviction, Plan, Snapshot
+from streams.sloconfig.nodeqos import EVICT_BY_ALLOCATABLE
 
 NAME = "CPUEvict"
 REASON_EVICTED = "EvictPodByBECPUSatisfaction"

@@ -36,8 +36,8 @@ from collections.abc import Iterable, Sequence
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_QOS
 from streams.koordinator.annotations import ANNOTATION_NODE_RESERVATION
 from streams.koordinator.classes import QOS_BE
-from streams.nodeqos.config import SUPPRESS_CFS_QUOTA
 from streams.nodeqos.framework import NOTHING, Plan, Setting, Snapshot
+from streams.sloconfig.nodeqos import SUPPRESS_CFS_QUOTA
 
 NAME = "CPUSuppress"
 REASON_DISABLED = "suppress disabled"

@@ -19,8 +19,8 @@ import dataclasses
 
 from streams.actuation import CPU_BVT_WARP, CPU_IDLE, HOSTAPP_PATH, MECHANISM_CGROUP, TARGET_HOSTAPP
 from streams.koordinator.classes import QOS_BE, QOS_LSE, QOS_LSR
-from streams.nodeqos.config import CPU_POLICY_CORE_SCHED
 from streams.nodeqos.framework import Plan, Setting, Snapshot
+from streams.sloconfig.nodeqos import CPU_POLICY_CORE_SCHED
 
 NAME = "HostApps"
 

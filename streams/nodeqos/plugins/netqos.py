@@ -30,12 +30,12 @@ from streams.actuation import MECHANISM_TC, TARGET_NODE, TARGET_POD, TOTAL_BPS
 from streams.koordinator.annotations import ANNOTATION_NETWORK_QOS
 from streams.koordinator.classes import (
     KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM)
-from streams.nodeqos.config import NET_POLICY_TERWAY, bandwidth_bits
 from streams.nodeqos.framework import (
     LIMIT_BPS, NET_EGRESS_LIMIT, NET_INGRESS_LIMIT, NET_PRIORITY, REQUEST_BPS, Plan, Setting, Snapshot,
 )
 from streams.nodeqos.podmeta import kube_qos, raw_qos
-from streams.noderesource.config import ConfigError
+from streams.sloconfig.document import ConfigError
+from streams.sloconfig.nodeqos import NET_POLICY_TERWAY, bandwidth_bits
 
 NAME = "NetQoS"
 REASON_ABOVE_TOTAL = "bandwidth above totalNetworkBandwidth"

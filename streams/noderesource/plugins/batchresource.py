@@ -66,7 +66,6 @@ from functools import partial
 from streams.koordinator.annotations import ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_FREE, QOS_LSE
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
-from streams.noderesource.config import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
 from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem, ZoneResources
 from streams.noderesource.quantities import (
     divide_milli, format_go_float, is_quantity_diff, is_resource_diff, multiply, multiply_milli, scaled_value,
@@ -75,6 +74,7 @@ from streams.noderesource.resources import (amplify_batch_cpu, cpu_normalization
                                             is_degrade_needed, prepare_node_for_resource, safety_margin)
 from streams.noderesource.views import MetricView, PodView, Snapshot, Zone, pod_totals
 from streams.objects.quantity import format_quantity
+from streams.sloconfig.colocation import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
 
 NAME = "BatchResource"
 RESOURCE_NAMES = (BATCH_CPU, BATCH_MEMORY)

@@ -31,10 +31,11 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
-from streams.noderesource.config import ColocationStrategy, CPUNormalizationStrategy
 from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ResourceItem
 from streams.noderesource.quantities import format_ratio
 from streams.noderesource.views import CPUBasicInfo, Snapshot
+from streams.sloconfig.colocation import ColocationStrategy
+from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 
 NAME = "CPUNormalization"
 DEFAULT_RATIO_TEXT = "1.00"

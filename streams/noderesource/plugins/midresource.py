@@ -33,11 +33,11 @@ from functools import partial
 
 from streams.koordinator.classes import PRIORITY_MID
 from streams.koordinator.resources import MID_CPU, MID_MEMORY
-from streams.noderesource.config import MID_RECLAIM_MODE_STATIC, ColocationStrategy
 from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem
 from streams.noderesource.quantities import format_go_float, is_resource_diff, multiply, multiply_milli, scaled_value
 from streams.noderesource.resources import host_app_used_above, is_degrade_needed, prepare_node_for_resource
 from streams.noderesource.views import Snapshot, pod_totals
+from streams.sloconfig.colocation import MID_RECLAIM_MODE_STATIC, ColocationStrategy
 
 NAME = "MidResource"
 RESOURCE_NAMES = (MID_CPU, MID_MEMORY)

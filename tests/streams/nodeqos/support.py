@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from streams.noderesource.config import DEFAULT_CONFIG, parse_slo_config
-from streams.noderesource.views import PodView
-from streams.nodeqos.config import NodeQoSStrategy, parse_qos_config
 from streams.nodeqos.framework import Snapshot
+from streams.noderesource.views import PodView
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.nodeqos import NodeQoSStrategy
 from tests.streams.noderesource.support import G, NOW, host_app, metric, node, pod_usage
 
 __all__ = ["G", "NOW", "host_app", "metric", "node", "pod", "pod_usage", "qos_strategy", "snapshot", "slo"]
@@ -29,7 +29,7 @@ def slo(**keys: object):
 
 
 def qos_strategy(labels: dict | None = None, **keys: object) -> NodeQoSStrategy:
-    return parse_qos_config(slo(**keys)).for_node(labels or {})
+    return slo(**keys).qos.for_node(labels or {})
 
 
 def snapshot(strategy: NodeQoSStrategy | None = None, *, cpu: int = 20_000, memory: int = 120 * G, pods=None,

@@ -7,12 +7,13 @@ import json
 import pytest
 
 from streams import actuation
-from streams.noderesource import aggregate
-from streams.noderesource.config import DEFAULT_CONFIG, ConfigError, parse_slo_config
-from streams.noderesource.partition import NodePartition
 from streams.nodeqos import planner
 from streams.nodeqos.plugins import memoryevict
+from streams.noderesource import aggregate
+from streams.noderesource.partition import NodePartition
 from streams.schemas import codec
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.document import ConfigError
 from tests.streams.noderesource.support import G, NOW, configmap, decision, event, metric_record, node_record, pod_usage
 
 NODE = "test-node1"
@@ -136,12 +137,10 @@ def test_the_pure_core_never_reads_the_key_from_the_environment(monkeypatch):
 
 
 def test_invalid_qos_config_raises_config_error():
-    from streams.nodeqos.config import parse_qos_config
-    bad = parse_slo_config(configmap(**{"resource-qos-config": json.dumps(
-        {"clusterStrategy": {"beClass": {"resctrlQOS": {"catRangeStartPercent": 50, "catRangeEndPercent": 40}}}})}),
-        DEFAULT_CONFIG)
+    bad = configmap(**{"resource-qos-config": json.dumps(
+        {"clusterStrategy": {"beClass": {"resctrlQOS": {"catRangeStartPercent": 50, "catRangeEndPercent": 40}}}})})
     with pytest.raises(ConfigError, match="catRangeStartPercent"):
-        parse_qos_config(bad)
+        parse_slo_config(bad, DEFAULT_CONFIG)
 
 
 ENABLED = {"cpuQOS": {"enable": True}, "resctrlQOS": {"enable": True}}

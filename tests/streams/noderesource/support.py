@@ -11,8 +11,8 @@ import itertools
 import json
 
 from streams.events import Causation, InboxEvent
-from streams.noderesource.config import ColocationStrategy
 from streams.noderesource.views import MetricView, PodView, build_node_view, metric_view
+from streams.sloconfig.colocation import ColocationStrategy
 
 G = 10**9
 Gi = 1 << 30

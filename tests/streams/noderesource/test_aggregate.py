@@ -9,10 +9,10 @@ import pytest
 
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.noderesource import aggregate
-from streams.noderesource.config import DEFAULT_CONFIG, parse_slo_config
 from streams.noderesource.plugins import batchresource, midresource
 from streams.noderesource.reconcile import DISABLED_MESSAGE
 from streams.schemas import codec
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, Gi, configmap, decision, event, fixture_a_metric, metric_record, node_record, pod_usage, tick,
 )

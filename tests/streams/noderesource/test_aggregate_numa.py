@@ -15,8 +15,8 @@ import pytest
 from streams.koordinator.annotations import ANNOTATION_RESOURCE_STATUS
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.noderesource import aggregate
-from streams.noderesource.config import DEFAULT_CONFIG, parse_slo_config
 from streams.schemas import codec
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, configmap, decision, event, metric_record, node_record, pod_usage, tick,
 )

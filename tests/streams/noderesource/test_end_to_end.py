@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 
 from streams.noderesource import aggregate
-from streams.noderesource.config import DEFAULT_CONFIG, parse_slo_config
 from streams.objects.records import load_and_validate
 from streams.schemas import codec
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.streams.noderesource.support import G, decision, event
 
 MANIFESTS = """\

@@ -14,13 +14,13 @@ from streams.koordinator.annotations import (
     ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_NODE_RESERVATION, ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE,
     ANNOTATION_THIRD_PARTY_ALLOCATIONS)
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
-from streams.noderesource.config import CPUNormalizationStrategy
 from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem
 from streams.noderesource.plugins.batchresource import (
     DEGRADE_MESSAGE, BatchResource, BatchResourceArgs, calculate_on_numa_level, pod_numa_split,
 )
 from streams.noderesource.resources import is_degrade_needed
 from streams.noderesource.views import Snapshot, Zone
+from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, S65, Gi, fixture_a_metric, fixture_a_pods, host_app, metric, metric_record, node, pod, pod_usage,
     strategy,

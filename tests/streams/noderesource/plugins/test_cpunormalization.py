@@ -6,12 +6,12 @@ import pytest
 
 from streams.koordinator.annotations import ANNOTATION_CPU_BASIC_INFO, ANNOTATION_CPU_NORMALIZATION_RATIO
 from streams.koordinator.labels import LABEL_CPU_NORMALIZATION_ENABLED
-from streams.noderesource.config import CPUNormalizationStrategy, ModelRatio, parse_cpu_normalization_config
 from streams.noderesource.framework import PluginError
 from streams.noderesource.plugins.cpunormalization import (
     CPUNormalization, CPUNormalizationArgs, normalization_ratio, ratio_from_model,
 )
 from streams.noderesource.views import CPUBasicInfo, Snapshot
+from streams.sloconfig.cpunormalization import CPUNormalizationStrategy, ModelRatio, parse_cpu_normalization_config
 from tests.streams.noderesource.support import NOW, S65, node
 
 FULL = ModelRatio(base_ratio=1.5, turbo_enabled_ratio=1.65, hyper_thread_enabled_ratio=1.0,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from streams.koordinator.resources import MID_CPU, MID_MEMORY
-from streams.noderesource.config import CPUNormalizationStrategy
 from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem
 from streams.noderesource.plugins.midresource import DEGRADE_MESSAGE, NEED_SYNC_REASON, MidResource
 from streams.noderesource.resources import is_degrade_needed
 from streams.noderesource.views import Snapshot
+from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 from tests.streams.noderesource.support import G, MINUTE, NOW, host_app, metric, node, pod, pod_usage, strategy
 
 PODS = {"test/podA": pod(20_000, 40 * G, "koord-prod", "LS"), "test/podB": pod(15_000, 30 * G, "koord-batch", "BE")}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streams.noderesource.config import ConfigError
-from streams.nodeqos.config import CPUBurstStrategy, ResourceThresholdStrategy, SystemStrategy
+from streams.sloconfig.document import ConfigError
+from streams.sloconfig.nodeqos import CPUBurstStrategy, ResourceThresholdStrategy, SystemStrategy
 from tests.streams.nodeqos.support import qos_strategy
 
 

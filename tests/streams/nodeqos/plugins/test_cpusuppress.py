@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS
-from streams.nodeqos.config import HostApplication
 from streams.nodeqos.plugins import cpusuppress
 from streams.nodeqos.plugins.cpusuppress import BE_TARGET, CPUSuppress, cfs_quota, suppress_cpuset, suppress_milli
+from streams.sloconfig.nodeqos import HostApplication
 from tests.streams.nodeqos.support import G, metric, pod, pod_usage, qos_strategy, replace, snapshot
 
 LS_APP = {"name": "test-ls-app", "priority": "koord-prod", "qos": "LS", "usage": {"cpu": 1000, "memory": 0}}

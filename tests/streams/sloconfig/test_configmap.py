@@ -17,10 +17,12 @@ from streams.koordinator.annotations import ANNOTATION_COLOCATION_STRATEGY
 from streams.koordinator.labels import (
     LABEL_CPU_RECLAIM_RATIO, LABEL_MEMORY_RECLAIM_RATIO, LABEL_MID_STATIC_CPU_RESERVED_RATIO,
     LABEL_MID_STATIC_MEMORY_RESERVED_RATIO)
-from streams.noderesource.config import (
-    DEFAULT_CONFIG, ColocationConfig, ColocationStrategy, ConfigError, ModelRatio, NodeColocationConfig,
-    parse_slo_config)
-from streams.noderesource.selectors import LabelSelector, parse_selector
+from streams.sloconfig.colocation import ColocationConfig, ColocationStrategy, NodeColocationConfig
+from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
+from streams.sloconfig.cpunormalization import ModelRatio
+from streams.sloconfig.document import ConfigError
+from streams.sloconfig.nodeqos import ResourceQoSStrategy, SystemStrategy
+from streams.sloconfig.selectors import LabelSelector, parse_selector
 from tests.streams.noderesource.support import configmap
 
 SEEDS = Path("/work/shared/seeds")
@@ -128,12 +130,13 @@ def test_valid_strategies_from_koordinator_tests():
         parse_slo_config(configmap(fields), DEFAULT_CONFIG)
 
 
-def test_other_data_keys_are_kept_as_json_and_must_parse():
+def test_node_qos_keys_are_parsed_and_must_parse():
     config = parse_slo_config(configmap(**{"resource-threshold-config": '{"clusterStrategy": {"enable": true}}',
                                            "resource-qos-config": "{}", "system-config": "{}",
                                            "cpu-burst-config": "{}"}), DEFAULT_CONFIG)
-    assert config.resource_threshold == {"clusterStrategy": {"enable": True}}
-    assert (config.resource_qos, config.system, dict(config.extra)) == ({}, {}, {"cpu-burst-config": {}})
+    assert config.qos.threshold.cluster.enable is True
+    assert (config.qos.qos.cluster, config.qos.system.cluster) == (ResourceQoSStrategy(), SystemStrategy())
+    assert dict(config.extra) == {"cpu-burst-config": {}}
     with pytest.raises(ConfigError, match="resource-qos-config: not valid JSON"):
         parse_slo_config(configmap(**{"resource-qos-config": "{"}), DEFAULT_CONFIG)
 

@@ -32,7 +32,7 @@ def test_host_apps_with_only_kernel_defaults_are_not_actuated():
 
 @pytest.mark.parametrize("path", ["../etc", "a/../../b"])
 def test_a_cgroup_path_leaving_the_root_is_rejected(path):
-    from streams.noderesource.config import ConfigError
+    from streams.sloconfig.document import ConfigError
     with pytest.raises(ConfigError, match="must not leave the cgroup root"):
         qos_strategy(host_application_config={"applications": [
             {"name": "x", "qos": "LS", "cgroupPath": {"parentDir": path}}]})
