@@ -25,6 +25,7 @@ import random
 import time
 
 from streams.events import Causation, InboxEvent
+from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.noderesource import aggregate
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 
@@ -85,7 +86,7 @@ class Fleet:
     def _decision(node: str, pod: str, prod: bool) -> dict:
         return {"pod": {"namespace": "default", "name": pod, "uid": None}, "result": "Bound", "nodeName": node,
                 "requests": {"cpu": 1000, "memory": 2 * GI}, "priority": 9100 if prod else 5100,
-                "priorityClass": "koord-prod" if prod else "koord-batch", "qosClass": "LS" if prod else "BE"}
+                "priorityClass": PRIORITY_PROD if prod else PRIORITY_BATCH, "qosClass": QOS_LS if prod else QOS_BE}
 
     def metric(self, node: str, ts: int, reclaimable: bool) -> InboxEvent:
         usages = [{"namespace": "default", "name": pod, "uid": None, "priority": None, "qos": None,
