@@ -10,6 +10,11 @@ is for sends after a batch). Outputs are idempotent by id, so sending
 before the commit is safe under at-least-once. Values are raw bytes on every topic; the single codec
 (``streams.schemas.codec``) decodes them inside the agents so that a bad
 record becomes a dead letter instead of a crashed stream.
+
+``Settings.processing_guarantee`` is Faust's: under ``exactly_once`` (real
+Kafka only) each batch's outputs, table writes and offsets commit in one
+transaction, with the changes to Faust's scheme that
+``streams.agents.transactions`` explains.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ import gc
 import faust
 
 from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, install_faust_highwater_fix
+from streams.agents.transactions import (EXACTLY_ONCE_COMMIT_INTERVAL_S, install_commit_gate,
+                                         install_committed_highwaters, install_committed_offsets)
 from streams.broker.security import credentials
 from streams.faust_seek_fix import install_faust_seek_fix
+from streams.faust_take_fix import install_faust_take_fix
 from streams.metrics import install_faust_sensor
 from streams.settings import Settings
 from streams.topology import Topology
@@ -42,12 +50,25 @@ the defaults (700, 10, 10) a full collection ran every few seconds under load, p
 Young collections now run every 50,000 allocations and full ones about a hundred times rarer."""
 
 
+class UnsupportedGuarantee(ValueError):
+    """The processing guarantee asked for cannot be given on this broker."""
+
+
 def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
     settings = settings or Settings.from_env()
+    exactly_once = settings.processing_guarantee == "exactly_once"
+    if exactly_once and settings.tansu:
+        raise UnsupportedGuarantee(
+            "KOORD_PROCESSING_GUARANTEE=exactly_once needs Kafka transactions, which the embedded broker (Tansu) "
+            "does not have; use a Kafka broker (KOORD_BROKER_KIND=kafka) or at_least_once")
     if settings.tansu:
         install_faust_highwater_fix()
         install_faust_fetch_wait_fix()
     install_faust_seek_fix()
+    install_faust_take_fix()
+    install_commit_gate()
+    install_committed_highwaters()
+    install_committed_offsets()
     gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
         topology.app_id,
@@ -64,6 +85,8 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         web_enabled=False,
         table_standby_replicas=0,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
+        processing_guarantee=settings.processing_guarantee,
+        **({"broker_commit_interval": EXACTLY_ONCE_COMMIT_INTERVAL_S} if exactly_once else {}),
     )
     install_faust_sensor(app)
     from streams.agents import node, router, scheduling, ticks

@@ -6,7 +6,9 @@ from streams.deadletter import dead_letter
 from streams.schemas import codec
 
 
-async def send_dead_letter(topic, stage: str, message, reason: str) -> None:
+async def send_dead_letter(batches, topic, stage: str, message, reason: str) -> None:
+    """Through ``batches`` (a ``streams.agents.transactions.Batches``): under exactly-once in the
+    transaction of the partition ``message`` was read from."""
     record = dead_letter(stage, message.topic, message.partition, message.offset, message.key,
                          message.value, reason, int(message.timestamp * 1000))
-    await topic.send(key=message.key, value=codec.encode("DeadLetter", record), force=True)
+    await batches.send(topic, message.key, codec.encode("DeadLetter", record), (message.topic, message.partition))

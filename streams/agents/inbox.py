@@ -69,16 +69,21 @@ class DeliveryOrder:
     consumer generation means records were passed over and will be processed late, out of order. That
     happened through a Faust race that ``streams.faust_seek_fix`` closes; this makes any other cause
     visible (log and ``koord_inbox_skipped_total``) instead of silent.
+
+    A ``read_committed`` consumer (exactly-once) never sees the offsets that transaction markers and
+    aborted records occupy, so its jumps are normal: with ``contiguous=False`` nothing is counted.
     """
 
-    def __init__(self, stage: str) -> None:
-        self.stage = stage
+    def __init__(self, stage: str, contiguous: bool = True) -> None:
+        self.stage, self.contiguous = stage, contiguous
         self.last: dict[int, tuple[int | None, int]] = {}
 
     def check(self, message) -> int:
         """Record ``message``'s offset; return how many records were passed over before it."""
         generation, offset = self.last.get(message.partition, (None, -1))
         self.last[message.partition] = (message.generation_id, message.offset)
+        if not self.contiguous:
+            return 0
         skipped = message.offset - offset - 1 if generation == message.generation_id else 0
         if skipped > 0:
             INBOX_SKIPPED.labels(self.stage).inc(skipped)
@@ -87,13 +92,14 @@ class DeliveryOrder:
         return max(skipped, 0)
 
 
-async def inbox_batches(stream, topic_ids: dict[str, str], dead_letters,
-                        stage: str) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
+async def inbox_batches(stream, topic_ids: dict[str, str], dead_letters, stage: str,
+                        batches) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
     """Yield batches of (record key, event, Faust event) for the good records of an inbox stream;
-    Faust acknowledges a batch once the consumer has processed it, and only then."""
-    order = DeliveryOrder(stage)
+    a batch is acknowledged once the consumer has processed it, and only then, inside
+    ``batches.scope`` (a ``streams.agents.transactions.Batches``)."""
+    order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
     async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-        with uncommitted_on_failure(events):
+        async with batches.scope(events):
             batch = []
             for faust_event in events:
                 message = faust_event.message
@@ -101,7 +107,7 @@ async def inbox_batches(stream, topic_ids: dict[str, str], dead_letters,
                 try:
                     batch.append((message.key.decode(), decode_inbox_event(message, topic_ids), faust_event))
                 except codec.CodecError as error:
-                    await send_dead_letter(dead_letters, stage, message, f"undecodable inbox record: {error}")
+                    await send_dead_letter(batches, dead_letters, stage, message, f"undecodable inbox record: {error}")
             if batch:
                 yield batch
 

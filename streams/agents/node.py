@@ -19,6 +19,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from streams import actuation
 from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.transactions import Batches
 from streams.app import raw_topic
 from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 from streams.noderesource.partition import CONFIG_KEY, NodePartition
@@ -58,6 +59,8 @@ def register(app: faust.App, topology: Topology) -> None:
     table.changelog_topic = table._new_changelog_topic()
     """Values are ``dump_state`` bytes (and the config record), so the changelog carries them raw;
     Faust has no constructor argument for a table's value serializer, hence the override."""
+    batches = Batches(app)
+    batches.track_changelog(table)
     partitions: dict[int, NodePartition] = {}
     partitioner = DefaultPartitioner()
     all_partitions = list(range(inbox_spec.partitions))
@@ -77,7 +80,7 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
-        async for batch in inbox_batches(stream, topic_ids, dead_letters, STAGE):
+        async for batch in inbox_batches(stream, topic_ids, dead_letters, STAGE, batches):
             caused, written = [], {}
             for key, event, faust_event in batch:
                 if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
@@ -92,7 +95,7 @@ def register(app: faust.App, topology: Topology) -> None:
                     caused.append((event, partition.apply(event)))
                 finally:
                     partition.store = store
-            await send_outputs(topics, STAGE, "inbox-node", caused)
+            await send_outputs(batches, topics, STAGE, "inbox-node", caused)
             for partition, (pending, faust_event) in written.items():
                 write_as(faust_event)
                 for node, value in pending.items():

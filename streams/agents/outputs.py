@@ -3,7 +3,9 @@
 The aggregates call :func:`send_outputs` once per batch with the (schema,
 record) pairs the pure core returned for each event. Sends are awaited until
 delivered before the caller writes its table, so a crash in between re-emits
-the same records (same ids) rather than losing them.
+the same records (same ids) rather than losing them. Under exactly-once each
+event's outputs join the transaction of the inbox partition it was read from
+(``streams.agents.transactions``).
 """
 
 from __future__ import annotations
@@ -47,18 +49,19 @@ def ack(inbox: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> tuple
                    "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS]}
 
 
-async def send_outputs(topics: dict, aggregate: str, inbox: str,
+async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
                        caused: list[tuple[InboxEvent, list[tuple[str, dict]]]]) -> None:
-    """Send every event's outputs (schema, record) to ``topics`` (schema -> Faust topic), each
-    followed by the Ack of ``inbox``'s aggregate when the event asked for one, and wait until all
-    are delivered."""
+    """Send every event's outputs (schema, record) to ``topics`` (schema -> Faust topic) through
+    ``batches`` (a ``streams.agents.transactions.Batches``), each followed by the Ack of ``inbox``'s
+    aggregate when the event asked for one, and wait until all are delivered."""
     pending, now = [], time.time()
     for event, outputs in caused:
         if event.ack:
             outputs = [*outputs, ack(inbox, event, outputs)]
+        source = (event.causation.inbox_topic, event.causation.inbox_partition)
         for schema, record in outputs:
             value = codec.encode(schema, record)
-            pending.append(await topics[schema].send(key=output_key(schema, record).encode(), value=value, force=True))
+            pending.append(await batches.send(topics[schema], output_key(schema, record).encode(), value, source))
             _observe(aggregate, schema, record)
         if outputs:
             DECISION_LATENCY.labels(aggregate).observe(max(0.0, now - event.timestamp_ms / 1000))

@@ -13,6 +13,10 @@ is exact as long as every router instance forwards a partition in offset
 order without gaps from wherever it starts: copies from two instances may
 interleave, but a record is never first seen after a later one. Faust broke
 that after rebalances; ``streams.faust_seek_fix`` is what restores it.
+
+Under exactly-once the forwards of a source record join the transaction its
+offset commits in (``streams.agents.transactions``), so a crash re-forwards
+only what no ``read_committed`` reader saw.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import faust
 from streams import routing, validation
 from streams.app import raw_topic
 from streams.agents.deadletters import send_dead_letter
-from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S, uncommitted_on_failure
+from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
+from streams.agents.transactions import Batches
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -35,11 +40,12 @@ def register(app: faust.App, topology: Topology) -> None:
     inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", "inbox-scheduling")}
     dead_letters = raw_topic(app, topology.name("deadletters"))
     partitions = {inbox: topology.spec(inbox).partitions for inbox in inboxes}
+    batches = Batches(app)
 
     @app.agent(sources, name="koord-router")
     async def route(stream):
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-            with uncommitted_on_failure(events):
+            async with batches.scope(events):
                 await _forward(events)
 
     async def _forward(events) -> None:
@@ -55,7 +61,7 @@ def register(app: faust.App, topology: Topology) -> None:
             if reason is None and key is None:
                 reason = "record has no key (the key must name the object)"
             if reason is not None:
-                await send_dead_letter(dead_letters, STAGE, message, reason)
+                await send_dead_letter(batches, dead_letters, STAGE, message, reason)
                 continue
             envelope = codec.encode("InboxEvent", {
                 "sourceTopic": message.topic, "sourcePartition": message.partition,
@@ -63,8 +69,8 @@ def register(app: faust.App, topology: Topology) -> None:
                 "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
             })
             for target in routing.routes(source_id, key, kind, record, partitions):
-                pending.append(await inboxes[target.inbox].send(
-                    key=target.key.encode(), value=envelope, partition=target.partition, force=True))
+                pending.append(await batches.send(inboxes[target.inbox], target.key.encode(), envelope,
+                                                  (message.topic, message.partition), partition=target.partition))
         for future in pending:
             await future
 

@@ -20,6 +20,7 @@ import faust
 
 from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.transactions import Batches
 from streams.app import raw_topic
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats
 from streams.scheduler.domain import SchedulingDomain
@@ -35,6 +36,8 @@ def register(app: faust.App, topology: Topology) -> None:
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("scheduling-state", partitions=inbox_spec.partitions)
     """Values are JSON (Faust's table default): internal state, not a public contract."""
+    batches = Batches(app)
+    batches.track_changelog(table)
     domains: dict[str, SchedulingDomain] = {}
 
     def load(domain: str) -> SchedulingDomain:
@@ -59,12 +62,12 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
-        async for batch in inbox_batches(stream, topic_ids, outputs["DeadLetter"], STAGE):
+        async for batch in inbox_batches(stream, topic_ids, outputs["DeadLetter"], STAGE, batches):
             caused, last_event = [], {}
             for domain, event, faust_event in batch:
                 caused.append((event, load(domain).handle(event)))
                 last_event[domain] = faust_event
-            await send_outputs(outputs, STAGE, "inbox-scheduling", caused)
+            await send_outputs(batches, outputs, STAGE, "inbox-scheduling", caused)
             for domain, faust_event in last_event.items():
                 write_as(faust_event)
                 for key, value in load(domain).take_changes().items():

@@ -5,7 +5,8 @@ to every inbox partition. Aggregates read time only from event timestamps,
 so ticks let time pass between other events (metric degrade, backoff).
 Ticks from several workers are harmless: time only moves forward, and the
 tick is recorded in the inbox like any other event, so replay sees the same
-times.
+times. A tick is caused by no consumed record, so it is sent outside any
+transaction (``streams.agents.transactions.send_outside_transactions``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 
 import faust
 
+from streams.agents.transactions import send_outside_transactions
 from streams.app import raw_topic
 from streams.schemas import codec
 from streams.topology import Topology
@@ -26,4 +28,4 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.timer(interval=TICK_INTERVAL_S)
     async def tick() -> None:
-        await ticks.send(key=b"tick", value=codec.encode("Tick", {"timestamp": int(time.time() * 1000)}), force=True)
+        await send_outside_transactions(app, ticks, b"tick", codec.encode("Tick", {"timestamp": int(time.time() * 1000)}))

@@ -4,6 +4,13 @@
 Tansu gets right (its ListOffsets answer is wrong; see
 ``streams.broker.tansu_workarounds``). A partition is done when the
 consumer's position reaches that watermark.
+
+A ``read_committed`` reader sees only committed transactions: it skips aborted
+records and the transaction markers (each takes an offset, so the offsets it
+returns have gaps), and its end is the last stable offset, below which no
+transaction is still open. Under exactly-once the aggregates read their inboxes
+that way, so replay must too: an aborted forward read back would be an event
+the aggregate never saw.
 """
 
 from __future__ import annotations
@@ -14,15 +21,30 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from streams import kafka
+from streams.settings import Settings
 
 IDLE_TIMEOUT_S = 5.0
 """Give up on a partition that answers no fetch for this long."""
 
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
-async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = None) -> list[ConsumerRecord]:
-    """Every record of ``topic`` (or of the given partitions), in partition then offset order."""
+
+def default_isolation_level(settings: Settings | None = None) -> str:
+    """How the workers read: ``read_committed`` under exactly-once, ``read_uncommitted`` otherwise."""
+    settings = settings or Settings.from_env()
+    return "read_committed" if settings.processing_guarantee == "exactly_once" else "read_uncommitted"
+
+
+async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = None,
+                     isolation_level: str | None = None) -> list[ConsumerRecord]:
+    """Every record of ``topic`` (or of the given partitions), in partition then offset order, read with
+    ``isolation_level`` (default: :func:`default_isolation_level`)."""
+    isolation_level = isolation_level or default_isolation_level()
+    if isolation_level not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, not {isolation_level!r}")
+    committed = isolation_level == "read_committed"
     consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), enable_auto_commit=False,
-                                group_id=None, auto_offset_reset="earliest")
+                                group_id=None, auto_offset_reset="earliest", isolation_level=isolation_level)
     await consumer.start()
     try:
         if partitions is None:
@@ -39,8 +61,8 @@ async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = 
             for tp, messages in batch.items():
                 records[tp.partition].extend(messages)
             for tp in list(pending):
-                highwater = consumer.highwater(tp)
-                if highwater is not None and await consumer.position(tp) >= highwater:
+                end = consumer.last_stable_offset(tp) if committed else consumer.highwater(tp)
+                if end is not None and end >= 0 and await consumer.position(tp) >= end:
                     pending.discard(tp)
                     last_progress = loop.time()
             if batch:
@@ -50,4 +72,3 @@ async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = 
         return [record for p in partitions for record in records[p]]
     finally:
         await consumer.stop()
-
