@@ -1,0 +1,135 @@
+"""Active mode: koordstream's decisions and node resources written to the cluster.
+
+Reads ``koord.decisions`` (SchedulingDecision, Eviction) and ``koord.noderesources`` (NodeResource) in
+the consumer group of the config, asks ``writes`` which write each one needs given the watched view (an
+Eviction is checked against a fresh GET of the pod), makes it, and commits the offsets after the writes:
+a crash re-reads the uncommitted decisions, and ``writes`` turns every one already written into a skip.
+A write the API server refuses for good (403 names the verb and resource, 404, 422) is logged and
+counted, not retried; an unreachable server or a 5xx is retried with backoff without committing. An
+Eviction refused with 429 (a PodDisruptionBudget) is kept in the checkpoint and tried again every
+``eviction_retry_s`` until it succeeds or no longer applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+
+import httpx2 as httpx
+from aiokafka import AIOKafkaConsumer
+from prometheus_client import Counter
+
+from streams.bridge import writes
+from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
+from streams.bridge.checkpoint import Checkpoint
+from streams.bridge.config import BridgeConfig, backoff_delay
+from streams.bridge.view import ClusterView
+from streams.schemas import codec
+
+log = logging.getLogger(__name__)
+
+WRITES = Counter("koord_bridge_writes", "Writes the bridge made or skipped", ["write", "result"])
+POLL_MS = 500
+
+
+class Actuator:
+    def __init__(self, api: KubeApi, consumer: AIOKafkaConsumer, checkpoint: Checkpoint, view: ClusterView,
+                 config: BridgeConfig) -> None:
+        self.api, self.consumer, self.checkpoint, self.view, self.config = api, consumer, checkpoint, view, config
+        self._next_eviction_retry = 0.0
+
+    async def run(self) -> None:
+        await self.view.wait_synced()
+        while True:
+            batches = await self.consumer.getmany(timeout_ms=POLL_MS)
+            for records in batches.values():
+                for message in records:
+                    if message.value is not None:
+                        await self._retrying(self.handle, *codec.decode(message.value))
+            if batches:
+                await self.consumer.commit()
+            if time.monotonic() >= self._next_eviction_retry:
+                self._next_eviction_retry = time.monotonic() + self.config.eviction_retry_s
+                for record in self.checkpoint.refused_evictions():
+                    await self._retrying(self.handle, "Eviction", record)
+
+    async def _retrying(self, call, *args) -> None:
+        """``call(*args)`` until the API server answers; a refusal for good is logged."""
+        attempt = 0
+        while True:
+            try:
+                return await call(*args)
+            except httpx.TransportError as error:
+                attempt += 1
+                log.warning("API server unreachable: %s: %s (retry %d)", type(error).__name__, error, attempt)
+            except ApiError as error:
+                if error.code < 500:
+                    WRITES.labels(error.resource, f"refused-{error.code}").inc()
+                    log.error("%s", error)
+                    return
+                attempt += 1
+                log.warning("%s (retry %d)", error, attempt)
+            await asyncio.sleep(backoff_delay(attempt, self.config))
+
+    async def handle(self, schema: str, record: dict) -> None:
+        if schema == "SchedulingDecision":
+            key = f"{record['pod']['namespace']}/{record['pod']['name']}"
+            write = writes.plan_scheduling(record, self.view.pods.get(key), self.config.scheduler_name)
+        elif schema == "NodeResource":
+            write = writes.plan_node_resources(record, self.view.nodes.get(record["nodeName"]))
+        elif schema == "Eviction":
+            pod = await self.api.get_pod(record["pod"]["namespace"], record["pod"]["name"])
+            write = writes.plan_eviction(record, writes.pod_view(pod) if pod else None)
+            if isinstance(write, writes.Skip):
+                self.checkpoint.settle_eviction(record["decisionId"])
+        else:
+            return
+        if isinstance(write, writes.Skip):
+            WRITES.labels(schema, "skipped").inc()
+            log.debug("%s %s: skipped: %s", schema, record["decisionId"], write.reason)
+            return
+        await self.write(write, record)
+
+    async def write(self, write: writes.Write, record: dict) -> None:
+        name = type(write).__name__
+        if isinstance(write, writes.Bind):
+            try:
+                await self.api.bind(write)
+            except ApiError as error:
+                if error.code != CONFLICT:
+                    raise
+                log.info("%s/%s: already bound (%s)", write.namespace, write.name, error.message)
+            self._bound(write)
+        elif isinstance(write, writes.MarkUnschedulable):
+            await self.api.mark_unschedulable(write, self.config.scheduler_name)
+        elif isinstance(write, writes.PatchNodeStatus):
+            await self.api.patch_node_status(write)
+        elif isinstance(write, writes.Evict):
+            try:
+                await self.api.evict(write)
+            except ApiError as error:
+                if error.code == TOO_MANY_REQUESTS:
+                    WRITES.labels(name, "refused-429").inc()
+                    log.warning("eviction of %s/%s refused, will retry: %s", write.namespace, write.name, error.message)
+                    self.checkpoint.refuse_eviction(write.decision_id, record)
+                    return
+                if error.code != NOT_FOUND:
+                    raise
+            self.checkpoint.settle_eviction(write.decision_id)
+        WRITES.labels(name, "written").inc()
+        log.info("%s %s", name, _describe(write))
+
+    def _bound(self, write: writes.Bind) -> None:
+        """The view shows the binding at once, so a duplicate decision read before the watch event skips."""
+        key = f"{write.namespace}/{write.name}"
+        if (pod := self.view.pods.get(key)) is not None and pod.uid == write.uid:
+            self.view.pods[key] = dataclasses.replace(pod, node_name=write.node)
+
+
+def _describe(write: writes.Write) -> str:
+    if isinstance(write, writes.PatchNodeStatus):
+        return f"node/{write.node} {dict(write.allocatable)}"
+    target = f"{write.namespace}/{write.name}"
+    return f"{target} -> {write.node}" if isinstance(write, writes.Bind) else target

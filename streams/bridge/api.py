@@ -1,0 +1,162 @@
+"""The API server over HTTP: list, watch and the bridge's writes, as raw JSON through lightkube's client.
+
+lightkube (``lightkube.config``) loads the kubeconfig and context and builds the httpx client with its
+TLS and credentials; the calls themselves are raw JSON, for three reasons: the manifest the bridge
+produces must be the object as the API server returned it (no model round trip); lightkube's watch
+answers a 410 Gone by silently restarting from "now", which would lose the changes in between, while
+the bridge must relist; and lightkube cannot decode the ``Status`` that ``pods/binding`` returns.
+
+Every failure is an :class:`ApiError` naming the verb and resource (``create pods/binding``), so a 403
+says which RBAC rule is missing; transport failures (server down) are ``httpx.TransportError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2 as httpx
+from lightkube import KubeConfig
+from lightkube.config.client_adapter import AsyncClient, ConnectionParams
+
+from streams.bridge.resources import WatchedResource
+from streams.bridge.writes import POD_SCHEDULED, Bind, Evict, MarkUnschedulable, PatchNodeStatus
+
+GONE, CONFLICT, TOO_MANY_REQUESTS, FORBIDDEN, NOT_FOUND = 410, 409, 429, 403, 404
+
+
+@dataclasses.dataclass
+class ApiError(Exception):
+    verb: str
+    resource: str
+    code: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.resource}: HTTP {self.code}: {self.message}"
+
+
+class KubeApi:
+    def __init__(self, kubeconfig: Path | None, context: str | None, watch_timeout_s: int = 300) -> None:
+        """``kubeconfig`` None: the pod's service account (in the cluster), else ``~/.kube/config``."""
+        config = (KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()).get(context)
+        if config is None:
+            raise ValueError(f"{kubeconfig}: no context {context!r}" if context else f"{kubeconfig}: no current context")
+        self.server = config.cluster.server
+        self.watch_timeout_s = watch_timeout_s
+        self.http = AsyncClient(config, ConnectionParams(timeout=httpx.Timeout(30.0, read=watch_timeout_s + 30.0)))
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def _call(self, verb: str, resource: str, method: str, path: str, body: dict | None = None,
+                    content_type: str = "application/json", params: dict | None = None) -> dict:
+        response = await self.http.request(method, path, params=params,
+                                           content=None if body is None else json.dumps(body).encode(),
+                                           headers={"Content-Type": content_type})
+        if response.status_code >= 400:
+            raise _error(verb, resource, response.status_code, response.content)
+        return response.json() if response.content else {}
+
+    async def list(self, resource: WatchedResource, page: int) -> tuple[list[dict], str]:
+        """Every object of ``resource`` (paged) and the collection's resourceVersion."""
+        items, params = [], {"limit": page, **_selector(resource)}
+        while True:
+            body = await self._call("list", resource.name, "GET", resource.collection_path(), params=params)
+            items.extend(body.get("items") or [])
+            if not (cont := (body.get("metadata") or {}).get("continue")):
+                return items, body["metadata"]["resourceVersion"]
+            params = {**params, "continue": cont}
+
+    async def watch(self, resource: WatchedResource, version: str) -> AsyncIterator[tuple[str, dict]]:
+        """(type, object) events after ``version``, bookmarks included, until the server ends the
+        request; an ERROR event (410 Gone when ``version`` is too old) raises ApiError."""
+        params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true",
+                  "timeoutSeconds": self.watch_timeout_s, **_selector(resource)}
+        async with self.http.stream("GET", resource.collection_path(), params=params) as response:
+            if response.status_code >= 400:
+                raise _error("watch", resource.name, response.status_code, await response.aread())
+            async for line in response.aiter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event["type"] == "ERROR":
+                    status = event["object"]
+                    raise ApiError("watch", resource.name, status.get("code", 500), status.get("message", ""))
+                yield event["type"], event["object"]
+
+    async def get_pod(self, namespace: str, name: str) -> dict | None:
+        try:
+            return await self._call("get", "pods", "GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except ApiError as error:
+            if error.code == NOT_FOUND:
+                return None
+            raise
+
+    async def bind(self, write: Bind) -> None:
+        """POST ``pods/binding``: the pod's node and ``write.annotations`` in one write (the API server
+        copies a Binding's annotations onto the pod); a second Binding of the pod is a 409.
+
+        Sent as raw JSON because lightkube cannot decode the ``Status`` this subresource answers with."""
+        binding = {"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": write.name, "namespace": write.namespace, "uid": write.uid,
+                                "annotations": dict(write.annotations)},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": write.node}}
+        await self._call("create", "pods/binding", "POST",
+                         f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/binding", binding)
+
+    async def mark_unschedulable(self, write: MarkUnschedulable, scheduler_name: str) -> None:
+        """An Event (FailedScheduling, named after the decision; a 409 means it exists) then the pod's
+        ``PodScheduled=False`` condition, as kube-scheduler writes both."""
+        now = _now()
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": write.event_name, "namespace": write.namespace},
+                 "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": write.namespace,
+                                    "name": write.name, "uid": write.uid},
+                 "reason": "FailedScheduling", "message": write.message, "type": "Warning",
+                 "source": {"component": scheduler_name}, "reportingComponent": scheduler_name,
+                 "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+        try:
+            await self._call("create", "events", "POST", f"/api/v1/namespaces/{write.namespace}/events", event)
+        except ApiError as error:
+            if error.code != CONFLICT:
+                raise
+        condition = {"type": POD_SCHEDULED, "status": "False", "reason": write.reason, "message": write.message,
+                     "lastProbeTime": None, "lastTransitionTime": now}
+        await self._call("patch", "pods/status", "PATCH",
+                         f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/status",
+                         {"metadata": {"uid": write.uid}, "status": {"conditions": [condition]}},
+                         "application/strategic-merge-patch+json")
+
+    async def patch_node_status(self, write: PatchNodeStatus) -> None:
+        await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
+                         {"status": {"capacity": dict(write.capacity), "allocatable": dict(write.allocatable)}},
+                         "application/merge-patch+json")
+
+    async def evict(self, write: Evict) -> None:
+        """POST ``pods/eviction`` (policy/v1) with the pod's uid as precondition; 429 when a
+        PodDisruptionBudget does not allow it now."""
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": write.name, "namespace": write.namespace},
+                    "deleteOptions": {"preconditions": {"uid": write.uid}} if write.uid else {}}
+        await self._call("create", "pods/eviction", "POST",
+                         f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/eviction", eviction)
+
+
+def _selector(resource: WatchedResource) -> dict:
+    return {"fieldSelector": resource.field_selector} if resource.field_selector else {}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _error(verb: str, resource: str, code: int, content: bytes) -> ApiError:
+    try:
+        message = json.loads(content).get("message", "")
+    except ValueError:
+        message = content.decode(errors="replace")[:500]
+    return ApiError(verb, resource, code, message)

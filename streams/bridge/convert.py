@@ -1,0 +1,58 @@
+"""API objects to the records ``koord apply`` and ``koord delete`` produce: one conversion path.
+
+A list response's items carry no ``apiVersion``/``kind``, so both are set from the watched resource;
+``metadata.managedFields`` is dropped (server-side apply bookkeeping, often larger than the object, read
+by nothing in koordstream). Everything else is the object as the API server returned it, so ``koord get``
+shows what the cluster holds. An object ``to_record`` refuses becomes a dead letter naming
+kind/namespace/name/resourceVersion and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from streams.bridge.resources import WatchedResource
+from streams.deadletter import dead_letter
+from streams.objects.documents import Document
+from streams.objects.kinds import KINDS
+from streams.objects.records import ObjectRecord, to_record
+
+STAGE = "bridge"
+"""The dead-letter stage of objects the bridge cannot convert."""
+
+
+def manifest(resource: WatchedResource, obj: dict) -> dict:
+    """The object as a manifest: its apiVersion and kind, without managedFields."""
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return {**obj, "apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata}
+
+
+def describe(resource: WatchedResource, obj: dict) -> str:
+    """"Pod default/web-1 resourceVersion 812": how logs and dead letters name an object."""
+    metadata = obj.get("metadata") or {}
+    where = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+    return f"{resource.kind} {where}{metadata.get('name')} resourceVersion {metadata.get('resourceVersion')}"
+
+
+def to_object_record(resource: WatchedResource, obj: dict) -> ObjectRecord:
+    """The record ``koord apply`` makes of this object; ManifestError when it cannot be converted."""
+    return to_record(Document(f"{resource.name}:{describe(resource, obj)}", 0, 0, manifest(resource, obj)))
+
+
+def object_key(resource: WatchedResource, obj: dict) -> str:
+    """The topic key of the object (what ``koord delete`` tombstones)."""
+    metadata = obj.get("metadata") or {}
+    return KINDS[resource.kind].key(metadata.get("namespace"), metadata["name"])
+
+
+def topic_id(resource: WatchedResource) -> str:
+    return KINDS[resource.kind].topic
+
+
+def dead_letter_record(resource: WatchedResource, obj: dict, reason: str, source_topic: str) -> dict:
+    """A DeadLetter for an object that cannot be converted. It has no source offset (it never reached a
+    topic): partition and offset are -1, the key is the topic key, the payload the object's JSON."""
+    payload = json.dumps(manifest(resource, obj), sort_keys=True, separators=(",", ":")).encode()
+    return dead_letter(STAGE, source_topic, -1, -1, object_key(resource, obj).encode(), payload,
+                       f"{describe(resource, obj)}: {reason}", int(time.time() * 1000))

@@ -1,0 +1,61 @@
+"""The bridge process: the reflectors, and in active mode the actuator, until SIGTERM or SIGINT.
+
+Start order: the checkpoint, the producer, then one reflector per watched resource (Nodes listed before
+Pods, so pods find their nodes), then the actuator, which waits until Pods and Nodes are listed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from streams import kafka
+from streams.bridge.actuator import Actuator
+from streams.bridge.api import KubeApi
+from streams.bridge.checkpoint import Checkpoint
+from streams.bridge.config import ACTIVE, BridgeConfig
+from streams.bridge.reflector import Reflector
+from streams.bridge.resources import NOT_CONVERTED, WATCHED
+from streams.bridge.view import ClusterView
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FILE = "checkpoint.sqlite"
+
+
+async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> None:
+    """Run until a SIGTERM or SIGINT; then stop every task and close the clients."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    checkpoint = Checkpoint(config.state_dir / CHECKPOINT_FILE)
+    api = KubeApi(config.kubeconfig, config.context, config.watch_timeout_s)
+    view = ClusterView()
+    log.info("bridge in %s mode against %s; not converted yet, so not watched: %s", config.mode, api.server,
+             ", ".join(NOT_CONVERTED))
+    try:
+        async with kafka.producer(bootstrap) as producer:
+            tasks = [asyncio.create_task(Reflector(resource, api, producer, topics, checkpoint, view, config).run(),
+                                         name=resource.name) for resource in WATCHED]
+            consumer = None
+            if config.mode == ACTIVE:
+                consumer = kafka.consumer(bootstrap, [topics["decisions"], topics["noderesources"]],
+                                          config.consumer_group, from_beginning=True)
+                await consumer.start()
+                tasks.append(asyncio.create_task(Actuator(api, consumer, checkpoint, view, config).run(),
+                                                 name="actuator"))
+            stopped = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if consumer is not None:
+                await consumer.stop()
+            for task in done - {stopped}:
+                task.result()
+    finally:
+        await api.close()
+        checkpoint.close()
+    log.info("bridge stopped")

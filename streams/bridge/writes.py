@@ -1,0 +1,177 @@
+"""Which write a decision asks of the cluster, given what the cluster shows: the bridge's idempotency.
+
+Every write is keyed by what the decision asks for, checked against the object the watch last saw:
+
+- **Scheduled** -> a Binding to the node, carrying the annotations the API server copies onto the pod in
+  the same write: :data:`DECISION_ANNOTATION` (the decision id it was bound for) and Koordinator's
+  ``scheduling.koordinator.sh/resource-status`` when the decision has one. Skipped when the pod is bound
+  already (to that node: done; to another: reported). The API server refuses a second Binding (409), so a
+  decision replayed before the watch shows the first binding still binds once.
+- **Unschedulable** -> an Event named after the decision id (a second create is a 409, i.e. done), then the
+  ``PodScheduled=False`` condition with reason and message as kube-scheduler writes it; skipped when the
+  pod is bound or already shows that condition.
+- **NodeResource** -> capacity and allocatable of ``kubernetes.io/{batch,mid}-{cpu,memory}`` on the node's
+  status, as koord-manager writes them (cpu in milli-cores, memory in bytes, both plain integers; capacity
+  equals allocatable); skipped when the node shows those values.
+- **Eviction** -> an Eviction (policy/v1, so PodDisruptionBudgets are honoured); skipped when the pod is
+  gone, is another pod of that name (uid), or is being deleted already, so it never evicts twice.
+
+Only pods whose ``spec.schedulerName`` is the bridge's are bound or marked; decisions about other pods
+are koordstream's opinion, which the shadow report compares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from streams.koordinator.annotations import ANNOTATION_RESOURCE_STATUS
+from streams.koordinator.resources import EXTENDED_RESOURCES
+
+DECISION_ANNOTATION = "koordstream.io/decision-id"
+"""Pod annotation: the SchedulingDecision the pod was bound for."""
+SCHEDULED, UNSCHEDULABLE = "Scheduled", "Unschedulable"
+POD_SCHEDULED = "PodScheduled"
+
+
+@dataclasses.dataclass(frozen=True)
+class PodView:
+    """What the bridge needs to know of a pod, from its last watched version."""
+
+    namespace: str
+    name: str
+    uid: str
+    scheduler_name: str
+    node_name: str | None
+    deleting: bool
+    scheduled_condition: tuple[str, str, str] | None
+    """(status, reason, message) of the PodScheduled condition, when there is one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeView:
+    name: str
+    capacity: Mapping[str, str]
+    allocatable: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Bind:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    annotations: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class MarkUnschedulable:
+    namespace: str
+    name: str
+    uid: str
+    decision_id: str
+    reason: str
+    message: str
+
+    @property
+    def event_name(self) -> str:
+        return f"{self.name}.{self.decision_id}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchNodeStatus:
+    node: str
+    capacity: Mapping[str, str]
+    allocatable: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Evict:
+    namespace: str
+    name: str
+    uid: str | None
+    decision_id: str
+    reason: str
+    message: str
+
+
+Write = Bind | MarkUnschedulable | PatchNodeStatus | Evict
+
+
+def pod_view(obj: dict) -> PodView:
+    metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    condition = next(((c.get("status", ""), c.get("reason", ""), c.get("message", ""))
+                      for c in status.get("conditions") or [] if c.get("type") == POD_SCHEDULED), None)
+    return PodView(metadata.get("namespace", ""), metadata["name"], metadata.get("uid", ""),
+                   spec.get("schedulerName") or "default-scheduler", spec.get("nodeName") or None,
+                   bool(metadata.get("deletionTimestamp")), condition)
+
+
+def node_view(obj: dict) -> NodeView:
+    status = obj.get("status") or {}
+    return NodeView(obj["metadata"]["name"], dict(status.get("capacity") or {}), dict(status.get("allocatable") or {}))
+
+
+def _same_pod(pod: PodView | None, uid: str | None) -> str | None:
+    """Why a decision about ``uid`` does not apply to ``pod``; None when it does."""
+    if pod is None:
+        return "the pod no longer exists"
+    if uid and pod.uid and uid != pod.uid:
+        return f"the decision was for an earlier pod of that name (uid {uid}, now {pod.uid})"
+    if pod.deleting:
+        return "the pod is being deleted"
+    return None
+
+
+def plan_scheduling(decision: Mapping, pod: PodView | None, scheduler_name: str) -> Write | Skip:
+    """The write a SchedulingDecision asks for, or why there is none."""
+    result = decision["result"]
+    if result not in (SCHEDULED, UNSCHEDULABLE):
+        return Skip(f"a {result} decision asks for no write")
+    if (why := _same_pod(pod, decision["pod"].get("uid"))) is not None:
+        return Skip(why)
+    if pod.scheduler_name != scheduler_name:
+        return Skip(f"the pod names scheduler {pod.scheduler_name}, not {scheduler_name}")
+    node = decision.get("nodeName")
+    if result == SCHEDULED:
+        if pod.node_name == node:
+            return Skip(f"already bound to {node}")
+        if pod.node_name:
+            return Skip(f"bound to {pod.node_name} by another client; koordstream chose {node}")
+        annotations = {DECISION_ANNOTATION: decision["decisionId"]}
+        if status := (decision.get("annotations") or {}).get(ANNOTATION_RESOURCE_STATUS):
+            annotations[ANNOTATION_RESOURCE_STATUS] = status
+        return Bind(pod.namespace, pod.name, pod.uid, node, annotations)
+    if pod.node_name:
+        return Skip(f"already bound to {pod.node_name}")
+    reason, message = decision.get("reason") or UNSCHEDULABLE, decision.get("message") or ""
+    if pod.scheduled_condition == ("False", reason, message):
+        return Skip("the pod shows this condition already")
+    return MarkUnschedulable(pod.namespace, pod.name, pod.uid, decision["decisionId"], reason, message)
+
+
+def plan_node_resources(record: Mapping, node: NodeView | None) -> PatchNodeStatus | Skip:
+    """The node-status patch a NodeResource asks for, or why there is none."""
+    if node is None:
+        return Skip("the node no longer exists")
+    allocatable = {name: str(int(record["allocatable"][name]))
+                   for name in EXTENDED_RESOURCES if name in (record.get("allocatable") or {})}
+    if not allocatable:
+        return Skip("no batch or mid resources in the decision")
+    if all(node.allocatable.get(k) == v and node.capacity.get(k) == v for k, v in allocatable.items()):
+        return Skip("the node shows these values already")
+    return PatchNodeStatus(node.name, allocatable, allocatable)
+
+
+def plan_eviction(eviction: Mapping, pod: PodView | None) -> Evict | Skip:
+    """The Eviction an Eviction decision asks for, or why there is none."""
+    uid = eviction["pod"].get("uid")
+    if (why := _same_pod(pod, uid)) is not None:
+        return Skip(why)
+    return Evict(pod.namespace, pod.name, uid or pod.uid, eviction["decisionId"], eviction["reason"],
+                 eviction.get("message") or "")
