@@ -1,0 +1,63 @@
+"""The bridge's idempotency: which write a decision asks for, given what the cluster shows."""
+
+import pytest
+
+from streams.bridge import writes
+from streams.bridge.writes import Bind, Evict, MarkUnschedulable, PatchNodeStatus, PodView, Skip
+
+OURS = "koord-scheduler"
+
+
+def pod(node=None, scheduler=OURS, uid="u1", deleting=False, condition=None) -> PodView:
+    return PodView("default", "web", uid, scheduler, node, deleting, condition)
+
+
+def decision(result="Scheduled", node="n1", uid="u1", **extra) -> dict:
+    return {"decisionId": "d1", "result": result, "nodeName": node, "pod": {"namespace": "default", "name": "web",
+                                                                             "uid": uid}, **extra}
+
+
+@pytest.mark.parametrize("case, record, view, expected", [
+    ("binds a pending pod", decision(), pod(),
+     Bind("default", "web", "u1", "n1", {writes.DECISION_ANNOTATION: "d1"})),
+    ("carries the resource status", decision(annotations={"scheduling.koordinator.sh/resource-status": "{}"}), pod(),
+     Bind("default", "web", "u1", "n1", {writes.DECISION_ANNOTATION: "d1",
+                                          "scheduling.koordinator.sh/resource-status": "{}"})),
+    ("already bound there", decision(), pod(node="n1"), Skip("already bound to n1")),
+    ("bound elsewhere", decision(), pod(node="n2"), Skip("bound to n2 by another client; koordstream chose n1")),
+    ("another scheduler's pod", decision(), pod(scheduler="default-scheduler"),
+     Skip("the pod names scheduler default-scheduler, not koord-scheduler")),
+    ("an earlier pod of that name", decision(uid="old"), pod(),
+     Skip("the decision was for an earlier pod of that name (uid old, now u1)")),
+    ("gone", decision(), None, Skip("the pod no longer exists")),
+    ("Bound asks nothing", decision(result="Bound"), pod(), Skip("a Bound decision asks for no write")),
+    ("marks unschedulable", decision("Unschedulable", None, reason="Unschedulable", message="0/1 nodes"), pod(),
+     MarkUnschedulable("default", "web", "u1", "d1", "Unschedulable", "0/1 nodes")),
+    ("condition already shown", decision("Unschedulable", None, reason="Unschedulable", message="0/1 nodes"),
+     pod(condition=("False", "Unschedulable", "0/1 nodes")), Skip("the pod shows this condition already")),
+])
+def test_plan_scheduling(case, record, view, expected):
+    assert writes.plan_scheduling(record, view, OURS) == expected
+
+
+def test_node_resources_as_koord_manager_writes_them():
+    record = {"allocatable": {"cpu": 4000, "kubernetes.io/batch-cpu": 25000, "kubernetes.io/batch-memory": 33 * 10**9}}
+    node = writes.NodeView("n1", {}, {})
+    assert writes.plan_node_resources(record, node) == PatchNodeStatus(
+        "n1", {"kubernetes.io/batch-cpu": "25000", "kubernetes.io/batch-memory": "33000000000"},
+        {"kubernetes.io/batch-cpu": "25000", "kubernetes.io/batch-memory": "33000000000"})
+    shown = writes.NodeView("n1", {"kubernetes.io/batch-cpu": "25000", "kubernetes.io/batch-memory": "33000000000"},
+                            {"kubernetes.io/batch-cpu": "25000", "kubernetes.io/batch-memory": "33000000000"})
+    assert writes.plan_node_resources(record, shown) == Skip("the node shows these values already")
+
+
+@pytest.mark.parametrize("case, view, expected", [
+    ("evicts", pod(node="n1"), Evict("default", "web", "u1", "e1", "EvictPodByNodeMemoryUsage", "")),
+    ("being deleted already", pod(node="n1", deleting=True), Skip("the pod is being deleted")),
+    ("another pod of that name", pod(node="n1", uid="u2"),
+     Skip("the decision was for an earlier pod of that name (uid u1, now u2)")),
+])
+def test_plan_eviction(case, view, expected):
+    eviction = {"decisionId": "e1", "reason": "EvictPodByNodeMemoryUsage", "pod": {"namespace": "default",
+                                                                                  "name": "web", "uid": "u1"}}
+    assert writes.plan_eviction(eviction, view) == expected
