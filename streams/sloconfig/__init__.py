@@ -3,7 +3,7 @@
 | module | what |
 | --- | --- |
 | ``configmap`` | ``SloConfig`` and ``parse_slo_config``: the whole ConfigMap, every section parsed once |
-| ``document`` | the data keys, ``ConfigError``, Go-typed JSON decoding, ``nodeConfigs`` selectors |
+| ``document`` | the data keys, ``ConfigError``, Go-typed JSON decoding, the merge rule (``overlay``), ``Section`` |
 | ``colocation`` | ``colocation-config``: ``ColocationStrategy`` per node (annotation and label overlays) |
 | ``cpunormalization`` | ``cpu-normalization-config``: ratio models per node |
 | ``nodeqos`` | thresholds, resource QoS, CPU burst, system, host applications: ``NodeQoSStrategy`` per node |

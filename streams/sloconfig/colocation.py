@@ -29,8 +29,9 @@ from streams.koordinator.annotations import ANNOTATION_COLOCATION_STRATEGY
 from streams.koordinator.labels import (
     LABEL_CPU_RECLAIM_RATIO, LABEL_MEMORY_RECLAIM_RATIO, LABEL_MID_STATIC_CPU_RESERVED_RATIO,
     LABEL_MID_STATIC_MEMORY_RESERVED_RATIO)
-from streams.sloconfig.document import COLOCATION_CONFIG_KEY, ConfigError, decode_value, node_profiles, parse_json
-from streams.sloconfig.selectors import LabelSelector
+from streams.sloconfig.document import (
+    COLOCATION_CONFIG_KEY, ConfigError, Section, decode_bool, decode_durations, decode_float, decode_int,
+    decode_string, overlay, parse_json, parse_section, strategy_decoder)
 
 CALCULATE_BY_USAGE = "usage"
 CALCULATE_BY_REQUEST = "request"
@@ -114,66 +115,44 @@ class ColocationStrategy:
         if not self.metric_memory_collect_policy:
             raise ConfigError(f"{where}: metricMemoryCollectPolicy must not be empty")
 
-    def merged(self, overlay: Mapping[str, object]) -> ColocationStrategy:
-        """``util.MergeCfg``: the fields in ``overlay`` (attribute names) replace ours."""
-        return dataclasses.replace(self, **overlay) if overlay else self
+    def merged(self, changes: Mapping[str, object]) -> ColocationStrategy:
+        """The fields named in ``changes`` (attribute names) replaced."""
+        return dataclasses.replace(self, **changes) if changes else self
 
 
-_STRATEGY_JSON = {
-    "enable": ("enable", bool),
-    "metricAggregateDurationSeconds": ("metric_aggregate_duration_seconds", int),
-    "metricReportIntervalSeconds": ("metric_report_interval_seconds", int),
-    "metricAggregatePolicy": ("metric_aggregate_durations", "durations"),
-    "metricMemoryCollectPolicy": ("metric_memory_collect_policy", str),
-    "cpuReclaimThresholdPercent": ("cpu_reclaim_threshold_percent", int),
-    "cpuCalculatePolicy": ("cpu_calculate_policy", str),
-    "memoryReclaimThresholdPercent": ("memory_reclaim_threshold_percent", int),
-    "memoryCalculatePolicy": ("memory_calculate_policy", str),
-    "degradeTimeMinutes": ("degrade_time_minutes", int),
-    "updateTimeThresholdSeconds": ("update_time_threshold_seconds", int),
-    "resourceDiffThreshold": ("resource_diff_threshold", float),
-    "midReclaimMode": ("mid_reclaim_mode", str),
-    "midCPUThresholdPercent": ("mid_cpu_threshold_percent", int),
-    "midMemoryThresholdPercent": ("mid_memory_threshold_percent", int),
-    "midUnallocatedPercent": ("mid_unallocated_percent", int),
-    "midStaticCPUReservedPercent": ("mid_static_cpu_reserved_percent", int),
-    "midStaticMemoryReservedPercent": ("mid_static_memory_reserved_percent", int),
-    "batchCPUThresholdPercent": ("batch_cpu_threshold_percent", int),
-    "batchMemoryThresholdPercent": ("batch_memory_threshold_percent", int),
+_STRATEGY_FIELDS = {
+    "enable": ("enable", decode_bool),
+    "metricAggregateDurationSeconds": ("metric_aggregate_duration_seconds", decode_int),
+    "metricReportIntervalSeconds": ("metric_report_interval_seconds", decode_int),
+    "metricAggregatePolicy": ("metric_aggregate_durations", decode_durations),
+    "metricMemoryCollectPolicy": ("metric_memory_collect_policy", decode_string),
+    "cpuReclaimThresholdPercent": ("cpu_reclaim_threshold_percent", decode_int),
+    "cpuCalculatePolicy": ("cpu_calculate_policy", decode_string),
+    "memoryReclaimThresholdPercent": ("memory_reclaim_threshold_percent", decode_int),
+    "memoryCalculatePolicy": ("memory_calculate_policy", decode_string),
+    "degradeTimeMinutes": ("degrade_time_minutes", decode_int),
+    "updateTimeThresholdSeconds": ("update_time_threshold_seconds", decode_int),
+    "resourceDiffThreshold": ("resource_diff_threshold", decode_float),
+    "midReclaimMode": ("mid_reclaim_mode", decode_string),
+    "midCPUThresholdPercent": ("mid_cpu_threshold_percent", decode_int),
+    "midMemoryThresholdPercent": ("mid_memory_threshold_percent", decode_int),
+    "midUnallocatedPercent": ("mid_unallocated_percent", decode_int),
+    "midStaticCPUReservedPercent": ("mid_static_cpu_reserved_percent", decode_int),
+    "midStaticMemoryReservedPercent": ("mid_static_memory_reserved_percent", decode_int),
+    "batchCPUThresholdPercent": ("batch_cpu_threshold_percent", decode_int),
+    "batchMemoryThresholdPercent": ("batch_memory_threshold_percent", decode_int),
 }
-"""JSON name -> (attribute, Go type) of the ``ColocationStrategy`` fields."""
-
-def decode_strategy_overlay(raw: Mapping[str, object], where: str) -> dict[str, object]:
-    """The strategy fields present (and not null) in a decoded JSON object, as attribute -> value."""
-    overlay = {}
-    for name, (attribute, kind) in _STRATEGY_JSON.items():
-        value = raw.get(name)
-        if value is not None:
-            overlay[attribute] = decode_value(value, kind, f"{where}.{name}")
-    return overlay
+"""The JSON fields of ``ColocationStrategy`` (every one a pointer)."""
 
 
 @dataclasses.dataclass(frozen=True)
-class NodeColocationConfig:
-    name: str
-    selector: LabelSelector
-    strategy: ColocationStrategy
-    """Already merged over the cluster strategy."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ColocationConfig:
+class ColocationConfig(Section[ColocationStrategy]):
     strategy: ColocationStrategy = ColocationStrategy()
-    node_configs: tuple[NodeColocationConfig, ...] = ()
 
-    def for_node(self, labels: Mapping[str, str], annotations: Mapping[str, str]) -> ColocationStrategy:
+    def for_node(self, labels: Mapping[str, str],
+                 annotations: Mapping[str, str] = MappingProxyType({})) -> ColocationStrategy:
         """``GetNodeColocationStrategy``: node config, then the node annotation, then the ratio labels."""
-        strategy = self.strategy
-        for node_config in self.node_configs:
-            if node_config.selector.matches(labels):
-                strategy = node_config.strategy
-                break
-        return strategy_for_node_metadata(strategy, labels, annotations)
+        return strategy_for_node_metadata(super().for_node(labels), labels, annotations)
 
     def enabled(self, node_strategy: ColocationStrategy) -> bool:
         """``isColocationCfgDisabled`` negated: the cluster switch and the node's strategy must both be on."""
@@ -200,41 +179,23 @@ def strategy_for_node_metadata(strategy: ColocationStrategy, labels: Mapping[str
         try:
             raw = json.loads(text)
             if isinstance(raw, dict):
-                strategy = strategy.merged(decode_strategy_overlay(raw, ANNOTATION_COLOCATION_STRATEGY))
+                strategy = overlay(strategy, raw, _STRATEGY_FIELDS, ANNOTATION_COLOCATION_STRATEGY)
         except ValueError:
             pass
-    overlay = {}
+    percents = {}
     for key, attribute in ((LABEL_CPU_RECLAIM_RATIO, "cpu_reclaim_threshold_percent"),
                            (LABEL_MEMORY_RECLAIM_RATIO, "memory_reclaim_threshold_percent"),
                            (LABEL_MID_STATIC_CPU_RESERVED_RATIO, "mid_static_cpu_reserved_percent"),
                            (LABEL_MID_STATIC_MEMORY_RESERVED_RATIO, "mid_static_memory_reserved_percent")):
         percent = _reclaim_percent(labels, key)
         if percent is not None:
-            overlay[attribute] = percent
-    return strategy.merged(overlay)
+            percents[attribute] = percent
+    return strategy.merged(percents)
 
 
 def parse_colocation_config(text: str | None) -> ColocationConfig:
     if not text:
         return ColocationConfig()
-    raw = parse_json(text, COLOCATION_CONFIG_KEY)
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{COLOCATION_CONFIG_KEY}: must be a JSON object")
-    try:
-        cluster = ColocationStrategy().merged(decode_strategy_overlay(raw, COLOCATION_CONFIG_KEY))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    cluster.validate(COLOCATION_CONFIG_KEY)
-    node_configs = []
-    for index, (name, selector, entry) in enumerate(node_profiles(raw.get("nodeConfigs"),
-                                                                   COLOCATION_CONFIG_KEY, strict=True)):
-        where = f"{COLOCATION_CONFIG_KEY}: nodeConfigs[{index}]"
-        try:
-            strategy = cluster.merged(decode_strategy_overlay(entry, where))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        strategy.validate(where)
-        node_configs.append(NodeColocationConfig(name, selector, strategy))
-    return ColocationConfig(cluster, tuple(node_configs))
-
-
+    section = parse_section(parse_json(text, COLOCATION_CONFIG_KEY), COLOCATION_CONFIG_KEY, ColocationStrategy(),
+                            strategy_decoder(_STRATEGY_FIELDS), cluster=None, nodes="nodeConfigs", strict=True)
+    return ColocationConfig(section.strategy, section.node_configs)

@@ -3,8 +3,8 @@
 The webhook checks no cpu-normalization-config beyond its JSON, so neither do we: a node config
 without a valid selector matches no node, and the ratio range [1, 5] is checked per node when the
 ratio is calculated (the v1.4 article's model, whose Hyper-Threading-only ratio is 0.82, loads).
-A node config is merged over the cluster strategy; ``ratioModel`` entries are merged per CPU model
-(an entry replaces the cluster's entry for that model, as Go decodes into a map).
+A node config is merged over the cluster strategy (``document.overlay``): a ``ratioModel`` entry
+replaces the cluster's entry for that CPU model whole, as Go decodes an object into a map.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.sloconfig.document import (
-    CPU_NORMALIZATION_CONFIG_KEY, ConfigError, decode_value, node_profiles, parse_json)
-from streams.sloconfig.selectors import LabelSelector
+    CPU_NORMALIZATION_CONFIG_KEY, MapOf, Section, Struct, decode_bool, decode_float, parse_json, parse_section,
+    strategy_decoder)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,11 +28,11 @@ class ModelRatio:
     hyper_thread_turbo_enabled_ratio: float | None = None
 
 
-_MODEL_RATIO_JSON = {
-    "baseRatio": "base_ratio",
-    "hyperThreadEnabledRatio": "hyper_thread_enabled_ratio",
-    "turboEnabledRatio": "turbo_enabled_ratio",
-    "hyperThreadTurboEnabledRatio": "hyper_thread_turbo_enabled_ratio",
+_MODEL_RATIO_FIELDS = {
+    "baseRatio": ("base_ratio", decode_float),
+    "hyperThreadEnabledRatio": ("hyper_thread_enabled_ratio", decode_float),
+    "turboEnabledRatio": ("turbo_enabled_ratio", decode_float),
+    "hyperThreadTurboEnabledRatio": ("hyper_thread_turbo_enabled_ratio", decode_float),
 }
 
 
@@ -47,72 +47,23 @@ class CPUNormalizationStrategy:
     ratio_model: Mapping[str, ModelRatio] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     """CPU model name (``cpuModel`` of the node's CPU basic info) -> ratios."""
 
-    def merged(self, overlay: Mapping[str, object]) -> CPUNormalizationStrategy:
-        """``util.MergeCfg``: set fields replace ours; ``ratioModel`` entries are merged per CPU model."""
-        if not overlay:
-            return self
-        changes = dict(overlay)
-        if "ratio_model" in changes:
-            changes["ratio_model"] = MappingProxyType({**self.ratio_model, **changes["ratio_model"]})
-        return dataclasses.replace(self, **changes)
 
-
-def _decode_cpu_normalization_overlay(raw: Mapping[str, object], where: str) -> dict[str, object]:
-    overlay: dict[str, object] = {}
-    if raw.get("enable") is not None:
-        overlay["enable"] = decode_value(raw["enable"], bool, f"{where}.enable")
-    if raw.get("defaultRatio") is not None:
-        overlay["default_ratio"] = decode_value(raw["defaultRatio"], float, f"{where}.defaultRatio")
-    model = raw.get("ratioModel")
-    if model is not None:
-        if not isinstance(model, dict):
-            raise ValueError(f"{where}.ratioModel: expected an object")
-        ratios = {}
-        for cpu_model, entry in model.items():
-            if not isinstance(entry, dict):
-                raise ValueError(f"{where}.ratioModel[{cpu_model!r}]: expected an object")
-            fields = {attribute: decode_value(entry[name], float, f"{where}.ratioModel[{cpu_model!r}].{name}")
-                      for name, attribute in _MODEL_RATIO_JSON.items() if entry.get(name) is not None}
-            ratios[cpu_model] = ModelRatio(**fields)
-        overlay["ratio_model"] = ratios
-    return overlay
+_STRATEGY_FIELDS = {
+    "enable": ("enable", decode_bool),
+    "defaultRatio": ("default_ratio", decode_float),
+    "ratioModel": ("ratio_model", MapOf(Struct(_MODEL_RATIO_FIELDS), ModelRatio())),
+}
 
 
 @dataclasses.dataclass(frozen=True)
-class NodeCPUNormalizationConfig:
-    name: str
-    selector: LabelSelector
-    strategy: CPUNormalizationStrategy
-    """Already merged over the cluster strategy."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CPUNormalizationConfig:
+class CPUNormalizationConfig(Section[CPUNormalizationStrategy]):
     strategy: CPUNormalizationStrategy = CPUNormalizationStrategy()
-    node_configs: tuple[NodeCPUNormalizationConfig, ...] = ()
-
-    def for_node(self, labels: Mapping[str, str]) -> CPUNormalizationStrategy:
-        """``configHandler.GetStrategyCopy``: the first matching node config, else the cluster strategy."""
-        for node_config in self.node_configs:
-            if node_config.selector.matches(labels):
-                return node_config.strategy
-        return self.strategy
 
 
 def parse_cpu_normalization_config(text: str | None) -> CPUNormalizationConfig:
     if text is None:
         return CPUNormalizationConfig()
-    raw = parse_json(text, CPU_NORMALIZATION_CONFIG_KEY)
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{CPU_NORMALIZATION_CONFIG_KEY}: must be a JSON object")
-    try:
-        cluster = CPUNormalizationStrategy().merged(
-            _decode_cpu_normalization_overlay(raw, CPU_NORMALIZATION_CONFIG_KEY))
-        node_configs = []
-        for index, (name, selector, entry) in enumerate(node_profiles(raw.get("nodeConfigs"),
-                                                                       CPU_NORMALIZATION_CONFIG_KEY, strict=False)):
-            overlay = _decode_cpu_normalization_overlay(entry, f"{CPU_NORMALIZATION_CONFIG_KEY}: nodeConfigs[{index}]")
-            node_configs.append(NodeCPUNormalizationConfig(name, selector, cluster.merged(overlay)))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    return CPUNormalizationConfig(cluster, tuple(node_configs))
+    section = parse_section(parse_json(text, CPU_NORMALIZATION_CONFIG_KEY), CPU_NORMALIZATION_CONFIG_KEY,
+                            CPUNormalizationStrategy(), strategy_decoder(_STRATEGY_FIELDS), cluster=None,
+                            nodes="nodeConfigs", strict=False)
+    return CPUNormalizationConfig(section.strategy, section.node_configs)

@@ -9,14 +9,12 @@ Keys and shapes (``apis/configuration/slo_controller_config.go``, types in
 - ``system-config``: ``{"clusterStrategy": SystemStrategy, "nodeStrategies": [...]}``;
 - ``host-application-config``: ``{"applications": [...], "nodeConfigs": [{..., "applications": [...]}]}``.
 
-Each node strategy carries ``name`` and ``nodeSelector`` inline. Merging is the
-slo-controller's (``util.MergeCfg``, a JSON overlay where absent or null fields
-keep the older value, nested objects merged field by field): the cluster
-strategy over the defaults (``sloconfig.Default*Strategy``), a node strategy
-over the merged cluster strategy; for a node, the first node strategy whose
-selector matches its labels wins (an invalid or missing selector matches no
-node, as the controller treats it). Host applications of a matching node config
-replace the cluster list.
+Each node strategy carries ``name`` and ``nodeSelector`` inline. Merging is
+``document.overlay`` (``util.MergeCfg``): the cluster strategy over the defaults
+(``sloconfig.Default*Strategy``), a node strategy over the merged cluster
+strategy; for a node, the first node strategy whose selector matches its labels
+wins (an invalid or missing selector matches no node, as the controller treats
+it). Host applications of a matching node config replace the cluster list.
 
 Validation follows the struct tags (the webhook): percents in [0, 100],
 ``memoryEvictLowerPercent < memoryEvictThresholdPercent``,
@@ -31,17 +29,19 @@ config stays in force.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_SYSTEM
 from streams.objects.quantity import QuantityError, to_canonical
 from streams.sloconfig.document import (
     CPU_BURST_CONFIG_KEY, HOST_APPLICATION_CONFIG_KEY, RESOURCE_QOS_CONFIG_KEY, RESOURCE_THRESHOLD_CONFIG_KEY,
-    SYSTEM_CONFIG_KEY, ConfigError, node_profiles)
-from streams.sloconfig.selectors import LabelSelector
+    SYSTEM_CONFIG_KEY, ConfigError, Section, Struct, decode_bool, decode_int, decode_int_or_string,
+    decode_omitempty_string, decode_string, overlay, parse_section, require_object, strategy_decoder,
+    type_error)
+
+T = TypeVar("T")
 
 SUPPRESS_CPUSET = "cpuset"
 SUPPRESS_CFS_QUOTA = "cfsQuota"
@@ -257,25 +257,10 @@ class NodeQoSStrategy:
     host_apps: tuple[HostApplication, ...] = ()
 
 
-T = TypeVar("T")
-
-
-@dataclasses.dataclass(frozen=True)
-class Section(Generic[T]):
-    """One key: its cluster strategy and the node strategies (already merged over it)."""
-
-    cluster: T
-    nodes: tuple[tuple[str, LabelSelector, T], ...] = ()
-
-    def for_node(self, labels: Mapping[str, str]) -> T:
-        for _, selector, strategy in self.nodes:
-            if selector.matches(labels):
-                return strategy
-        return self.cluster
-
-
 @dataclasses.dataclass(frozen=True)
 class NodeQoSConfig:
+    """The node-QoS keys; ``for_node`` resolves each for a node's labels."""
+
     threshold: Section[ResourceThresholdStrategy] = Section(ResourceThresholdStrategy())
     qos: Section[ResourceQoSStrategy] = Section(ResourceQoSStrategy())
     burst: Section[CPUBurstStrategy] = Section(CPUBurstStrategy())
@@ -301,107 +286,68 @@ def _percent(value: int | None, where: str) -> None:
         raise ConfigError(f"{where} must be in [0, 100], got {value}")
 
 
-def merge_json(base: object, overlay: object) -> object:
-    """``util.MergeCfg``: ``overlay``'s non-null fields replace ``base``'s, objects merged field by field."""
-    if not isinstance(base, dict) or not isinstance(overlay, dict):
-        return base if overlay is None else overlay
-    merged = dict(base)
-    for key, value in overlay.items():
-        if value is not None:
-            merged[key] = merge_json(base.get(key), value)
-    return merged
+_THRESHOLD_FIELDS = {
+    "enable": ("enable", decode_bool),
+    "cpuSuppressThresholdPercent": ("cpu_suppress_threshold_percent", decode_int),
+    "cpuSuppressMinPercent": ("cpu_suppress_min_percent", decode_int),
+    "cpuSuppressPolicy": ("cpu_suppress_policy", decode_omitempty_string),
+    "memoryEvictThresholdPercent": ("memory_evict_threshold_percent", decode_int),
+    "memoryEvictLowerPercent": ("memory_evict_lower_percent", decode_int),
+    "cpuEvictBESatisfactionUpperPercent": ("cpu_evict_be_satisfaction_upper_percent", decode_int),
+    "cpuEvictBESatisfactionLowerPercent": ("cpu_evict_be_satisfaction_lower_percent", decode_int),
+    "cpuEvictBEUsageThresholdPercent": ("cpu_evict_be_usage_threshold_percent", decode_int),
+    "cpuEvictTimeWindowSeconds": ("cpu_evict_time_window_seconds", decode_int),
+    "cpuEvictPolicy": ("cpu_evict_policy", decode_omitempty_string),
+}
+"""``ResourceThresholdStrategy``: pointers but for the two policies (``omitempty`` strings)."""
+
+_POLICY_FIELDS = {
+    "cpuPolicy": ("cpu_policy", decode_string),
+    "netQOSPolicy": ("net_policy", decode_string),
+}
+"""``ResourceQOSPolicies``, held on ``ResourceQoSStrategy`` itself."""
+
+_CLASS_FIELDS = {
+    "cpuQOS": ("cpu", Struct({
+        "enable": ("enable", decode_bool),
+        "groupIdentity": ("group_identity", decode_int),
+        "schedIdle": ("sched_idle", decode_int),
+        "coreExpeller": ("core_expeller", decode_bool),
+    })),
+    "resctrlQOS": ("resctrl", Struct({
+        "enable": ("enable", decode_bool),
+        "catRangeStartPercent": ("cat_range_start_percent", decode_int),
+        "catRangeEndPercent": ("cat_range_end_percent", decode_int),
+        "mbaPercent": ("mba_percent", decode_int),
+    })),
+    "networkQOS": ("network", Struct({
+        "enable": ("enable", decode_bool),
+        "ingressRequest": ("ingress_request", decode_int_or_string),
+        "ingressLimit": ("ingress_limit", decode_int_or_string),
+        "egressRequest": ("egress_request", decode_int_or_string),
+        "egressLimit": ("egress_limit", decode_int_or_string),
+    })),
+}
+"""``ResourceQOS`` of one class."""
+
+BURST_CONFIG_FIELDS = {
+    "policy": ("policy", decode_omitempty_string),
+    "cpuBurstPercent": ("cpu_burst_percent", decode_int),
+    "cfsQuotaBurstPercent": ("cfs_quota_burst_percent", decode_int),
+    "cfsQuotaBurstPeriodSeconds": ("cfs_quota_burst_period_seconds", decode_int),
+}
+"""``CPUBurstConfig``, which a pod's ``koordinator.sh/cpu-burst`` annotation also holds."""
+
+_BURST_FIELDS = {**BURST_CONFIG_FIELDS, "sharePoolThresholdPercent": ("share_pool_threshold_percent", decode_int)}
 
 
-def _field(raw: Mapping, name: str, kind: type, where: str, default):
-    value = raw.get(name)
-    if value is None:
-        return default
-    ok = isinstance(value, bool) if kind is bool else (
-        isinstance(value, kind) and not isinstance(value, bool))
-    if not ok:
-        raise ConfigError(f"{where}.{name}: expected {kind.__name__}, got {json.dumps(value)}")
-    return value
-
-
-def _object(raw: object, where: str) -> dict:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected an object, got {json.dumps(raw)}")
-    return raw
-
-
-def decode_threshold(raw: Mapping, where: str) -> ResourceThresholdStrategy:
-    d = ResourceThresholdStrategy()
-    strategy = ResourceThresholdStrategy(
-        enable=_field(raw, "enable", bool, where, d.enable),
-        cpu_suppress_threshold_percent=_field(raw, "cpuSuppressThresholdPercent", int, where,
-                                              d.cpu_suppress_threshold_percent),
-        cpu_suppress_min_percent=_field(raw, "cpuSuppressMinPercent", int, where, None),
-        cpu_suppress_policy=_field(raw, "cpuSuppressPolicy", str, where, d.cpu_suppress_policy) or d.cpu_suppress_policy,
-        memory_evict_threshold_percent=_field(raw, "memoryEvictThresholdPercent", int, where,
-                                              d.memory_evict_threshold_percent),
-        memory_evict_lower_percent=_field(raw, "memoryEvictLowerPercent", int, where, None),
-        cpu_evict_be_satisfaction_upper_percent=_field(raw, "cpuEvictBESatisfactionUpperPercent", int, where, None),
-        cpu_evict_be_satisfaction_lower_percent=_field(raw, "cpuEvictBESatisfactionLowerPercent", int, where, None),
-        cpu_evict_be_usage_threshold_percent=_field(raw, "cpuEvictBEUsageThresholdPercent", int, where, None),
-        cpu_evict_time_window_seconds=_field(raw, "cpuEvictTimeWindowSeconds", int, where, None),
-        cpu_evict_policy=_field(raw, "cpuEvictPolicy", str, where, d.cpu_evict_policy) or d.cpu_evict_policy,
-    )
-    strategy.validate(where)
-    return strategy
-
-
-def _bandwidth(raw: Mapping, name: str, where: str) -> int | str | None:
-    value = raw.get(name)
-    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise ConfigError(f"{where}.{name}: expected an integer percent or a quantity string, got {json.dumps(value)}")
-
-
-def _class_qos(raw: Mapping, default: ClassQoS, where: str) -> ClassQoS:
-    cpu_raw = _object(raw.get("cpuQOS"), f"{where}.cpuQOS")
-    resctrl_raw = _object(raw.get("resctrlQOS"), f"{where}.resctrlQOS")
-    net_raw = _object(raw.get("networkQOS"), f"{where}.networkQOS")
-    d = default
-    return ClassQoS(
-        CPUQoS(_field(cpu_raw, "enable", bool, f"{where}.cpuQOS", d.cpu.enable),
-               _field(cpu_raw, "groupIdentity", int, f"{where}.cpuQOS", d.cpu.group_identity),
-               _field(cpu_raw, "schedIdle", int, f"{where}.cpuQOS", d.cpu.sched_idle),
-               _field(cpu_raw, "coreExpeller", bool, f"{where}.cpuQOS", d.cpu.core_expeller)),
-        ResctrlQoS(_field(resctrl_raw, "enable", bool, f"{where}.resctrlQOS", d.resctrl.enable),
-                   _field(resctrl_raw, "catRangeStartPercent", int, f"{where}.resctrlQOS",
-                          d.resctrl.cat_range_start_percent),
-                   _field(resctrl_raw, "catRangeEndPercent", int, f"{where}.resctrlQOS", d.resctrl.cat_range_end_percent),
-                   _field(resctrl_raw, "mbaPercent", int, f"{where}.resctrlQOS", d.resctrl.mba_percent)),
-        NetworkQoS(_field(net_raw, "enable", bool, f"{where}.networkQOS", d.network.enable),
-                   *(_bandwidth(net_raw, name, f"{where}.networkQOS")
-                     for name in ("ingressRequest", "ingressLimit", "egressRequest", "egressLimit"))),
-    )
-
-
-def decode_qos(raw: Mapping, where: str) -> ResourceQoSStrategy:
-    policies = _object(raw.get("policies"), f"{where}.policies")
-    classes = {qos: _class_qos(_object(raw.get(key), f"{where}.{key}"), _DEFAULT_CLASSES[qos], f"{where}.{key}")
+def _decode_qos(base: ResourceQoSStrategy, raw: object, where: str) -> ResourceQoSStrategy:
+    """``policies`` and the four ``<class>Class`` structs, each overlaid on the base's."""
+    raw = {} if raw is None else require_object(raw, where)
+    strategy = overlay(base, raw.get("policies"), _POLICY_FIELDS, f"{where}.policies")
+    classes = {qos: overlay(base.classes.get(qos, ClassQoS()), raw.get(key), _CLASS_FIELDS, f"{where}.{key}")
                for qos, key in QOS_CLASS_KEYS.items()}
-    strategy = ResourceQoSStrategy(
-        cpu_policy=_field(policies, "cpuPolicy", str, f"{where}.policies", CPU_POLICY_GROUP_IDENTITY),
-        net_policy=_field(policies, "netQOSPolicy", str, f"{where}.policies", NET_POLICY_TC),
-        classes=MappingProxyType(classes))
-    strategy.validate(where)
-    return strategy
-
-
-def decode_burst(raw: Mapping, where: str) -> CPUBurstStrategy:
-    d = CPUBurstStrategy()
-    strategy = CPUBurstStrategy(
-        policy=_field(raw, "policy", str, where, d.policy) or d.policy,
-        cpu_burst_percent=_field(raw, "cpuBurstPercent", int, where, d.cpu_burst_percent),
-        cfs_quota_burst_percent=_field(raw, "cfsQuotaBurstPercent", int, where, d.cfs_quota_burst_percent),
-        cfs_quota_burst_period_seconds=_field(raw, "cfsQuotaBurstPeriodSeconds", int, where,
-                                              d.cfs_quota_burst_period_seconds),
-        share_pool_threshold_percent=_field(raw, "sharePoolThresholdPercent", int, where,
-                                            d.share_pool_threshold_percent))
+    strategy = dataclasses.replace(strategy, classes=MappingProxyType(classes))
     strategy.validate(where)
     return strategy
 
@@ -417,13 +363,14 @@ def bandwidth_bits(text: str, where: str) -> int:
     return value
 
 
-def decode_system(raw: Mapping, where: str) -> SystemStrategy:
-    total = raw.get("totalNetworkBandwidth")
-    if total is None:
-        return SystemStrategy()
-    if isinstance(total, bool) or not isinstance(total, (str, int)):
-        raise ConfigError(f"{where}.totalNetworkBandwidth: expected a quantity, got {json.dumps(total)}")
-    return SystemStrategy(bandwidth_bits(str(total), f"{where}.totalNetworkBandwidth"))
+def _decode_bandwidth(value: object, where: str) -> int:
+    """``resource.Quantity``: a string or a number, as bits per second."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise type_error(value, "resource.Quantity", where)
+    return bandwidth_bits(str(value), where)
+
+
+_SYSTEM_FIELDS = {"totalNetworkBandwidth": ("total_network_bandwidth", _decode_bandwidth)}
 
 
 _CGROUP_BASES = {"": "", "CgroupRoot": "", "Kubepods": "kubepods", "KubepodsBurstable": "kubepods/burstable",
@@ -437,71 +384,58 @@ def _join(*parts: str) -> str:
     return "/".join(piece for part in parts for piece in part.split("/") if piece and piece != ".")
 
 
+def _string(raw: Mapping, name: str, where: str) -> str:
+    value = raw.get(name)
+    return "" if value is None else decode_string(value, f"{where}.{name}")
+
+
 def decode_host_apps(raw: object, where: str) -> tuple[HostApplication, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise ConfigError(f"{where}: expected a list")
+        raise type_error(raw, "[]HostApplicationSpec", where)
     apps = []
     for index, entry in enumerate(raw):
         at = f"{where}[{index}]"
-        entry = _object(entry, at)
-        name = _field(entry, "name", str, at, "")
-        qos = _field(entry, "qos", str, at, "")
+        entry = {} if entry is None else require_object(entry, at)
+        name, qos = _string(entry, "name", at), _string(entry, "qos", at)
         path_raw = entry.get("cgroupPath")
         if path_raw is None:
             base, path = "", _join(_DEFAULT_HOST_DIRS.get(qos, ""), name)
         else:
-            path_raw = _object(path_raw, f"{at}.cgroupPath")
-            base = _field(path_raw, "base", str, f"{at}.cgroupPath", "")
+            path_raw = require_object(path_raw, f"{at}.cgroupPath")
+            base = _string(path_raw, "base", f"{at}.cgroupPath")
             if base not in _CGROUP_BASES:
                 raise ConfigError(f"{at}.cgroupPath.base: unknown base {base!r} "
                                   f"(known: {', '.join(b for b in _CGROUP_BASES if b)})")
-            path = _join(_CGROUP_BASES[base], _field(path_raw, "parentDir", str, f"{at}.cgroupPath", ""),
-                         _field(path_raw, "relativePath", str, f"{at}.cgroupPath", ""))
+            path = _join(_CGROUP_BASES[base], _string(path_raw, "parentDir", f"{at}.cgroupPath"),
+                         _string(path_raw, "relativePath", f"{at}.cgroupPath"))
         if ".." in path.split("/"):
             raise ConfigError(f"{at}.cgroupPath: must not leave the cgroup root, got {path!r}")
-        apps.append(HostApplication(name, _field(entry, "priority", str, at, ""), qos, path, base))
+        apps.append(HostApplication(name, _string(entry, "priority", at), qos, path, base))
     return tuple(apps)
 
 
-def _strategy_section(raw: object, key: str, decode: Callable[[Mapping, str], T], default: T) -> Section[T]:
-    """A ``clusterStrategy`` / ``nodeStrategies`` key, each merged over the defaults / cluster strategy."""
-    if raw is None:
-        return Section(default)
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{key}: must be a JSON object")
-    cluster_raw = _object(raw.get("clusterStrategy"), f"{key}.clusterStrategy")
-    cluster = decode(cluster_raw, f"{key}.clusterStrategy")
-    nodes = []
-    for index, (name, selector, entry) in enumerate(node_profiles(raw.get("nodeStrategies"), key, strict=False)):
-        fields = {k: v for k, v in entry.items() if k not in ("name", "nodeSelector")}
-        nodes.append((name, selector, decode(merge_json(cluster_raw, fields), f"{key}.nodeStrategies[{index}]")))
-    return Section(cluster, tuple(nodes))
-
-
-def _host_app_section(raw: object) -> Section[tuple[HostApplication, ...]]:
-    key = HOST_APPLICATION_CONFIG_KEY
-    if raw is None:
-        return Section(())
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{key}: must be a JSON object")
-    cluster = decode_host_apps(raw.get("applications"), f"{key}.applications")
-    nodes = tuple((name, selector, decode_host_apps(entry.get("applications"), f"{key}.nodeConfigs[{i}].applications"))
-                  for i, (name, selector, entry) in enumerate(node_profiles(raw.get("nodeConfigs"), key, False)))
-    return Section(cluster, nodes)
+def _decode_host_apps(base: tuple[HostApplication, ...], raw: object, where: str) -> tuple[HostApplication, ...]:
+    """``applications`` of the cluster or of a matching node config; a node config's list replaces the
+    cluster's even when absent (``getHostApplicationConfig`` returns the node config's list as it is)."""
+    raw = {} if raw is None else require_object(raw, where)
+    return decode_host_apps(raw.get("applications"), f"{where}.applications")
 
 
 def parse_qos_config(sections: Mapping[str, object]) -> NodeQoSConfig:
     """The node-QoS config from the parsed JSON of the ConfigMap's keys (absent keys: defaults);
     ConfigError when invalid."""
+    def strategies(key: str, default: T, decode: Callable[[T, object, str], T]) -> Section[T]:
+        return parse_section(sections.get(key), key, default, decode, cluster="clusterStrategy",
+                             nodes="nodeStrategies", strict=False)
+
     return NodeQoSConfig(
-        threshold=_strategy_section(sections.get(RESOURCE_THRESHOLD_CONFIG_KEY), RESOURCE_THRESHOLD_CONFIG_KEY,
-                                    decode_threshold, ResourceThresholdStrategy()),
-        qos=_strategy_section(sections.get(RESOURCE_QOS_CONFIG_KEY), RESOURCE_QOS_CONFIG_KEY, decode_qos,
-                              ResourceQoSStrategy()),
-        burst=_strategy_section(sections.get(CPU_BURST_CONFIG_KEY), CPU_BURST_CONFIG_KEY, decode_burst,
-                                CPUBurstStrategy()),
-        system=_strategy_section(sections.get(SYSTEM_CONFIG_KEY), SYSTEM_CONFIG_KEY, decode_system, SystemStrategy()),
-        host_apps=_host_app_section(sections.get(HOST_APPLICATION_CONFIG_KEY)),
+        threshold=strategies(RESOURCE_THRESHOLD_CONFIG_KEY, ResourceThresholdStrategy(),
+                             strategy_decoder(_THRESHOLD_FIELDS)),
+        qos=strategies(RESOURCE_QOS_CONFIG_KEY, ResourceQoSStrategy(), _decode_qos),
+        burst=strategies(CPU_BURST_CONFIG_KEY, CPUBurstStrategy(), strategy_decoder(_BURST_FIELDS)),
+        system=strategies(SYSTEM_CONFIG_KEY, SystemStrategy(), strategy_decoder(_SYSTEM_FIELDS)),
+        host_apps=parse_section(sections.get(HOST_APPLICATION_CONFIG_KEY), HOST_APPLICATION_CONFIG_KEY, (),
+                                _decode_host_apps, cluster=None, nodes="nodeConfigs", strict=False),
     )

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
 
 from streams.actuation import CPU_BURST, CPU_QUOTA, MECHANISM_CGROUP, TARGET_POD
 from streams.koordinator.annotations import ANNOTATION_CPU_BURST
 from streams.koordinator.classes import QOS_BE, QOS_LSE, QOS_LSR
 from streams.nodeqos.framework import Plan, Setting, Snapshot
-from streams.sloconfig.nodeqos import BURST_AUTO, BURST_CFS_QUOTA_ONLY, BURST_CPU_ONLY, CPUBurstStrategy, merge_json
+from streams.sloconfig.document import overlay
+from streams.sloconfig.nodeqos import (
+    BURST_AUTO, BURST_CFS_QUOTA_ONLY, BURST_CONFIG_FIELDS, BURST_CPU_ONLY, CPUBurstStrategy)
 
 NAME = "CPUBurst"
 IDLE, COOLING, OVERLOAD, UNKNOWN = "idle", "cooling", "overload", "unknown"
@@ -99,23 +100,14 @@ def burst_quota(limit_milli: int, current: int, operation: str, burst_percent: i
 
 
 def _pod_strategy(node: CPUBurstStrategy, annotation: str | None) -> CPUBurstStrategy | None:
+    """The annotation's ``CPUBurstConfig`` merged over the node's (``sloconfig.document.overlay``); None (the pod
+    is skipped) when it is not a JSON object of those types."""
     if annotation is None:
         return node
     try:
         raw = json.loads(annotation)
+        return overlay(node, raw, BURST_CONFIG_FIELDS, ANNOTATION_CPU_BURST) if isinstance(raw, dict) else None
     except ValueError:
-        return None
-    if not isinstance(raw, dict):
-        return None
-    base = {"policy": node.policy, "cpuBurstPercent": node.cpu_burst_percent,
-            "cfsQuotaBurstPercent": node.cfs_quota_burst_percent,
-            "cfsQuotaBurstPeriodSeconds": node.cfs_quota_burst_period_seconds}
-    merged: Mapping = merge_json(base, raw)
-    try:
-        return dataclasses.replace(node, policy=str(merged["policy"]), cpu_burst_percent=int(merged["cpuBurstPercent"]),
-                                   cfs_quota_burst_percent=int(merged["cfsQuotaBurstPercent"]),
-                                   cfs_quota_burst_period_seconds=int(merged["cfsQuotaBurstPeriodSeconds"]))
-    except (TypeError, ValueError):
         return None
 
 

@@ -126,7 +126,7 @@ def test_partition_rejects_an_invalid_qos_config_and_keeps_the_previous_one():
     bad = configmap(**{"resource-threshold-config": json.dumps({"clusterStrategy": {"cpuSuppressThresholdPercent": 150}})})
     [(schema, record)] = partition.apply(event("ConfigMap", "koordinator-system/slo-controller-config", bad))
     assert schema == "DeadLetter" and "cpuSuppressThresholdPercent must be in [0, 100]" in record["reason"]
-    assert partition.config.qos is not None and partition.config.qos.threshold.cluster.enable is False
+    assert partition.config.qos is not None and partition.config.qos.threshold.strategy.enable is False
 
 
 def test_the_pure_core_never_reads_the_key_from_the_environment(monkeypatch):

@@ -17,10 +17,10 @@ from streams.koordinator.annotations import ANNOTATION_COLOCATION_STRATEGY
 from streams.koordinator.labels import (
     LABEL_CPU_RECLAIM_RATIO, LABEL_MEMORY_RECLAIM_RATIO, LABEL_MID_STATIC_CPU_RESERVED_RATIO,
     LABEL_MID_STATIC_MEMORY_RESERVED_RATIO)
-from streams.sloconfig.colocation import ColocationConfig, ColocationStrategy, NodeColocationConfig
+from streams.sloconfig.colocation import ColocationConfig, ColocationStrategy
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.cpunormalization import ModelRatio
-from streams.sloconfig.document import ConfigError
+from streams.sloconfig.document import ConfigError, NodeConfig
 from streams.sloconfig.nodeqos import ResourceQoSStrategy, SystemStrategy
 from streams.sloconfig.selectors import LabelSelector, parse_selector
 from tests.streams.noderesource.support import configmap
@@ -85,8 +85,9 @@ def test_english_copy_of_the_v14_example_has_the_same_numbers_but_lost_its_brace
 @pytest.mark.parametrize("colocation, reason", [
     pytest.param({"cpuReclaimThresholdPercent": -1}, "cpuReclaimThresholdPercent must be 0 or greater",
                  id="negative_reclaim"),
-    pytest.param({"cpuReclaimThresholdPercent": 60.5}, "expected an integer", id="float_for_int64"),
-    pytest.param({"enable": "true"}, "expected a boolean", id="string_for_bool"),
+    pytest.param({"cpuReclaimThresholdPercent": 60.5}, "cannot unmarshal number 60.5 into Go value of type int64",
+                 id="float_for_int64"),
+    pytest.param({"enable": "true"}, "cannot unmarshal string into Go value of type bool", id="string_for_bool"),
     pytest.param({"degradeTimeMinutes": 0}, "degradeTimeMinutes must be 1 or greater", id="zero_degrade_time"),
     pytest.param({"resourceDiffThreshold": 0}, "resourceDiffThreshold must be greater than 0", id="zero_diff"),
     pytest.param({"resourceDiffThreshold": 1.5}, "at most 1", id="diff_above_one"),
@@ -134,8 +135,8 @@ def test_node_qos_keys_are_parsed_and_must_parse():
     config = parse_slo_config(configmap(**{"resource-threshold-config": '{"clusterStrategy": {"enable": true}}',
                                            "resource-qos-config": "{}", "system-config": "{}",
                                            "cpu-burst-config": "{}"}), DEFAULT_CONFIG)
-    assert config.qos.threshold.cluster.enable is True
-    assert (config.qos.qos.cluster, config.qos.system.cluster) == (ResourceQoSStrategy(), SystemStrategy())
+    assert config.qos.threshold.strategy.enable is True
+    assert (config.qos.qos.strategy, config.qos.system.strategy) == (ResourceQoSStrategy(), SystemStrategy())
     assert dict(config.extra) == {"cpu-burst-config": {}}
     with pytest.raises(ConfigError, match="resource-qos-config: not valid JSON"):
         parse_slo_config(configmap(**{"resource-qos-config": "{"}), DEFAULT_CONFIG)
@@ -149,8 +150,8 @@ def test_other_configmaps_keep_the_previous_config_and_deletion_restores_default
     assert parse_slo_config(configmap(), previous).colocation == ColocationConfig()
 
 
-def node_config(selector: LabelSelector, **fields) -> NodeColocationConfig:
-    return NodeColocationConfig("", selector, dataclasses.replace(PARTIAL, **fields))
+def node_config(selector: LabelSelector, **fields) -> NodeConfig[ColocationStrategy]:
+    return NodeConfig("", selector, dataclasses.replace(PARTIAL, **fields))
 
 
 PARTIAL = ColocationStrategy(enable=False, cpu_reclaim_threshold_percent=65, memory_reclaim_threshold_percent=65,
@@ -165,8 +166,8 @@ DEFAULT = ColocationStrategy()
     pytest.param(ColocationConfig(PARTIAL, (node_config(XXX_YYY, enable=True),)), {"xxx": "yyy"}, {},
                  dataclasses.replace(PARTIAL, enable=True), id="Test_GetNodeColocationStrategy/get_merged_node_strategy_1"),
     pytest.param(ColocationConfig(DEFAULT, (
-        NodeColocationConfig("", XXX_YYY, dataclasses.replace(DEFAULT, enable=False)),
-        NodeColocationConfig("", parse_selector({"matchLabels": {"xxx": "zzz"}}, "t"),
+        NodeConfig("", XXX_YYY, dataclasses.replace(DEFAULT, enable=False)),
+        NodeConfig("", parse_selector({"matchLabels": {"xxx": "zzz"}}, "t"),
                              dataclasses.replace(DEFAULT, enable=True)))), {"xxx": "zzz"}, {},
         dataclasses.replace(DEFAULT, enable=True), id="Test_GetNodeColocationStrategy/get_merged_node_strategy_2"),
     pytest.param(ColocationConfig(PARTIAL, (
