@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from streams.scheduler.framework import CycleState
-from streams.scheduler.plugins import loadaware
-from streams.scheduler.plugins.loadaware import NAME, LoadAwareSchedulingArgs, estimate
+from streams.koordinator.annotations import (
+    ANNOTATION_CUSTOM_USAGE_THRESHOLDS, ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS, ANNOTATION_RAW_ALLOCATABLE)
+from streams.scheduler.plugins.loadaware import NAME, LoadAwareSchedulingArgs
+from streams.scheduler.plugins.loadaware.estimator import estimate
+from streams.scheduler.plugins.loadaware.plugin import max_load, usage_percent
 from tests.streams.scheduler.support import (
     T0, k8s_metric, k8s_node, k8s_pod, plugin_of, pod_info, profile_with, run)
 
@@ -109,7 +112,7 @@ def test_filter_usage(args, metric, bound, test_pod, annotation, want):
     if test_pod:
         name, priority, requests, *owner = test_pod
         pod = k8s_pod(name, priority=priority, requests=requests, owner_kind=owner[0] if owner else None, ts=T0)
-    annotations = {loadaware.ANNOTATION_CUSTOM_THRESHOLDS: json.dumps(annotation)} if annotation else None
+    annotations = {ANNOTATION_CUSTOM_USAGE_THRESHOLDS: json.dumps(annotation)} if annotation else None
     assert verdict(args, metric, pods, pod, annotations) == want
 
 
@@ -255,7 +258,7 @@ def test_estimate_pod(requests, limits, labels, factors, customize, want):
     qos, priority, annotation = labels or (None, None, None)
     pod = pod_info(k8s_pod("p", priority=priority, requests=requests, limits=limits or None,
                            labels={"koordinator.sh/qosClass": qos} if qos else None,
-                           annotations={loadaware.ANNOTATION_SCALING_FACTORS: annotation} if annotation else None))
+                           annotations={ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS: annotation} if annotation else None))
     merged = {"cpu": 85, "memory": 70, **factors}
     if customize and annotation:
         merged = {**merged, **json.loads(annotation)}
@@ -274,7 +277,7 @@ NODE_CASES = [
 @pytest.mark.parametrize("allocatable, raw, want", [c[1:] for c in NODE_CASES],
                          ids=[f"TestDefaultEstimatorEstimateNode/{c[0]}" for c in NODE_CASES])
 def test_estimate_node(allocatable, raw, want):
-    annotations = {loadaware.ANNOTATION_RAW_ALLOCATABLE: raw} if raw else None
+    annotations = {ANNOTATION_RAW_ALLOCATABLE: raw} if raw else None
     domain, _ = run(k8s_node(NODE, allocatable, annotations=annotations))
     plugin = plugin_of(domain, NAME)
     assert dict(zip(plugin.resources, plugin._allocatable(domain.cluster.nodes[NODE]))) == want
@@ -323,5 +326,5 @@ def test_invalid_args_are_rejected(raw, fragment):
 
 @pytest.mark.parametrize("threshold, total", [(65, 96000), (95, 549755813888), (1, 3), (50, 7), (100, 1)])
 def test_head_room_matches_go_rounding(threshold, total):
-    limit = loadaware.max_load(threshold, total)
-    assert loadaware.usage_percent(limit, total) <= threshold < loadaware.usage_percent(limit + 1, total)
+    limit = max_load(threshold, total)
+    assert usage_percent(limit, total) <= threshold < usage_percent(limit + 1, total)

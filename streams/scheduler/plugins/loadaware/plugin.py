@@ -1,30 +1,11 @@
 """LoadAwareScheduling: keep pods off nodes whose real usage is high, prefer the least used
-(Koordinator ``pkg/scheduler/plugins/loadaware``: load_aware.go, helper.go, pod_assign_cache.go,
-estimator/default_estimator.go).
+(Koordinator ``pkg/scheduler/plugins/loadaware/load_aware.go``).
 
 Resources are vectorized over the sorted names {cpu, memory} + every name in
 the thresholds, weights, scaling factors and ``supportedResources``.
 
-Estimator, for the incoming pod and for assigned pods, per resource r with
-scaling factor f (percent), on the resource name of the pod's priority class
-(batch pods: kubernetes.io/batch-cpu/-memory, mid: mid-cpu/-memory)::
-
-    q = limit if limit > request else request
-    q == 0 -> 250m for cpu / batch-cpu, 200Mi for memory / batch-memory, else 0
-    else   -> round(q * f / 100), capped at the limit when there is one
-
-Existing load of a node with a NodeMetric (updateTime U, report interval R,
-default 60 s), from its assigned pods (time t = PodScheduled transition time,
-else the assignment's event time; u = the pod's reported usage)::
-
-    estimate again if u is missing, or U - R < t, or t + estimatedSecondsAfter... > U
-    nodeDelta += max(0, e - u) when estimating again;  nodeEstimated += e
-    prodUsage = sum of u of prod pods reported as prod (+ systemUsage if prodUsageIncludeSys)
-    prodDelta like nodeDelta, over prod pods
-    load = prodUsage + prodDelta                      (prod pods with prod thresholds)
-         = base + nodeDelta                           (base: nodeUsage, or the aggregated usage
-                                                       of the configured type and duration)
-         = nodeEstimated                              (when that aggregated usage is missing)
+A pod's estimate is ``estimator.estimate``; a node's existing load (``load`` below) is
+``cache.NodeLoad``, both with their formulas.
 
 Filter (Unschedulable): DaemonSet pods and nodes without a NodeMetric pass.
 An expired metric (no updateTime, or now - updateTime >= 180 s; time is the
@@ -57,8 +38,6 @@ one vector per resource.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -69,177 +48,23 @@ from streams.koordinator.annotations import (
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_INITIALIZED as ANNOTATION_AFTER_INITIALIZED,
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_SCHEDULED as ANNOTATION_AFTER_SCHEDULED, ANNOTATION_RAW_ALLOCATABLE)
 from streams.koordinator.classes import PRIORITY_PROD
-from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, translate_resource
 from streams.objects.quantity import QuantityError, resource_list
-from streams.scheduler.args import ArgsError, ArgsReader
 from streams.scheduler.framework import METRIC_EVENT, POD_DELETE, SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
+from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
+from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
 from streams.scheduler.units import parse_duration
 
-NAME = "LoadAwareScheduling"
 REASON_METRIC_EXPIRED = "node(s) nodeMetric expired"
 REASON_USAGE = "node(s) {resource} usage exceed threshold"
 REASON_AGGREGATED_USAGE = "node(s) {resource} aggregated usage exceed threshold"
 
-DEFAULT_MILLI_CPU = 250
-DEFAULT_MEMORY = 200 * 1024 * 1024
-DEFAULT_REPORT_INTERVAL_MS = 60_000
-AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
-
 NO_METRIC, WITH_USAGE, WITHOUT_USAGE = 0, 1, 2
 NO_TIME = np.iinfo(np.int64).min
 UNLIMITED = np.iinfo(np.int64).max // 4
-
-
-@dataclasses.dataclass(frozen=True)
-class AggregatedArgs:
-    usage_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    usage_aggregation_type: str = ""
-    usage_aggregated_duration_ms: int = 0
-    score_aggregation_type: str = ""
-    score_aggregated_duration_ms: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadAwareSchedulingArgs:
-    """Defaults are Koordinator's (``SetDefaults_LoadAwareSchedulingArgs``)."""
-
-    filter_expired_node_metrics: bool = True
-    """``filterExpiredNodeMetrics``: check metric expiry in Filter (deprecated in Koordinator, still honoured)."""
-    enable_schedule_when_node_metrics_expired: bool = False
-    """``enableScheduleWhenNodeMetricsExpired``: let expired nodes pass the filter."""
-    node_metric_expiration_seconds: int = 180
-    """``nodeMetricExpirationSeconds``: a metric at least this old (event time) is expired."""
-    resource_weights: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"cpu": 1, "memory": 1})
-    """``resourceWeights`` of the score; the default applies only when empty and dominantResourceWeight is 0."""
-    dominant_resource_weight: int = 0
-    """``dominantResourceWeight``: weight of the least-scored resource (DRF-like); 0 disables."""
-    usage_thresholds: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"cpu": 65, "memory": 95})
-    """``usageThresholds`` in percent; the default applies only when empty."""
-    prod_usage_thresholds: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    """``prodUsageThresholds`` in percent for prod pods, against prod usage; off by default."""
-    prod_usage_include_sys: bool = False
-    """``prodUsageIncludeSys``: count the node's system usage into prod usage."""
-    score_according_prod_usage: bool = False
-    """``scoreAccordingProdUsage``: score prod pods by prod usage."""
-    estimated_scaling_factors: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"cpu": 85, "memory": 70})
-    """``estimatedScalingFactors`` in percent; a given map keeps the defaults for cpu/memory it omits."""
-    estimated_seconds_after_pod_scheduled: int | None = None
-    """``estimatedSecondsAfterPodScheduled``: keep estimating a pod this long after it was scheduled."""
-    estimated_seconds_after_initialized: int | None = None
-    """``estimatedSecondsAfterInitialized``: keep estimating this long after the pod initialized."""
-    allow_customize_estimation: bool = False
-    """``allowCustomizeEstimation``: honour the pod's load-estimated-* annotations."""
-    aggregated: AggregatedArgs | None = None
-    """``aggregated``: usageThresholds/usageAggregationType/usageAggregatedDuration and
-    scoreAggregationType/scoreAggregatedDuration (percentiles of the NodeMetric)."""
-    supported_resources: tuple[str, ...] = ()
-    """``supportedResources``: more resource names to vectorize."""
-
-    @classmethod
-    def from_config(cls, raw) -> "LoadAwareSchedulingArgs":
-        reader = ArgsReader(NAME, raw, {
-            "filterExpiredNodeMetrics", "enableScheduleWhenNodeMetricsExpired", "nodeMetricExpirationSeconds",
-            "resourceWeights", "dominantResourceWeight", "usageThresholds", "prodUsageThresholds",
-            "prodUsageIncludeSys", "scoreAccordingProdUsage", "estimator", "estimatedScalingFactors",
-            "estimatedSecondsAfterPodScheduled", "estimatedSecondsAfterInitialized", "allowCustomizeEstimation",
-            "aggregated", "supportedResources"})
-        estimator = reader.string("estimator", "")
-        if estimator not in ("", "defaultEstimator"):
-            raise ArgsError(f"{NAME}: estimator {estimator!r} is not supported (only defaultEstimator)")
-        dominant = reader.integer("dominantResourceWeight", 0)
-        weights = reader.int_map("resourceWeights") or {}
-        if not weights and dominant == 0:
-            weights = {"cpu": 1, "memory": 1}
-        thresholds = reader.int_map("usageThresholds") or {"cpu": 65, "memory": 95}
-        factors = reader.int_map("estimatedScalingFactors")
-        factors = {"cpu": 85, "memory": 70, **(factors or {})}
-        aggregated = None
-        raw_agg = reader.mapping("aggregated")
-        if raw_agg is not None:
-            sub = ArgsReader(NAME, raw_agg, {"usageThresholds", "usageAggregationType", "usageAggregatedDuration",
-                                             "scoreAggregationType", "scoreAggregatedDuration"})
-            try:
-                aggregated = AggregatedArgs(
-                    sub.int_map("usageThresholds") or {},
-                    sub.string("usageAggregationType", "") or "",
-                    parse_duration(sub.raw.get("usageAggregatedDuration") or "0"),
-                    sub.string("scoreAggregationType", "") or "",
-                    parse_duration(sub.raw.get("scoreAggregatedDuration") or "0"),
-                )
-            except ValueError as err:
-                raise ArgsError(f"{NAME}: aggregated: {err}") from None
-        args = cls(
-            filter_expired_node_metrics=reader.boolean("filterExpiredNodeMetrics", True),
-            enable_schedule_when_node_metrics_expired=reader.boolean("enableScheduleWhenNodeMetricsExpired", False),
-            node_metric_expiration_seconds=reader.integer("nodeMetricExpirationSeconds", 180),
-            resource_weights=weights,
-            dominant_resource_weight=dominant,
-            usage_thresholds=thresholds,
-            prod_usage_thresholds=reader.int_map("prodUsageThresholds") or {},
-            prod_usage_include_sys=reader.boolean("prodUsageIncludeSys", False),
-            score_according_prod_usage=reader.boolean("scoreAccordingProdUsage", False),
-            estimated_scaling_factors=factors,
-            estimated_seconds_after_pod_scheduled=reader.integer("estimatedSecondsAfterPodScheduled", None),
-            estimated_seconds_after_initialized=reader.integer("estimatedSecondsAfterInitialized", None),
-            allow_customize_estimation=reader.boolean("allowCustomizeEstimation", False),
-            aggregated=aggregated,
-            supported_resources=tuple(map(str, reader.sequence("supportedResources") or ())),
-        )
-        args.validate()
-        return args
-
-    def validate(self) -> None:
-        """``ValidateLoadAwareSchedulingArgs``."""
-        problems = []
-        if self.node_metric_expiration_seconds <= 0:
-            problems.append("nodeMetricExpiredSeconds should be a positive value")
-        for name, weight in self.resource_weights.items():
-            if not 0 < weight <= 100:
-                problems.append(f"resourceWeights: resource Weight of {name} should be in (0, 100], got {weight}")
-        if not 0 <= self.dominant_resource_weight <= 100:
-            problems.append(f"dominantResourceWeight should be in [0, 100], got {self.dominant_resource_weight}")
-        aggregated_thresholds = self.aggregated.usage_thresholds if self.aggregated else {}
-        for field, values in (("usageThresholds", self.usage_thresholds),
-                              ("aggregated.usageThresholds", aggregated_thresholds)):
-            for name, value in values.items():
-                if not 0 <= value <= 100:
-                    problems.append(f"{field}: resource Threshold of {name} should be in [0, 100], got {value}")
-        for name, value in self.estimated_scaling_factors.items():
-            if not 0 < value <= 100:
-                problems.append(f"estimatedScalingFactors: estimated resource ScalingFactor of {name} "
-                                f"should be in (0, 100], got {value}")
-        for name in sorted(self.resource_weights):
-            if name not in self.estimated_scaling_factors:
-                problems.append(f"estimatedScalingFactors: Not found: {name!r}")
-                break
-        if self.aggregated:
-            for field, kind in (("usageAggregationType", self.aggregated.usage_aggregation_type),
-                                ("scoreAggregationType", self.aggregated.score_aggregation_type)):
-                if kind and kind not in AGGREGATION_TYPES:
-                    problems.append(f"aggregated.{field}: Unsupported value: {kind!r}: supported values: "
-                                    + ", ".join(f'"{t}"' for t in AGGREGATION_TYPES))
-            for field, value in (("usageAggregatedDuration", self.aggregated.usage_aggregated_duration_ms),
-                                 ("scoreAggregatedDuration", self.aggregated.score_aggregated_duration_ms)):
-                if value < 0:
-                    problems.append(f"aggregated.{field}: duration must be >= 0")
-        if problems:
-            raise ArgsError(f"{NAME}: " + "; ".join(problems))
-
-    def vectorizer(self) -> tuple[str, ...]:
-        names = {"cpu", "memory", *self.usage_thresholds, *self.prod_usage_thresholds, *self.resource_weights,
-                 *self.estimated_scaling_factors, *self.supported_resources}
-        if self.aggregated:
-            names.update(self.aggregated.usage_thresholds)
-        return tuple(sorted(names))
-
-
-def go_round(x: float) -> int:
-    """Go's math.Round for x >= 0: half away from zero, without the x + 0.5 pitfall."""
-    whole = math.trunc(x)
-    return whole + 1 if x - whole >= 0.5 else whole
 
 
 def usage_percent(estimated: int, total: int) -> int:
@@ -257,124 +82,11 @@ def max_load(threshold: int, total: int) -> int:
     return value
 
 
-def estimate(pod: PodInfo, factors: Mapping[str, int]) -> dict[str, int]:
-    """``DefaultEstimator.EstimatePod`` for ``factors``."""
-    klass = pod.priority_class
-    out = {}
-    for resource, factor in factors.items():
-        real = translate_resource(resource, klass)
-        limit, request = pod.limits.get(real, 0), pod.requests.get(real, 0)
-        quantity = limit if limit > request else request
-        if quantity == 0:
-            if real in ("cpu", BATCH_CPU):
-                value = DEFAULT_MILLI_CPU
-            elif real in ("memory", BATCH_MEMORY):
-                value = DEFAULT_MEMORY
-            else:
-                value = 0
-        else:
-            value = go_round(float(quantity) * float(factor) / 100)
-            if limit > 0 and value > limit:
-                value = limit
-        out[resource] = value
-    return out
-
-
-def _json_map(text: str | None):
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-@dataclasses.dataclass
-class _Assigned:
-    ns_name: tuple[str, str]
-    prod: bool
-    timestamp: int
-    deadline: int | None
-    estimated: list[int] | None
-
-
 @dataclasses.dataclass
 class _Profile:
     usage: list[int]
     prod: list[int]
     aggregated: tuple[list[int], str, int] | None
-
-
-class _NodeLoad:
-    """One node's metric and assigned pods (Koordinator's podAssignCache nodeInfo)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.metric = False
-        self.has_node_metric = False
-        self.update_time: int | None = None
-        self.report_interval = DEFAULT_REPORT_INTERVAL_MS
-        self.node_usage: list[int] | None = None
-        self.agg: dict[tuple[str, int], list[int]] = {}
-        self.pod_usages: dict[tuple[str, str], list[int]] = {}
-        self.prod_pods: set[tuple[str, str]] = set()
-        self.sys_usage = [0] * size
-        self.pods: dict[str, _Assigned] = {}
-        self.reset()
-
-    def reset(self) -> None:
-        self.prod_usage = [0] * self.size
-        self.node_delta = [0] * self.size
-        self.prod_delta = [0] * self.size
-        self.node_estimated = [0] * self.size
-
-    def _should(self, pod: _Assigned, usage) -> bool:
-        return (usage is None or (self.update_time or 0) - self.report_interval < pod.timestamp
-                or (pod.deadline is not None and pod.deadline > (self.update_time or 0)))
-
-    def apply(self, pod: _Assigned, sign: int) -> None:
-        """``addPod`` (sign 1) / ``deletePod`` (sign -1)."""
-        usage = self.pod_usages.get(pod.ns_name)
-        active_prod = pod.prod and pod.ns_name in self.prod_pods
-        if active_prod and usage is not None:
-            for i in range(self.size):
-                self.prod_usage[i] += sign * usage[i]
-        estimated = pod.estimated
-        if estimated is None:
-            return
-        should = self._should(pod, usage)
-        if should:
-            for i in range(self.size):
-                delta = estimated[i] - (usage[i] if usage is not None else 0)
-                if delta > 0:
-                    self.node_delta[i] += sign * delta
-        for i in range(self.size):
-            self.node_estimated[i] += sign * estimated[i]
-        if not pod.prod:
-            return
-        if not active_prod and usage is not None:
-            usage, should = None, True
-        if should:
-            for i in range(self.size):
-                delta = estimated[i] - (usage[i] if usage is not None else 0)
-                if delta > 0:
-                    self.prod_delta[i] += sign * delta
-
-    def base(self, kind: str, duration_ms: int) -> list[int] | None:
-        """The existing-load vector without prod: aggregated or node usage plus delta, else the full estimate."""
-        if kind:
-            usage = self.agg.get((kind, duration_ms))
-            if usage is None and duration_ms == 0:
-                usage = self.node_usage
-        else:
-            usage = self.node_usage
-        if usage is None:
-            return list(self.node_estimated)
-        return [u + d for u, d in zip(usage, self.node_delta)]
-
-    def prod_load(self) -> list[int]:
-        return [u + d for u, d in zip(self.prod_usage, self.prod_delta)]
 
 
 class LoadAwareScheduling:
@@ -400,7 +112,7 @@ class LoadAwareScheduling:
                 ("load", self.size, np.int64, 0), ("prod_load", self.size, np.int64, 0),
                 ("alloc", self.size, np.int64, 0)):
             columns.attach(self.owner, name, rows, dtype, fill)
-        self.nodes: dict[str, _NodeLoad] = {}
+        self.nodes: dict[str, NodeLoad] = {}
         self._static: dict[str, tuple] = {}
         self._expired: tuple | None = None
         self._capacities: tuple | None = None
@@ -447,16 +159,16 @@ class LoadAwareScheduling:
         resources = resources or {}
         return [int(resources.get(r, 0)) for r in self.resources]
 
-    def _load(self, node: str) -> _NodeLoad:
+    def _load(self, node: str) -> NodeLoad:
         load = self.nodes.get(node)
         if load is None:
-            load = self.nodes[node] = _NodeLoad(self.size)
+            load = self.nodes[node] = NodeLoad(self.size)
         return load
 
     def _estimate(self, pod: PodInfo) -> dict[str, int]:
         factors = self.factors
         if self.args.allow_customize_estimation:
-            custom = _json_map(pod.annotations.get(ANNOTATION_SCALING_FACTORS))
+            custom = json_object(pod.annotations.get(ANNOTATION_SCALING_FACTORS))
             if custom:
                 factors = {**factors, **{k: int(v) for k, v in custom.items() if isinstance(v, (int, float))}}
         return estimate(pod, factors)
@@ -482,7 +194,7 @@ class LoadAwareScheduling:
             return
         vector = self._vec(self._estimate(pod))
         timestamp = pod.scheduled_at if pod.scheduled_at is not None else at_ms
-        assigned = _Assigned((pod.namespace, pod.name), pod.priority_class == PRIORITY_PROD, timestamp,
+        assigned = AssignedPod((pod.namespace, pod.name), pod.priority_class == PRIORITY_PROD, timestamp,
                              self._deadline(pod, timestamp), vector if any(vector) else None)
         load = self._load(node)
         old = load.pods.get(key)
@@ -494,50 +206,7 @@ class LoadAwareScheduling:
         self._publish(node)
 
     def _on_metric(self, node: str, record: Mapping | None) -> None:
-        load = self._load(node)
-        load.reset()
-        if record is None:
-            load.metric = False
-            load.has_node_metric = False
-            load.update_time = None
-            self._publish(node, metric=True)
-            return
-        manifest = _json_map(record.get("manifest")) or {}
-        status = manifest.get("status") if isinstance(manifest.get("status"), dict) else {}
-        spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
-        policy = spec.get("collectPolicy") if isinstance(spec.get("collectPolicy"), dict) else {}
-        interval = policy.get("reportIntervalSeconds")
-        load.metric = True
-        load.has_node_metric = "nodeMetric" in status if manifest else True
-        load.update_time = record.get("updateTime")
-        load.report_interval = interval * 1000 if isinstance(interval, int) else DEFAULT_REPORT_INTERVAL_MS
-        load.node_usage = self._vec(record.get("nodeUsage")) if load.has_node_metric else None
-        load.agg = {}
-        longest: dict[str, int] = {}
-        for window in record.get("aggregatedNodeUsages") or ():
-            try:
-                duration = parse_duration(window.get("duration") or "0")
-            except ValueError:
-                continue
-            for kind in AGGREGATION_TYPES:
-                if window.get(kind):
-                    load.agg[(kind, duration)] = self._vec(window[kind])
-                    longest[kind] = max(longest.get(kind, 0), duration)
-        for kind, duration in longest.items():
-            load.agg[(kind, 0)] = load.agg[(kind, duration)]
-        load.pod_usages = {}
-        load.prod_pods = set()
-        for pod in record.get("podsMetric") or ():
-            if not pod.get("usage"):
-                continue
-            key = (pod.get("namespace") or "", pod.get("name") or "")
-            load.pod_usages[key] = self._vec(pod["usage"])
-            if pod.get("priority") == PRIORITY_PROD:
-                load.prod_pods.add(key)
-        load.sys_usage = self._vec(record.get("systemUsage")) if self.args.prod_usage_include_sys else [0] * self.size
-        load.prod_usage = list(load.sys_usage)
-        for pod in load.pods.values():
-            load.apply(pod, 1)
+        self._load(node).set_metric(record, self._vec, self.args.prod_usage_include_sys)
         self._publish(node, metric=True)
 
     def _profile(self, node) -> _Profile:
@@ -549,7 +218,7 @@ class LoadAwareScheduling:
         if args.aggregated and args.aggregated.usage_thresholds and args.aggregated.usage_aggregation_type:
             agg = (self._vec(args.aggregated.usage_thresholds), args.aggregated.usage_aggregation_type,
                    args.aggregated.usage_aggregated_duration_ms)
-        custom = _json_map(node.annotations.get(ANNOTATION_CUSTOM_THRESHOLDS)) if node else None
+        custom = json_object(node.annotations.get(ANNOTATION_CUSTOM_THRESHOLDS)) if node else None
         if custom is None:
             return _Profile(usage, prod, agg)
         try:
@@ -582,7 +251,7 @@ class LoadAwareScheduling:
     def _allocatable(self, node) -> list[int]:
         """``EstimateNode``: allocatable, with the raw-allocatable annotation's entries when they differ."""
         allocatable = dict(node.allocatable)
-        raw = _json_map(node.annotations.get(ANNOTATION_RAW_ALLOCATABLE))
+        raw = json_object(node.annotations.get(ANNOTATION_RAW_ALLOCATABLE))
         if raw:
             try:
                 allocatable.update(resource_list(raw))
