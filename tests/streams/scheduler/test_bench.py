@@ -14,4 +14,7 @@ def test_same_seed_same_decisions():
         return [(r["pod"]["name"], r["nodeName"]) for ev in events for n, r in domain.handle(ev)
                 if n == "SchedulingDecision"]
 
-    assert placements(3) == placements(3)
+    first = placements(3)
+    assert len(first) == 80 and all(node for _, node in first)
+    assert placements(3) == first
+    assert placements(4) != first

@@ -1,10 +1,12 @@
 import pytest
 
 from streams.scheduler.domain import SchedulingDomain
+from streams.scheduler.plugins.elasticquota.plugin import REASON_NO_VICTIMS
+from streams.scheduler.plugins.noderesourcesfit import NAME as FIT, REASON_INSUFFICIENT
 from tests.streams.scheduler.support import (
     GI, T0, decisions, deleted, metric, node, pod, quota, run, scheduler_config, tick)
 
-NO_VICTIMS = " preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod.."
+NO_VICTIMS = " preemption: 0/{n} nodes are available: {n} " + REASON_NO_VICTIMS + ".."
 
 
 def outcome(d):
@@ -16,7 +18,7 @@ def test_one_pod_fits_one_does_not():
     got = decisions(out)
     assert [outcome(d) for d in got] == [("small", "Scheduled", "n1"), ("big", "Unschedulable", None)]
     assert got[1]["message"] == "0/1 nodes are available: 1 Insufficient cpu." + NO_VICTIMS.format(n=1)
-    assert got[1]["filterResults"] == [{"plugin": "NodeResourcesFit", "reason": "Insufficient cpu", "count": 1}]
+    assert got[1]["filterResults"] == [{"plugin": FIT, "reason": REASON_INSUFFICIENT.format(resource="cpu"), "count": 1}]
 
 
 def test_message_counts_and_sorts_reasons_like_kube_scheduler():

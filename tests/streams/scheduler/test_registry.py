@@ -14,10 +14,11 @@ def test_duplicate_names_raise():
         registry._registry([("A", object), ("A", object)])
 
 
-def test_every_plugin_is_registered_under_its_own_name_with_args():
-    for name, factory in registry.REGISTRY.items():
-        assert factory.name == name
-        assert factory.Args.from_config(None) == factory.Args.from_config({})
+@pytest.mark.parametrize("name", sorted(registry.REGISTRY))
+def test_every_plugin_is_registered_under_its_own_name_and_an_empty_config_gives_the_args_defaults(name):
+    factory = registry.REGISTRY[name]
+    assert factory.name == name
+    assert factory.Args.from_config(None) == factory.Args.from_config({}) == factory.Args()
 
 
 def test_koordinator_defaults():

@@ -123,12 +123,19 @@ def test_invalid_colocation_config_is_rejected_with_the_reason(colocation, reaso
         parse_slo_config(configmap(colocation), DEFAULT_CONFIG)
 
 
-def test_valid_strategies_from_koordinator_tests():
-    """Test_IsColocationStrategyValid: default strategy (+ batch thresholds in [0,100]) is valid."""
-    for fields in ({"enable": True, "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
-                    "degradeTimeMinutes": 15, "updateTimeThresholdSeconds": 300, "resourceDiffThreshold": 0.1},
-                   {"batchCPUThresholdPercent": 100, "batchMemoryThresholdPercent": 0}):
-        parse_slo_config(configmap(fields), DEFAULT_CONFIG)
+@pytest.mark.parametrize("fields, attributes", [
+    pytest.param({"enable": True, "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
+                  "degradeTimeMinutes": 15, "updateTimeThresholdSeconds": 300, "resourceDiffThreshold": 0.1},
+                 {"enable": True, "cpu_reclaim_threshold_percent": 65}, id="default_strategy_is_valid"),
+    pytest.param({"batchCPUThresholdPercent": 100, "batchMemoryThresholdPercent": 0},
+                 {"batch_cpu_threshold_percent": 100, "batch_memory_threshold_percent": 0},
+                 id="batch_thresholds_in_range_are_valid"),
+])
+def test_valid_strategies_from_koordinator_tests(fields, attributes):
+    """Test_IsColocationStrategyValid: accepted, with the fields given and ``DefaultColocationStrategy()``'s
+    elsewhere."""
+    strategy = parse_slo_config(configmap(fields), DEFAULT_CONFIG).colocation.strategy
+    assert strategy == dataclasses.replace(ColocationStrategy(), **attributes)
 
 
 def test_node_qos_keys_are_parsed_and_must_parse():

@@ -4,26 +4,28 @@ Case ids are the Go test function and case name. Go's time.Now() is the event ti
 Go tests create through the informer are bound pods with a PodScheduled condition at T0 - 10 s.
 """
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from streams.scheduler.framework import CycleState
 from streams.koordinator.annotations import (
     ANNOTATION_CUSTOM_USAGE_THRESHOLDS, ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS, ANNOTATION_RAW_ALLOCATABLE)
+from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.loadaware import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.estimator import estimate
-from streams.scheduler.plugins.loadaware.plugin import max_load, usage_percent
+from streams.scheduler.plugins.loadaware.plugin import (
+    REASON_AGGREGATED_USAGE, REASON_METRIC_EXPIRED, REASON_USAGE, max_load, usage_percent)
 from tests.streams.scheduler.support import (
     T0, k8s_metric, k8s_node, k8s_pod, plugin_of, pod_info, profile_with, run)
 
 NODE = "test-node-1"
 ALLOC = {"cpu": "96", "memory": "512Gi"}
-CPU_OVER = "node(s) cpu usage exceed threshold"
-MEM_OVER = "node(s) memory usage exceed threshold"
-CPU_AGG_OVER = "node(s) cpu aggregated usage exceed threshold"
-EXPIRED = "node(s) nodeMetric expired"
+CPU_OVER = REASON_USAGE.format(resource="cpu")
+MEM_OVER = REASON_USAGE.format(resource="memory")
+CPU_AGG_OVER = REASON_AGGREGATED_USAGE.format(resource="cpu")
+EXPIRED = REASON_METRIC_EXPIRED
 GI = 1 << 30
 
 
@@ -57,63 +59,76 @@ NEW_REQ_MID_PODS = [NEW_REQ_PODS[0], ("default", "prod-pod-2", None, {"cpu": "23
 P95 = {"usageThresholds": {"cpu": 60}, "usageAggregationType": "p95", "usageAggregatedDuration": "5m"}
 NO_EXPIRY = {"filterExpiredNodeMetrics": False}
 
+@dataclasses.dataclass(frozen=True)
+class FilterCase:
+    """One filter case on the one node: args, NodeMetric, the bound prod pods, the pod to place (default
+    ``test-pod``), the node's custom-thresholds annotation; ``want`` is the reason, None when the node passes."""
+
+    args: dict
+    metric: dict | None
+    want: str | None = None
+    bound: tuple[str, ...] = ()
+    test_pod: dict | None = None
+    annotation: dict | None = None
+
+
+def filter_case(name: str, *args, **fields):
+    return pytest.param(FilterCase(*args, **fields), id=f"TestFilterUsage/{name}")
+
+
+def prod_pod_3(priority: int = 9999, requests: dict | None = None) -> dict:
+    return k8s_pod("prod-pod-3", priority=priority, requests=requests, ts=T0)
+
+
+PROD_ONLY = {**NO_EXPIRY, "usageThresholds": {"cpu": 100, "memory": 100}}
+NEW_REQ_CPU = {**NO_EXPIRY, "usageThresholds": {"cpu": 65, "memory": 100}, "prodUsageThresholds": {"cpu": 60, "memory": 100}}
+NEW_REQ_MEMORY = {**NO_EXPIRY, "usageThresholds": {"cpu": 65, "memory": 85}, "prodUsageThresholds": {"cpu": 60, "memory": 80}}
+P95_METRIC = usage("30", "100Gi", aggregated=[("5m", {"p95": {"cpu": "70", "memory": "256Gi"}})])
+BOUND = ("prod-pod-1", "prod-pod-2")
+
 FILTER_USAGE = [
-    ("filter normal usage", NO_EXPIRY, usage("60", "256Gi"), (), None, None, None),
-    ("filter node missing NodeMetrics", NO_EXPIRY, None, (), None, None, None),
-    ("filter exceed cpu usage", NO_EXPIRY, usage("70", "256Gi"), (), None, None, CPU_OVER),
-    ("filter exceed p95 cpu usage", {**NO_EXPIRY, "aggregated": P95},
-     usage("30", "100Gi", aggregated=[("5m", {"p95": {"cpu": "70", "memory": "256Gi"}})]), (), None, None, CPU_AGG_OVER),
-    ("filter exceed memory usage", NO_EXPIRY, usage("30", "500Gi"), (), None, None, MEM_OVER),
-    ("filter exceed memory usage by custom usage thresholds", NO_EXPIRY, usage("30", "316Gi"), (), None,
-     {"usageThresholds": {"memory": 60}}, MEM_OVER),
-    ("filter exceed p95 cpu usage by custom usage", NO_EXPIRY,
-     usage("30", "100Gi", aggregated=[("5m", {"p95": {"cpu": "70", "memory": "256Gi"}})]), (), None,
-     {"aggregatedUsage": P95}, CPU_AGG_OVER),
-    ("disable filter exceed memory usage", {**NO_EXPIRY, "usageThresholds": {"memory": 0}}, usage("30", "500Gi"),
-     (), None, None, None),
-    ("prod usage filter is not enabled by default", {**NO_EXPIRY, "usageThresholds": {"cpu": 100, "memory": 100}},
-     usage("63", "500Gi", PROD_METRIC_PODS), ("prod-pod-1", "prod-pod-2"), None, None, None),
-    ("filter prod cpu usage", {**NO_EXPIRY, "usageThresholds": {"cpu": 100, "memory": 100},
-                               "prodUsageThresholds": {"cpu": 50, "memory": 100}},
-     usage("63", "500Gi", PROD_METRIC_PODS), ("prod-pod-1", "prod-pod-2"), ("prod-pod-3", 9999, None), None, CPU_OVER),
-    ("filter prod memory usage", {**NO_EXPIRY, "usageThresholds": {"cpu": 100, "memory": 100},
-                                  "prodUsageThresholds": {"cpu": 100, "memory": 50}},
-     usage("63", "500Gi", PROD_METRIC_PODS), ("prod-pod-1", "prod-pod-2"), ("prod-pod-3", 9999, None), None, MEM_OVER),
-    ("filter prod memory usage with custom usage configuration",
-     {**NO_EXPIRY, "usageThresholds": {"cpu": 100, "memory": 100}, "prodUsageThresholds": {"cpu": 100, "memory": 100}},
-     usage("63", "500Gi", PROD_METRIC_PODS), ("prod-pod-1", "prod-pod-2"), ("prod-pod-3", 9999, None),
-     {"prodUsageThresholds": {"cpu": 100, "memory": 50}}, MEM_OVER),
-    ("filter daemonset pod exceed cpu usage", NO_EXPIRY, usage("70", "256Gi"), (), ("test-pod", 9999, None, "DaemonSet"),
-     None, None),
-    ("filter prod cpu usage with new pod request configuration",
-     {**NO_EXPIRY, "usageThresholds": {"cpu": 65, "memory": 100}, "prodUsageThresholds": {"cpu": 60, "memory": 100}},
-     usage("53", "500Gi", NEW_REQ_PODS), ("prod-pod-1", "prod-pod-2"),
-     ("prod-pod-3", 9999, {"cpu": "20", "memory": "100Gi"}), None, CPU_OVER),
-    ("filter mid cpu usage with new pod request configuration",
-     {**NO_EXPIRY, "usageThresholds": {"cpu": 65, "memory": 100}, "prodUsageThresholds": {"cpu": 60, "memory": 100}},
-     usage("53", "300Gi", NEW_REQ_MID_PODS), ("prod-pod-1", "prod-pod-2"),
-     ("prod-pod-3", 7999, {"kubernetes.io/mid-cpu": "12k", "kubernetes.io/mid-memory": "100Gi"}), None, CPU_OVER),
-    ("filter memory usage with new pod request configuration",
-     {**NO_EXPIRY, "usageThresholds": {"cpu": 65, "memory": 85}, "prodUsageThresholds": {"cpu": 60, "memory": 80}},
-     usage("53", "300Gi", NEW_REQ_PODS), ("prod-pod-1", "prod-pod-2"),
-     ("prod-pod-3", 9999, {"cpu": "1", "memory": "165Gi"}), None, MEM_OVER),
-    ("filter mid memory usage with new pod request configuration",
-     {**NO_EXPIRY, "usageThresholds": {"cpu": 65, "memory": 85}, "prodUsageThresholds": {"cpu": 60, "memory": 80}},
-     usage("53", "300Gi", NEW_REQ_MID_PODS), ("prod-pod-1", "prod-pod-2"),
-     ("prod-pod-3", 7999, {"kubernetes.io/mid-cpu": "1k", "kubernetes.io/mid-memory": "200Gi"}), None, MEM_OVER),
+    filter_case("filter normal usage", NO_EXPIRY, usage("60", "256Gi")),
+    filter_case("filter node missing NodeMetrics", NO_EXPIRY, None),
+    filter_case("filter exceed cpu usage", NO_EXPIRY, usage("70", "256Gi"), CPU_OVER),
+    filter_case("filter exceed p95 cpu usage", {**NO_EXPIRY, "aggregated": P95}, P95_METRIC, CPU_AGG_OVER),
+    filter_case("filter exceed memory usage", NO_EXPIRY, usage("30", "500Gi"), MEM_OVER),
+    filter_case("filter exceed memory usage by custom usage thresholds", NO_EXPIRY, usage("30", "316Gi"), MEM_OVER,
+                annotation={"usageThresholds": {"memory": 60}}),
+    filter_case("filter exceed p95 cpu usage by custom usage", NO_EXPIRY, P95_METRIC, CPU_AGG_OVER,
+                annotation={"aggregatedUsage": P95}),
+    filter_case("disable filter exceed memory usage", {**NO_EXPIRY, "usageThresholds": {"memory": 0}},
+                usage("30", "500Gi")),
+    filter_case("prod usage filter is not enabled by default", PROD_ONLY, usage("63", "500Gi", PROD_METRIC_PODS),
+                bound=BOUND),
+    filter_case("filter prod cpu usage", {**PROD_ONLY, "prodUsageThresholds": {"cpu": 50, "memory": 100}},
+                usage("63", "500Gi", PROD_METRIC_PODS), CPU_OVER, bound=BOUND, test_pod=prod_pod_3()),
+    filter_case("filter prod memory usage", {**PROD_ONLY, "prodUsageThresholds": {"cpu": 100, "memory": 50}},
+                usage("63", "500Gi", PROD_METRIC_PODS), MEM_OVER, bound=BOUND, test_pod=prod_pod_3()),
+    filter_case("filter prod memory usage with custom usage configuration",
+                {**PROD_ONLY, "prodUsageThresholds": {"cpu": 100, "memory": 100}},
+                usage("63", "500Gi", PROD_METRIC_PODS), MEM_OVER, bound=BOUND, test_pod=prod_pod_3(),
+                annotation={"prodUsageThresholds": {"cpu": 100, "memory": 50}}),
+    filter_case("filter daemonset pod exceed cpu usage", NO_EXPIRY, usage("70", "256Gi"),
+                test_pod=k8s_pod("test-pod", priority=9999, owner_kind="DaemonSet", ts=T0)),
+    filter_case("filter prod cpu usage with new pod request configuration", NEW_REQ_CPU,
+                usage("53", "500Gi", NEW_REQ_PODS), CPU_OVER, bound=BOUND,
+                test_pod=prod_pod_3(requests={"cpu": "20", "memory": "100Gi"})),
+    filter_case("filter mid cpu usage with new pod request configuration", NEW_REQ_CPU,
+                usage("53", "300Gi", NEW_REQ_MID_PODS), CPU_OVER, bound=BOUND,
+                test_pod=prod_pod_3(7999, {"kubernetes.io/mid-cpu": "12k", "kubernetes.io/mid-memory": "100Gi"})),
+    filter_case("filter memory usage with new pod request configuration", NEW_REQ_MEMORY,
+                usage("53", "300Gi", NEW_REQ_PODS), MEM_OVER, bound=BOUND,
+                test_pod=prod_pod_3(requests={"cpu": "1", "memory": "165Gi"})),
+    filter_case("filter mid memory usage with new pod request configuration", NEW_REQ_MEMORY,
+                usage("53", "300Gi", NEW_REQ_MID_PODS), MEM_OVER, bound=BOUND,
+                test_pod=prod_pod_3(7999, {"kubernetes.io/mid-cpu": "1k", "kubernetes.io/mid-memory": "200Gi"})),
 ]
 
 
-@pytest.mark.parametrize("args, metric, bound, test_pod, annotation, want",
-                         [case[1:] for case in FILTER_USAGE], ids=[f"TestFilterUsage/{case[0]}" for case in FILTER_USAGE])
-def test_filter_usage(args, metric, bound, test_pod, annotation, want):
-    pods = prod_pods(*bound)
-    pod = None
-    if test_pod:
-        name, priority, requests, *owner = test_pod
-        pod = k8s_pod(name, priority=priority, requests=requests, owner_kind=owner[0] if owner else None, ts=T0)
-    annotations = {ANNOTATION_CUSTOM_USAGE_THRESHOLDS: json.dumps(annotation)} if annotation else None
-    assert verdict(args, metric, pods, pod, annotations) == want
+@pytest.mark.parametrize("case", FILTER_USAGE)
+def test_filter_usage(case: FilterCase):
+    annotations = {ANNOTATION_CUSTOM_USAGE_THRESHOLDS: json.dumps(case.annotation)} if case.annotation else None
+    assert verdict(case.args, case.metric, prod_pods(*case.bound), case.test_pod, annotations) == case.want
 
 
 def test_filter_usage_prod_memory_with_assigned_cache_pod():
@@ -136,22 +151,25 @@ def test_filter_usage_mid_cpu_with_assigned_cache_pod():
     assert verdict(args, metric, pods, test_pod) == CPU_OVER
 
 
-EXPIRY_CASES = [
-    ("TestFilterExpiredNodeMetric/filter healthy nodeMetrics", {}, T0, None),
-    ("TestFilterExpiredNodeMetric/filter unhealthy nodeMetric with nil updateTime", {}, None, EXPIRED),
-    ("TestFilterExpiredNodeMetric/filter unhealthy nodeMetric with expired updateTime", {}, T0 - 180_000, EXPIRED),
-    ("TestEnableScheduleWhenNodeMetricsExpired/enable scheduling when nodeMetric with nil updateTime",
-     {"enableScheduleWhenNodeMetricsExpired": True}, None, None),
-    ("TestEnableScheduleWhenNodeMetricsExpired/enable scheduling when nodeMetric with expired updateTime",
-     {"enableScheduleWhenNodeMetricsExpired": True}, T0 - 180_000, None),
-    ("TestEnableScheduleWhenNodeMetricsExpired/disable scheduling when nodeMetric with nil updateTime",
-     {"enableScheduleWhenNodeMetricsExpired": False}, None, EXPIRED),
-    ("TestEnableScheduleWhenNodeMetricsExpired/disable scheduling when nodeMetric with expired updateTime",
-     {"enableScheduleWhenNodeMetricsExpired": False}, T0 - 180_000, EXPIRED),
-]
+ENABLE = {"enableScheduleWhenNodeMetricsExpired": True}
+DISABLE = {"enableScheduleWhenNodeMetricsExpired": False}
 
 
-@pytest.mark.parametrize("args, update, want", [c[1:] for c in EXPIRY_CASES], ids=[c[0] for c in EXPIRY_CASES])
+@pytest.mark.parametrize("args, update, want", [
+    pytest.param({}, T0, None, id="TestFilterExpiredNodeMetric/filter healthy nodeMetrics"),
+    pytest.param({}, None, EXPIRED, id="TestFilterExpiredNodeMetric/filter unhealthy nodeMetric with nil updateTime"),
+    pytest.param({}, T0 - 180_000, EXPIRED,
+                 id="TestFilterExpiredNodeMetric/filter unhealthy nodeMetric with expired updateTime"),
+    pytest.param(ENABLE, None, None,
+                 id="TestEnableScheduleWhenNodeMetricsExpired/enable scheduling when nodeMetric with nil updateTime"),
+    pytest.param(ENABLE, T0 - 180_000, None,
+                 id="TestEnableScheduleWhenNodeMetricsExpired/enable scheduling when nodeMetric with expired updateTime"),
+    pytest.param(DISABLE, None, EXPIRED,
+                 id="TestEnableScheduleWhenNodeMetricsExpired/disable scheduling when nodeMetric with nil updateTime"),
+    pytest.param(DISABLE, T0 - 180_000, EXPIRED,
+                 id="TestEnableScheduleWhenNodeMetricsExpired/disable scheduling when nodeMetric with expired "
+                    "updateTime"),
+])
 def test_filter_expired_node_metric(args, update, want):
     metric = k8s_metric(NODE, update, None, ts=T0)
     assert verdict(args, metric, allocatable={}) == want

@@ -2,7 +2,8 @@
 
 import pytest
 
-from streams.scheduler.plugins.noderesourcesfit import NodeResourcesFitArgs
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
+from streams.scheduler.plugins.noderesourcesfit import NAME, REASON_INSUFFICIENT, NodeResourcesFitArgs
 from tests.streams.scheduler.support import GI, decisions, k8s_node, k8s_pod, node, pod, profile_with, run
 
 BATCH = {"cpu": "8", "memory": "16Gi", "pods": "20", "kubernetes.io/batch-cpu": "4000",
@@ -10,18 +11,20 @@ BATCH = {"cpu": "8", "memory": "16Gi", "pods": "20", "kubernetes.io/batch-cpu": 
 
 
 @pytest.mark.parametrize("requests, priority, want", [
-    ({"kubernetes.io/batch-cpu": "3000", "kubernetes.io/batch-memory": "4Gi"}, 5500, None),
-    ({"kubernetes.io/batch-cpu": "5000", "kubernetes.io/batch-memory": "4Gi"}, 5500, "1 Insufficient kubernetes.io/batch-cpu"),
-    ({"kubernetes.io/mid-cpu": "1000", "kubernetes.io/mid-memory": "8Gi"}, 7500, "1 Insufficient kubernetes.io/mid-memory"),
-    ({"kubernetes.io/mid-cpu": "2000", "kubernetes.io/mid-memory": "4Gi"}, 7500, None),
-], ids=["batch fits", "batch cpu short", "mid memory short", "mid fits"])
+    pytest.param({BATCH_CPU: "3000", BATCH_MEMORY: "4Gi"}, 5500, None, id="batch fits"),
+    pytest.param({BATCH_CPU: "5000", BATCH_MEMORY: "4Gi"}, 5500, REASON_INSUFFICIENT.format(resource=BATCH_CPU),
+                 id="batch cpu short"),
+    pytest.param({MID_CPU: "1000", MID_MEMORY: "8Gi"}, 7500, REASON_INSUFFICIENT.format(resource=MID_MEMORY),
+                 id="mid memory short"),
+    pytest.param({MID_CPU: "2000", MID_MEMORY: "4Gi"}, 7500, None, id="mid fits"),
+])
 def test_batch_and_mid_resources(requests, priority, want):
     _, out = run(k8s_node("colo", BATCH), k8s_pod("p", priority=priority, requests=requests, limits=requests))
     decision = decisions(out)[-1]
     if want is None:
         assert decision["result"] == "Scheduled"
     else:
-        assert decision["message"].startswith(f"0/1 nodes are available: {want}.")
+        assert decision["message"].startswith(f"0/1 nodes are available: 1 {want}.")
 
 
 def test_batch_allocatable_from_a_node_resource_event_is_used():
@@ -36,8 +39,8 @@ def test_batch_allocatable_from_a_node_resource_event_is_used():
 def test_every_short_resource_is_a_reason():
     _, out = run(node("n1", cpu=500, memory=GI), pod("p", cpu=1000, memory=2 * GI))
     assert decisions(out)[-1]["filterResults"] == [
-        {"plugin": "NodeResourcesFit", "reason": "Insufficient cpu", "count": 1},
-        {"plugin": "NodeResourcesFit", "reason": "Insufficient memory", "count": 1}]
+        {"plugin": NAME, "reason": REASON_INSUFFICIENT.format(resource="cpu"), "count": 1},
+        {"plugin": NAME, "reason": REASON_INSUFFICIENT.format(resource="memory"), "count": 1}]
 
 
 def test_most_allocated_packs():

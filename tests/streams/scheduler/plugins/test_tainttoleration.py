@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 
 from streams.scheduler.framework import CycleState
+from streams.scheduler.plugins.tainttoleration import NAME, REASON_UNTOLERATED
 from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, node, plugin_of, pod_info, run
 
+DEDICATED = REASON_UNTOLERATED.format(key="dedicated", value="gpu")
+UNREACHABLE = REASON_UNTOLERATED.format(key="node.kubernetes.io/unreachable", value="")
 
 TAINTS = {"gpu": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
           "gone": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
@@ -14,18 +17,17 @@ TAINTS = {"gpu": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
 
 
 @pytest.mark.parametrize("tolerations, passing, reasons", [
-    ([], ["soft"], {"node(s) had untolerated taint {dedicated: gpu}": ["gpu"],
-                    "node(s) had untolerated taint {node.kubernetes.io/unreachable: }": ["gone"]}),
-    ([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}], ["gpu", "soft"],
-     {"node(s) had untolerated taint {node.kubernetes.io/unreachable: }": ["gone"]}),
-    ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}], ["soft"],
-     {"node(s) had untolerated taint {dedicated: gpu}": ["gpu", "gone"]}),
-    ([{"operator": "Exists"}], ["gpu", "gone", "soft"], {}),
-], ids=["nothing tolerated: PreferNoSchedule never filters", "Equal toleration", "the first untolerated taint is named",
-        "Exists without a key tolerates everything"])
+    pytest.param([], ["soft"], {DEDICATED: ["gpu"], UNREACHABLE: ["gone"]},
+                 id="nothing tolerated: PreferNoSchedule never filters"),
+    pytest.param([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}], ["gpu", "soft"],
+                 {UNREACHABLE: ["gone"]}, id="Equal toleration"),
+    pytest.param([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}], ["soft"],
+                 {DEDICATED: ["gpu", "gone"]}, id="the first untolerated taint is named"),
+    pytest.param([{"operator": "Exists"}], ["gpu", "gone", "soft"], {}, id="Exists without a key tolerates everything"),
+])
 def test_taints_and_tolerations(tolerations, passing, reasons):
     domain, _ = run(*(node(name, taints=t) for name, t in TAINTS.items()))
-    plugin = plugin_of(domain, "TaintToleration")
+    plugin = plugin_of(domain, NAME)
     result = plugin.filter(CycleState(), pod_info(k8s_pod("p", tolerations=tolerations)), np.ones(3, dtype=bool))
     names = list(TAINTS)
     assert [n for n, ok in zip(names, result.passed) if ok] == passing
@@ -36,6 +38,4 @@ def test_untolerated_taints_are_reported_when_no_node_fits():
     nodes = [k8s_node("gpu", {"cpu": "4", "pods": "10"}, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
              k8s_node("gone", {"cpu": "4", "pods": "10"}, taints=[{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}])]
     _, out = run(*nodes, k8s_pod("p", requests={"cpu": "1"}))
-    assert decisions(out)[-1]["message"].startswith(
-        "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
-        "1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }.")
+    assert decisions(out)[-1]["message"].startswith(f"0/2 nodes are available: 1 {DEDICATED}, 1 {UNREACHABLE}.")
