@@ -51,8 +51,12 @@ def topic_id(resource: WatchedResource) -> str:
 
 
 def dead_letter_record(resource: WatchedResource, obj: dict, reason: str, source_topic: str) -> dict:
-    """A DeadLetter for an object that cannot be converted. It has no source offset (it never reached a
-    topic): partition and offset are -1, the key is the topic key, the payload the object's JSON."""
+    """A DeadLetter for an object that cannot be converted. It never reached its topic, so the partition is
+    -1 and the offset is the object's resourceVersion (an integer on every etcd-backed API server; -1 when
+    it is not one), which keeps each version's dead letter distinct; the key is the topic key, the payload
+    the object's JSON."""
     payload = json.dumps(manifest(resource, obj), sort_keys=True, separators=(",", ":")).encode()
-    return dead_letter(STAGE, source_topic, -1, -1, object_key(resource, obj).encode(), payload,
+    version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    offset = int(version) if version.isdigit() else -1
+    return dead_letter(STAGE, source_topic, -1, offset, object_key(resource, obj).encode(), payload,
                        f"{describe(resource, obj)}: {reason}", int(time.time() * 1000))

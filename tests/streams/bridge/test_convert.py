@@ -33,4 +33,4 @@ def test_an_object_that_cannot_be_converted_is_a_dead_letter_naming_it():
     letter = convert.dead_letter_record(QUOTAS, quota, str(refused.value), "koord.quotas")
     assert letter["reason"].startswith("ElasticQuota team/bad resourceVersion 9: ")
     assert "spec.max.cpu" in letter["reason"]
-    assert (letter["key"], letter["stage"], letter["sourceOffset"]) == (b"team/bad", "bridge", -1)
+    assert (letter["key"], letter["stage"], letter["sourceOffset"]) == (b"team/bad", "bridge", 9)

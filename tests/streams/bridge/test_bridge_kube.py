@@ -1,0 +1,391 @@
+"""``koord bridge`` against a real kube-apiserver and etcd, a broker, a worker and the projection.
+
+One koordstream and one control plane for the module; the tests run in order: observe (shadow) mode
+first, then the bridge restarts in active mode. The bridge runs as user ``koord-bridge``, bound to the
+ClusterRole and Role of ``deploy/kubernetes/bridge.yaml``, so every write it makes shows the role
+suffices; the API server's audit log (writes only) tells who wrote what.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+import yaml
+from lightkube import KubeConfig
+from lightkube.config.client_adapter import Client as HttpClient, ConnectionParams
+
+from state import queries
+from state.db import open_database
+from streams import supervision
+from streams.bridge.api import ApiError, KubeApi
+from streams.bridge.writes import DECISION_ANNOTATION, Bind, Evict, MarkUnschedulable, PatchNodeStatus
+from streams.kafka import produce
+from streams.kube import pki
+from streams.kube.controlplane import kubeconfig
+from streams.objects.quantity import parse_quantity
+from streams.schemas import codec
+from tests.integration.crash_support import CrashCluster
+from tests.integration.manifests import COLOCATION_CONFIG
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+WAIT_S = 60
+BRIDGE_USER = "koord-bridge"
+SCHEDULER = "koord-scheduler"
+
+
+@dataclasses.dataclass
+class Setup:
+    plane: object
+    cluster: CrashCluster
+    admin: httpx.Client
+    bridge_kubeconfig: Path
+    bridge: subprocess.Popen | None = None
+
+    def start_bridge(self, mode: str) -> None:
+        log = open(self.cluster.home / "bridge.log", "ab")
+        self.bridge = subprocess.Popen(
+            supervision.koord_command("bridge", "--kubeconfig", str(self.bridge_kubeconfig), "--mode", mode),
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.cluster.env}, process_group=0)
+
+    def stop_bridge(self) -> int:
+        self.bridge.send_signal(signal.SIGTERM)
+        return self.bridge.wait(timeout=30)
+
+    def kill_bridge(self) -> None:
+        self.bridge.send_signal(signal.SIGKILL)
+        self.bridge.wait(timeout=10)
+
+    def bridge_log(self) -> str:
+        return (self.cluster.home / "bridge.log").read_text(errors="replace")
+
+    def create_node(self, name: str, cpu: str, memory: str) -> None:
+        """A Ready node without the not-ready taint the API server's admission adds on create (the node
+        lifecycle controller, absent here, removes it once the node is Ready)."""
+        self.create("/api/v1/nodes", node(name, cpu, memory))
+        response = self.admin.patch(f"/api/v1/nodes/{name}", json={"spec": {"taints": None}},
+                                    headers={"Content-Type": "application/merge-patch+json"})
+        assert response.status_code == 200, response.text
+
+    def create(self, path: str, body: dict) -> dict:
+        response = self.admin.post(path, json=body)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def get(self, path: str) -> dict | None:
+        response = self.admin.get(path)
+        return None if response.status_code == 404 else response.json()
+
+    def engine(self):
+        return open_database(self.cluster.env["KOORD_DATABASE_URL"])
+
+    def audit(self) -> list[dict]:
+        return [json.loads(line) for line in (self.plane.directory / "audit.log").read_text().splitlines() if line]
+
+
+def wait_for(condition, what: str, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.3)
+    raise AssertionError(f"waited {timeout:g}s for {what}")
+
+
+def node(name: str, cpu: str, memory: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                       "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+                       "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
+
+
+def pod(name: str, cpu: str = "100m", scheduler: str = SCHEDULER, node_name: str | None = None,
+        labels: dict | None = None) -> dict:
+    spec = {"schedulerName": scheduler, "containers": [
+        {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default",
+                                                            "labels": labels or {}}, "spec": spec}
+
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def bound_node(setup: Setup, name: str) -> str | None:
+    return ((setup.get(f"{PODS}/{name}") or {}).get("spec") or {}).get("nodeName")
+
+
+def bindings_by_pod(setup: Setup) -> dict[str, int]:
+    """Successful pods/binding writes per pod name, from the audit log."""
+    counts: dict[str, int] = {}
+    for event in setup.audit():
+        ref = event.get("objectRef") or {}
+        if event["stage"] == "ResponseComplete" and ref.get("subresource") == "binding" and \
+                event.get("responseStatus", {}).get("code") == 201:
+            counts[ref["name"]] = counts.get(ref["name"], 0) + 1
+    return counts
+
+
+def bridge_writes(setup: Setup) -> set[tuple[str, str, int]]:
+    """(verb, resource[/subresource], code) of every write user koord-bridge made."""
+    return {(e["verb"], "/".join(filter(None, (e["objectRef"].get("resource"), e["objectRef"].get("subresource")))),
+             e.get("responseStatus", {}).get("code"))
+            for e in setup.audit() if e["user"]["username"] == BRIDGE_USER and e["stage"] == "ResponseComplete"}
+
+
+@pytest.fixture(scope="module")
+def setup(plane, tmp_path_factory):
+    home = tmp_path_factory.mktemp("bridge")
+    state = plane.state()
+    config = KubeConfig.from_file(plane.kubeconfig).get()
+    admin = HttpClient(config, ConnectionParams())
+    admin.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                            "metadata": {"name": "koordinator-system"}})
+    for path in sorted((ROOT / "deploy" / "crds").glob("*.yaml")):
+        response = admin.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                              json=yaml.safe_load(path.read_text()))
+        assert response.status_code == 201, f"{path.name}: {response.text}"
+    role_paths = {"ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                  "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/koordinator-system/roles"}
+    for document in yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "bridge.yaml").read_text()):
+        if document["kind"] in role_paths:
+            assert admin.post(role_paths[document["kind"]], json=document).status_code == 201
+            binding_kind = "ClusterRoleBinding" if document["kind"] == "ClusterRole" else "RoleBinding"
+            binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": binding_kind,
+                       "metadata": {"name": f"{BRIDGE_USER}-user"},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": document["kind"],
+                                   "name": document["metadata"]["name"]},
+                       "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": BRIDGE_USER}]}
+            assert admin.post(role_paths[document["kind"]].replace("roles", "rolebindings"),
+                              json=binding).status_code == 201
+    pki.issue_client(plane.pki, BRIDGE_USER)
+    bridge_kubeconfig = home / "bridge.kubeconfig"
+    bridge_kubeconfig.write_text(kubeconfig(state["server"], plane.pki, BRIDGE_USER))
+    cluster = CrashCluster.start(home, "tansu")
+    setup = Setup(plane, cluster, admin, bridge_kubeconfig)
+    try:
+        cluster.start_worker("worker")
+        yield setup
+    finally:
+        if setup.bridge is not None and setup.bridge.poll() is None:
+            setup.kill_bridge()
+        cluster.stop()
+        admin.close()
+
+
+def test_crds_are_established(setup):
+    names = [yaml.safe_load(p.read_text())["metadata"]["name"] for p in (ROOT / "deploy" / "crds").glob("*.yaml")]
+
+    def established():
+        return all(any(c["type"] == "Established" and c["status"] == "True" for c in
+                       setup.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{n}")["status"]
+                       .get("conditions", [])) for n in names)
+    wait_for(established, "every CRD to be established")
+    assert len(names) == 8
+
+
+def test_observe_mode_writes_nothing_and_the_shadow_report_compares(setup):
+    for name in ("shadow-n1", "shadow-n2"):
+        setup.create_node(name, "4", "8Gi")
+    setup.start_bridge("observe")
+    for name, cpu in (("same", "100m"), ("other", "100m"), ("too-big", "64"), ("cluster-refused", "100m")):
+        setup.create(PODS, pod(f"shadow-{name}", cpu, scheduler="default-scheduler"))
+    engine = setup.engine()
+
+    expected = {"same": "Scheduled", "other": "Scheduled", "too-big": "Unschedulable", "cluster-refused": "Scheduled"}
+
+    def opinions():
+        found = {name: [d for d in queries.get_decisions(engine, f"default/shadow-{name}")
+                        if d["result"] in ("Scheduled", "Unschedulable")] for name in expected}
+        return found if all(found[n] and found[n][-1]["result"] == r for n, r in expected.items()) else None
+    decided = wait_for(opinions, "koordstream's decisions about the shadow pods")
+    chosen = decided["same"][-1]["nodeName"]
+    other = next(n for n in ("shadow-n1", "shadow-n2") if n != decided["other"][-1]["nodeName"])
+    for name, target in (("same", chosen), ("other", other), ("too-big", "shadow-n1")):
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": f"shadow-{name}"},
+                   "target": {"kind": "Node", "name": target}}
+        assert setup.admin.post(f"{PODS}/shadow-{name}/binding", json=binding).status_code == 201
+    refused = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                          "message": "0/2 nodes are available: 2 node(s) didn't match affinity."}]}}
+    response = setup.admin.patch(f"{PODS}/shadow-cluster-refused/status", json=refused,
+                                 headers={"Content-Type": "application/strategic-merge-patch+json"})
+    assert response.status_code == 200, response.text
+
+    def report():
+        result = setup.cluster.koord("shadow", "report", "-o", "json")
+        assert result.returncode == 0, result.stderr
+        rows = {p["name"]: p for p in json.loads(result.stdout)["pods"]}
+        outcomes = {name: rows.get(f"shadow-{name}", {}).get("outcome") for name in
+                    ("same", "other", "too-big", "cluster-refused")}
+        return (outcomes, rows) if outcomes == {
+            "same": "same-node", "other": "other-node", "too-big": "only-koordstream-unschedulable",
+            "cluster-refused": "only-cluster-unschedulable"} else None
+    outcomes, rows = wait_for(report, "the shadow report to show each outcome")
+    assert "Insufficient cpu" in rows["shadow-too-big"]["koordstream"]["message"]
+    assert "didn't match affinity" in rows["shadow-cluster-refused"]["cluster"]["message"]
+    assert rows["shadow-other"]["cluster"]["node"] == other
+    assert bridge_writes(setup) == set()
+    assert setup.stop_bridge() == 0
+    assert "Traceback" not in setup.bridge_log()
+
+
+def test_active_mode_binds_pods_and_marks_the_unplaceable(setup):
+    setup.create_node("active-n1", "8", "16Gi")
+    setup.start_bridge("active")
+    for index in range(3):
+        setup.create(PODS, pod(f"active-{index}"))
+    setup.create(PODS, pod("active-huge", cpu="512"))
+    for index in range(3):
+        assert wait_for(lambda: bound_node(setup, f"active-{index}"), f"active-{index} to be bound")
+    annotations = setup.get(f"{PODS}/active-0")["metadata"]["annotations"]
+    assert len(annotations[DECISION_ANNOTATION]) == 24
+
+    def condition():
+        status = setup.get(f"{PODS}/active-huge").get("status") or {}
+        return next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"), None)
+    scheduled = wait_for(condition, "active-huge's PodScheduled condition")
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+    assert "Insufficient cpu" in scheduled["message"]
+    events = setup.get("/api/v1/namespaces/default/events")["items"]
+    assert any(e["involvedObject"]["name"] == "active-huge" and e["reason"] == "FailedScheduling" for e in events)
+
+
+def test_node_status_shows_batch_and_mid_allocatable_from_a_node_metric(setup):
+    config = yaml.safe_load(COLOCATION_CONFIG)
+    setup.create("/api/v1/namespaces/koordinator-system/configmaps", config)
+    path = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics"
+    setup.create(path, {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+                        "metadata": {"name": "active-n1"}})
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = {"status": {"updateTime": now, "nodeMetric": {"nodeUsage": {"resources": {"cpu": "2", "memory": "4Gi"}},
+                                                           "systemUsage": {"resources": {"cpu": "0", "memory": "0"}}},
+                         "podsMetric": [], "prodReclaimableMetric": {"resource": {"resources": {"cpu": "1",
+                                                                                                "memory": "1Gi"}}}}}
+    response = setup.admin.patch(f"{path}/active-n1/status", json=status,
+                                 headers={"Content-Type": "application/merge-patch+json"})
+    assert response.status_code == 200, response.text
+
+    def extended():
+        allocatable = setup.get("/api/v1/nodes/active-n1")["status"]["allocatable"]
+        return allocatable if {"kubernetes.io/batch-cpu", "kubernetes.io/mid-cpu"} <= set(allocatable) else None
+    allocatable = wait_for(extended, "batch and mid allocatable on active-n1")
+    capacity = setup.get("/api/v1/nodes/active-n1")["status"]["capacity"]
+    for name in ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory", "kubernetes.io/mid-cpu"):
+        assert parse_quantity(allocatable[name]) > 0 and capacity[name] == allocatable[name]
+    assert 0 < parse_quantity(allocatable["kubernetes.io/batch-cpu"]) <= 8000, "milli-cores of an 8-cpu node"
+    assert parse_quantity(allocatable["kubernetes.io/mid-cpu"]) == 1000, "the NodeMetric's prodReclaimable cpu"
+
+
+def test_an_eviction_decision_evicts_through_the_eviction_api_and_a_budget_blocks_one(setup):
+    pods = {name: setup.create(PODS, pod(name, node_name="active-n1", labels={"app": name}))
+            for name in ("evict-free", "evict-guarded")}
+    running = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    for name in pods:
+        # The Eviction API ignores budgets for Pending pods; here no kubelet starts them, so the test does.
+        response = setup.admin.patch(f"{PODS}/{name}/status", json=running,
+                                     headers={"Content-Type": "application/strategic-merge-patch+json"})
+        assert response.status_code == 200, response.text
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard"},
+              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "evict-guarded"}}}}
+    setup.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets", budget)
+
+    def eviction(name: str) -> tuple[str, str, bytes]:
+        record = {"decisionId": f"evict-{name}", "nodeName": "active-n1",
+                  "pod": {"namespace": "default", "name": name, "uid": pods[name]["metadata"]["uid"]},
+                  "reason": "EvictPodByNodeMemoryUsage", "message": "test",
+                  "causation": {"inboxTopic": "koord.inbox.node", "inboxPartition": 0, "inboxOffset": 0,
+                                "sourceTopic": "koord.nodemetrics", "sourcePartition": 0, "sourceOffset": 0},
+                  "timestamp": int(time.time() * 1000)}
+        return "koord.decisions", f"default/{name}", codec.encode("Eviction", record)
+    sends = [eviction("evict-free"), eviction("evict-free"), eviction("evict-guarded")]
+    asyncio.run(produce(setup.cluster.bootstrap, sends))
+
+    def evicted(name):
+        found = setup.get(f"{PODS}/{name}")
+        return found is None or bool(found["metadata"].get("deletionTimestamp"))
+    wait_for(lambda: evicted("evict-free"), "evict-free to be evicted")
+    wait_for(lambda: "eviction of default/evict-guarded refused" in setup.bridge_log(), "the budget to refuse")
+    assert not evicted("evict-guarded")
+    assert setup.admin.delete("/apis/policy/v1/namespaces/default/poddisruptionbudgets/guard").status_code == 200
+    wait_for(lambda: evicted("evict-guarded"), "evict-guarded to be evicted once the budget is gone")
+    evictions = [e["objectRef"]["name"] for e in setup.audit() if e["user"]["username"] == BRIDGE_USER
+                 and e["objectRef"].get("subresource") == "eviction" and e["stage"] == "ResponseComplete"
+                 and e["responseStatus"]["code"] == 201]
+    assert sorted(evictions) == ["evict-free", "evict-guarded"]
+
+
+def test_each_write_of_the_role_works_and_fails_without_it(setup):
+    made = bridge_writes(setup)
+    for write in (("create", "pods/binding", 201), ("patch", "pods/status", 200), ("create", "events", 201),
+                  ("patch", "nodes/status", 200), ("create", "pods/eviction", 201)):
+        assert write in made
+    pki.issue_client(setup.plane.pki, "no-role")
+    path = setup.cluster.home / "no-role.kubeconfig"
+    path.write_text(kubeconfig(setup.plane.state()["server"], setup.plane.pki, "no-role"))
+    setup.create(PODS, pod("rbac-target"))
+    uid = setup.get(f"{PODS}/rbac-target")["metadata"]["uid"]
+
+    async def attempts() -> list[str]:
+        api = KubeApi(path, None)
+        refused = []
+        for call in (api.bind(Bind("default", "rbac-target", uid, "active-n1", {})),
+                     api.mark_unschedulable(MarkUnschedulable("default", "rbac-target", uid, "d1", "U", "m"), SCHEDULER),
+                     api.patch_node_status(PatchNodeStatus("active-n1", {}, {})),
+                     api.evict(Evict("default", "rbac-target", uid, "d1", "r", "m"))):
+            with pytest.raises(ApiError) as error:
+                await call
+            assert error.value.code == 403
+            refused.append(str(error.value))
+        await api.close()
+        return refused
+    refused = asyncio.run(attempts())
+    assert [r.split(":")[0] for r in refused] == [
+        "create pods/binding", "create events", "patch nodes/status", "create pods/eviction"]
+
+
+def test_a_dead_letter_names_an_object_that_cannot_be_converted(setup):
+    created = setup.create("/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/elasticquotas",
+                           {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+                            "metadata": {"name": "bad-quota"}, "spec": {"max": {"cpu": "lots"}}})
+    version = created["metadata"]["resourceVersion"]
+    engine = setup.engine()
+    letter = wait_for(lambda: next((d for d in queries.get_deadletters(engine) if d["stage"] == "bridge"), None),
+                      "the bridge's dead letter")
+    assert letter["reason"].startswith(f"ElasticQuota default/bad-quota resourceVersion {version}: ")
+    assert "spec.max.cpu" in letter["reason"]
+
+
+def test_a_restart_and_a_kill_lose_and_double_nothing(setup):
+    assert setup.stop_bridge() == 0
+    setup.create(PODS, pod("while-down"))
+    assert setup.admin.delete(f"{PODS}/active-1", params={"gracePeriodSeconds": 0}).status_code == 200
+    setup.start_bridge("active")
+    wait_for(lambda: bound_node(setup, "while-down"), "the pod created while the bridge was down to be bound")
+    engine = setup.engine()
+    wait_for(lambda: not [p for p in queries.get_pods(engine, "default", "active-1")],
+             "the pod deleted while the bridge was down to be deleted from the topics")
+    for index in range(6):
+        setup.create(PODS, pod(f"killed-{index}"))
+        if index == 2:
+            setup.kill_bridge()
+            setup.start_bridge("active")
+    for index in range(6):
+        wait_for(lambda: bound_node(setup, f"killed-{index}"), f"killed-{index} to be bound")
+    counts = bindings_by_pod(setup)
+    ours = [name for name in counts if not name.startswith("shadow-")]
+    assert ours and all(counts[name] == 1 for name in ours), counts
+    assert {"while-down", *(f"killed-{i}" for i in range(6))} <= set(ours)
+    assert setup.stop_bridge() == 0
