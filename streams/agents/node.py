@@ -22,7 +22,7 @@ from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.transactions import Batches
 from streams.app import raw_topic
 from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
-from streams.noderesource.partition import CONFIG_KEY, NodePartition
+from streams.nodeaggregate.partition import CONFIG_KEY, NodePartition
 from streams.nodeqos import planner
 from streams.topology import Topology
 

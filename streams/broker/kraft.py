@@ -10,10 +10,20 @@ internal topics; the topology's environment decides the factor of koordstream's 
 Kafka's published POM lacks only the SLF4J binding (its build ships it in the release tarball alone),
 so the runtime POM below adds ``log4j-slf4j-impl``; without it Kafka logs nothing, not even the
 "Kafka Server started" line that readiness waits for.
+
+For failover tests a cluster moves a partition's leadership (:meth:`KafkaCluster.move_leader`) and
+answers who leads a partition (:meth:`KafkaCluster.leader_of`), who
+coordinates a consumer group (:meth:`KafkaCluster.group_coordinator`) and which node is the active
+controller (:meth:`KafkaCluster.active_controller`). The last asks the KRaft quorum (DescribeQuorum,
+which aiokafka does not ship, so its v0 is defined below): in KRaft mode the controller id of a
+Metadata or DescribeCluster answer is a random live broker (clients cannot reach controllers), so
+aiokafka's ``describe_cluster()["controller_id"]`` changes from one connection to the next and names
+the active controller only by chance.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import fcntl
@@ -25,6 +35,15 @@ import subprocess
 import time
 from pathlib import Path
 
+from aiokafka.conn import create_conn
+from aiokafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError
+from aiokafka.protocol.admin import AlterPartitionReassignmentsRequest
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.coordination import FindCoordinatorRequest
+from aiokafka.protocol.metadata import MetadataRequest
+from aiokafka.protocol.types import (
+    Array, CompactArray, CompactString, Int8, Int16, Int32, Int64, Schema, String, TaggedFields)
+
 from streams.supervision import child_preexec
 
 KAFKA_VERSION = "4.1.1"
@@ -33,6 +52,14 @@ LOG4J_VERSION = "2.24.3"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
 """A fixed 22-character base64url cluster id (any valid one works; a fresh data directory is formatted)."""
+
+METADATA_LOG = "__cluster_metadata"
+"""The KRaft metadata log: its single partition's leader is the active controller."""
+NO_LEADER = -1
+"""Kafka's leader id for a partition that has none at the moment (an election is under way)."""
+PREFERRED_ELECTION = 0
+ELECTION_NOT_NEEDED = 84
+"""ElectLeaders' answer for a partition already led by its preferred replica."""
 
 STARTED = "Kafka Server started"
 START_TIMEOUT_S = 90.0
@@ -282,6 +309,79 @@ class KafkaCluster:
         self.start_node(node)
         self.wait_started(node, since)
 
+    def leader_of(self, topic: str, partition: int) -> int:
+        """The node leading ``topic``/``partition`` as a live node's metadata has it (:data:`NO_LEADER` when none)."""
+        answer = self._ask(MetadataRequest([topic]))
+        [found] = [t for t in answer["topics"] if t["topic"] == topic]
+        return next((p["leader"] for p in found["partitions"] if p["partition"] == partition), NO_LEADER)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> None:
+        """Make ``node_id``, a replica of ``topic``/``partition``, its leader: reorder the replicas with
+        ``node_id`` first (the same set, so no data moves) and elect that preferred replica. Returns once
+        the metadata names it, so a test can separate roles that one node happened to hold together."""
+        answer = self._ask(MetadataRequest([topic]))
+        [found] = [t for t in answer["topics"] if t["topic"] == topic]
+        [replicas] = [p["replicas"] for p in found["partitions"] if p["partition"] == partition]
+        if node_id not in replicas:
+            raise ValueError(f"node {node_id} is not a replica of {topic}/{partition}: {replicas}")
+        order = [node_id, *(r for r in replicas if r != node_id)]
+        reassigned = self._ask(AlterPartitionReassignmentsRequest(30_000, [(topic, [(partition, order, {})], {})], {}))
+        errors = [reassigned["error_code"],
+                  *(p["error_code"] for t in reassigned["responses"] for p in t["partitions"])]
+        if any(errors):
+            raise RuntimeError(f"reordering the replicas of {topic}/{partition} failed: {reassigned}")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while self.leader_of(topic, partition) != node_id:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"node {node_id} did not become the leader of {topic}/{partition}")
+            elected = self._ask(ElectLeadersRequest(topic, partition))
+            results = [p for t in elected["replica_election_results"] for p in t["partition_result"]]
+            if elected["error_code"] or any(p["error_code"] not in (0, ELECTION_NOT_NEEDED) for p in results):
+                raise RuntimeError(f"electing node {node_id} for {topic}/{partition} failed: {elected}")
+            time.sleep(0.2)
+
+    def group_coordinator(self, group: str) -> int:
+        """The node coordinating consumer group ``group`` (:data:`NO_LEADER` while none is available or
+        the new one still loads the group's offsets)."""
+        answer = self._ask(FindCoordinatorRequest(group, 0))
+        if answer["error_code"] in (CoordinatorNotAvailableError.errno, CoordinatorLoadInProgressError.errno):
+            return NO_LEADER
+        if answer["error_code"]:
+            raise RuntimeError(f"FindCoordinator({group}) failed with error code {answer['error_code']}")
+        return answer["coordinator_id"]
+
+    def quorum(self) -> dict:
+        """The KRaft quorum as a live node reports it (it forwards DescribeQuorum to the active controller):
+        ``leader_id``, ``leader_epoch``, ``high_watermark`` and ``current_voters`` (id, log end offset)."""
+        answer = self._ask(DescribeQuorumRequest())
+        error = answer["error_code"] or answer["topics"][0]["partitions"][0]["error_code"]
+        if error:
+            raise RuntimeError(f"DescribeQuorum failed with error code {error}")
+        return answer["topics"][0]["partitions"][0]
+
+    def active_controller(self) -> int:
+        """The node id of the active controller: the leader of the KRaft metadata log."""
+        return self.quorum()["leader_id"]
+
+    def _ask(self, request: Request) -> dict:
+        """``request``'s answer from the first live node that gives one (a restarting node may refuse)."""
+
+        async def ask(node: KafkaNode) -> dict:
+            conn = await create_conn("127.0.0.1", node.port, request_timeout_ms=5000)
+            try:
+                return (await conn.send(request)).to_object()
+            finally:
+                conn.close()
+
+        errors = []
+        for node in self.nodes:
+            if node.alive():
+                try:
+                    return asyncio.run(ask(node))
+                except Exception as error:
+                    errors.append(f"node {node.node_id}: {error!r}")
+        raise RuntimeError(f"no live Kafka node answered {type(request).__name__}: {'; '.join(errors) or 'none alive'}")
+
     def stop(self) -> None:
         """SIGTERM every node at once (a controlled shutdown of the last voters needs the others up),
         then SIGKILL what is left after :data:`STOP_TIMEOUT_S`."""
@@ -313,8 +413,6 @@ def cluster(directory: Path, nodes: int = 1) -> KafkaCluster:
 
 def wait_brokers(bootstrap: str, count: int, timeout: float = START_TIMEOUT_S) -> None:
     """Until a metadata request through ``bootstrap`` lists ``count`` brokers."""
-    import asyncio
-
     from aiokafka.admin import AIOKafkaAdminClient
 
     async def brokers() -> int:
@@ -333,6 +431,88 @@ def wait_brokers(bootstrap: str, count: int, timeout: float = START_TIMEOUT_S) -
             return
         time.sleep(0.2)
     raise TimeoutError(f"Kafka at {bootstrap} did not list {count} brokers within {timeout:.0f}s")
+
+
+_REPLICA_STATE = CompactArray(("replica_id", Int32), ("log_end_offset", Int64), ("tags", TaggedFields))
+
+
+class DescribeQuorumResponse_v0(Response):
+    """DescribeQuorumResponse.json, version 0 (flexible from version 0); aiokafka does not ship it."""
+
+    API_KEY = 55
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("error_code", Int16),
+        ("topics", CompactArray(
+            ("topic_name", CompactString("utf-8")),
+            ("partitions", CompactArray(
+                ("partition_index", Int32), ("error_code", Int16), ("leader_id", Int32), ("leader_epoch", Int32),
+                ("high_watermark", Int64), ("current_voters", _REPLICA_STATE), ("observers", _REPLICA_STATE),
+                ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields),
+    )
+
+
+class DescribeQuorumRequest_v0(RequestStruct):
+    FLEXIBLE_VERSION = True
+    API_KEY = 55
+    API_VERSION = 0
+    RESPONSE_TYPE = DescribeQuorumResponse_v0
+    SCHEMA = Schema(
+        ("topics", CompactArray(
+            ("topic_name", CompactString("utf-8")),
+            ("partitions", CompactArray(("partition_index", Int32), ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields),
+    )
+
+
+class DescribeQuorumRequest(Request[DescribeQuorumRequest_v0]):
+    """DescribeQuorum of the metadata log's partition 0, the one question a KRaft quorum answers."""
+
+    API_KEY = 55
+
+    def build(self, request_struct_class: type[DescribeQuorumRequest_v0]) -> DescribeQuorumRequest_v0:
+        return request_struct_class([(METADATA_LOG, [(0, {})], {})], {})
+
+
+class ElectLeadersResponse_v1(Response):
+    """ElectLeadersResponse.json, version 1 (not flexible); aiokafka does not ship it."""
+
+    API_KEY = 43
+    API_VERSION = 1
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("error_code", Int16),
+        ("replica_election_results", Array(
+            ("topic", String("utf-8")),
+            ("partition_result", Array(
+                ("partition_id", Int32), ("error_code", Int16), ("error_message", String("utf-8")))))),
+    )
+
+
+class ElectLeadersRequest_v1(RequestStruct):
+    API_KEY = 43
+    API_VERSION = 1
+    RESPONSE_TYPE = ElectLeadersResponse_v1
+    SCHEMA = Schema(
+        ("election_type", Int8),
+        ("topic_partitions", Array(("topic", String("utf-8")), ("partition_id", Array(Int32)))),
+        ("timeout_ms", Int32),
+    )
+
+
+class ElectLeadersRequest(Request[ElectLeadersRequest_v1]):
+    """A preferred-replica election for one partition."""
+
+    API_KEY = 43
+
+    def __init__(self, topic: str, partition: int):
+        self.topic, self.partition = topic, partition
+
+    def build(self, request_struct_class: type[ElectLeadersRequest_v1]) -> ElectLeadersRequest_v1:
+        return request_struct_class(PREFERRED_ELECTION, [(self.topic, [self.partition])], 30_000)
 
 
 def _tail(path: Path, size: int = 3000) -> str:

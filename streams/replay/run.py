@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from streams.agents.inbox import decode_inbox_event
 from streams.events import InboxEvent
-from streams.noderesource.partition import NodePartition
+from streams.nodeaggregate.partition import NodePartition
 from streams.schemas import codec
 from streams.scheduler.domain import SchedulingDomain
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 
 from streams.events import Causation, InboxEvent
 from streams.koordinator.resources import EXTENDED_RESOURCES
-from streams.noderesource.partition import CONFIG_OBJECT_KEY
+from streams.nodeaggregate.partition import CONFIG_OBJECT_KEY
 from streams.objects import ManifestError, load_documents, to_record
 from streams.replay.run import NODE, SCHEDULING, Caused, Window
 from streams.scheduler import config as scheduler_config

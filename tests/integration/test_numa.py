@@ -1,7 +1,7 @@
 """Issue 4, item 3 end to end: NUMA-level batch resources from a NodeResourceTopology on the real broker.
 
 The case is Koordinator's batchresource ``TestPluginCalculate/calculate with multiple NUMA-level
-resources`` (``tests/streams/noderesource/test_aggregate_numa.py`` runs it on the pure core): a
+resources`` (``tests/streams/nodeaggregate/test_node_numa.py`` runs it on the pure core): a
 100-core / 120G node whose NodeResourceTopology lists two zones (50 cores / 62G and 50 cores / 58G),
 pods of every priority class, podProd pinned to NUMA node 0 by its ``scheduling.koordinator.sh/resource-status``
 annotation. Every object goes through ``koord apply --wait``; the pods arrive with ``spec.nodeName``, so the

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
-from streams.noderesource import aggregate
+from streams.nodeaggregate import node as aggregate
 from streams.noderesource.plugins import batchresource, midresource
 from streams.noderesource.reconcile import DISABLED_MESSAGE
 from streams.schemas import codec

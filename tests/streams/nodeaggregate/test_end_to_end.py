@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from streams.noderesource import aggregate
+from streams.nodeaggregate import node as aggregate
 from streams.objects.records import load_and_validate
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config

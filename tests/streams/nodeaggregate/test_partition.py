@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from streams.noderesource import aggregate
-from streams.noderesource.partition import CONFIG_OBJECT_KEY, NodePartition
+from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate.partition import CONFIG_OBJECT_KEY, NodePartition
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, configmap, decision, event, fixture_a_metric, node_record, pod_usage, tick,
 )

@@ -35,7 +35,7 @@ from typing import Iterable, MutableMapping
 
 from streams.deadletter import dead_letter
 from streams.events import InboxEvent
-from streams.noderesource import aggregate
+from streams.nodeaggregate import node as aggregate
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE, ConfigError

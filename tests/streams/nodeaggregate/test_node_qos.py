@@ -9,8 +9,8 @@ import pytest
 from streams import actuation
 from streams.nodeqos import planner
 from streams.nodeqos.plugins import memoryevict
-from streams.noderesource import aggregate
-from streams.noderesource.partition import NodePartition
+from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate.partition import NodePartition
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import ConfigError
@@ -159,7 +159,7 @@ def test_state_of_a_node_with_20_pods_after_a_day(signing, keys, budget):
     """The UIDs the plan needs (~420 bytes for 20 pods) and the QoS memory (~280 bytes with every feature on)
     come on top of the node-resource state (~3.5 KiB after a day): the default config stays within 4 KiB,
     every feature on exceeds it by a few percent."""
-    from tests.streams.noderesource.test_aggregate import LABELS, day_of_metrics, node_event, twenty_pods
+    from tests.streams.nodeaggregate.test_node import LABELS, day_of_metrics, node_event, twenty_pods
     names, decisions, rng = twenty_pods()
     for index, record in enumerate(decisions):
         uid = f"{rng.getrandbits(128):032x}"

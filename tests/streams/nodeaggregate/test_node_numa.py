@@ -14,7 +14,7 @@ import pytest
 
 from streams.koordinator.annotations import ANNOTATION_RESOURCE_STATUS
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
-from streams.noderesource import aggregate
+from streams.nodeaggregate import node as aggregate
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.streams.noderesource.support import (

@@ -1,0 +1,1 @@
+"""The node aggregate: one state per node, fed by the node inbox; see README.md."""
