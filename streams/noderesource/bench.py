@@ -26,7 +26,7 @@ import time
 
 from streams.events import Causation, InboxEvent
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
-from streams.noderesource import aggregate
+from streams.nodeaggregate import node as aggregate
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 
 GI = 1 << 30
