@@ -14,7 +14,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import RecordMetadata
 
 from streams.broker.security import aiokafka_auth
-from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS
+from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS, pace_fetches
 from streams.settings import Settings
 
 SESSION_TIMEOUT_MS = 10_000
@@ -56,18 +56,21 @@ async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None
 
 
 def consumer_settings() -> dict:
-    """For every consumer koordstream makes: on Tansu a capped fetch wait (``tansu_workarounds``: a waiting
-    fetch is not woken by new records); on Kafka aiokafka's defaults, since Kafka answers a waiting fetch
-    as soon as records arrive."""
+    """For the short-lived readers (replay, benchmarks): on Tansu a short fetch wait (``tansu_workarounds``:
+    a waiting fetch is not woken by new records); on Kafka aiokafka's defaults, since Kafka answers a
+    waiting fetch as soon as records arrive."""
     return {"fetch_max_wait_ms": FETCH_MAX_WAIT_MS} if Settings.from_env().tansu else {}
 
 
 def consumer(bootstrap: str, topics: Sequence[str], group_id: str | None, from_beginning: bool) -> AIOKafkaConsumer:
-    return AIOKafkaConsumer(
+    """A consumer for the long-running loops (projection, decision stream, node agents); on Tansu its fetch
+    wait is paced (``tansu_workarounds.pace_fetches``): short while records flow, longer when idle."""
+    client = AIOKafkaConsumer(
         *topics, **client_settings(bootstrap), **consumer_settings(), group_id=group_id, enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest",
         session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=2_000,
     )
+    return pace_fetches(client) if Settings.from_env().tansu else client
 
 
 async def partitions_for(consumer: AIOKafkaConsumer, topic: str) -> list[int]:

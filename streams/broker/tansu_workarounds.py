@@ -15,12 +15,18 @@ at recovery.
 Tansu also leaves a waiting Fetch waiting when records arrive: a fetch that
 found nothing returns only after its full ``fetch_max_wait_ms`` (Faust
 hard-codes 1500 ms, aiokafka defaults to 500 ms), so each consumer hop of the
-pipeline added up to that much latency. :data:`FETCH_MAX_WAIT_MS` caps it for
-every consumer koordstream makes (:func:`install_faust_fetch_wait_fix` for
-Faust's worker consumer, ``streams.kafka.consumer_settings()`` for the rest).
-On real Kafka, where a waiting fetch is answered as soon as data arrives, the
-cost is an idle consumer polling every ``FETCH_MAX_WAIT_MS`` instead of every
-1.5 s: a few hundred small requests per second across a deployment.
+pipeline adds up to that much latency. A short wait for every fetch makes
+every idle consumer poll a hundred times a second, which keeps the broker and
+the clients busy doing nothing. The long-running consumers (Faust's worker
+consumer through :func:`install_faust_fetch_wait_fix`, ``streams.kafka.consumer``
+for the rest) therefore pace their fetch wait (:class:`FetchPacing`): short
+while records flow, growing to a few hundred milliseconds once a consumer has
+seen nothing for a while, short again from the first record. The price is on
+the first record after a quiet spell: it waits up to
+``FetchPacing.idle_wait_ms`` at each idle consumer it passes. Short-lived
+readers (replay, benchmarks) take the short wait throughout
+(``streams.kafka.consumer_settings()``). None of this is installed on real
+Kafka, which answers a waiting fetch as soon as records arrive.
 
 Everything else the project needs from the broker avoids end offsets on its
 own: "caught up" for ``koord apply --wait`` is read from the read model
@@ -30,13 +36,93 @@ own: "caught up" for ``koord apply --wait`` is read from the read model
 from __future__ import annotations
 
 import asyncio
-from typing import Mapping
+import dataclasses
+import time
+from typing import Callable, Mapping
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 _FETCH_TIMEOUT_S = 10.0
-FETCH_MAX_WAIT_MS = 10
-"""Longest a fetch that found no records waits before it returns."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchPacing:
+    """How long a fetch that finds nothing waits on Tansu, by how recently its consumer saw records."""
+
+    active_wait_ms: int = 10
+    """Fetch wait while records flow, and so what one busy consumer hop adds at most. Lower costs more
+    requests per second under load for little gain; Python's own per-hop cost is of this order."""
+
+    idle_after_s: float = 0.2
+    """Seconds without records after which a consumer counts as idle and its wait starts doubling per
+    empty fetch. A stream of more than about five records a second keeps its consumers at
+    ``active_wait_ms``; longer makes every clock tick (``streams.agents.ticks``) cost a longer burst
+    of short fetches."""
+
+    idle_wait_ms: int = 500
+    """Longest fetch wait of an idle consumer: the most the first record after a quiet spell waits at
+    each idle consumer it passes. An idle consumer sends about ``1000 / idle_wait_ms`` fetches a second
+    instead of ``1000 / active_wait_ms``; Tansu spends a few milliseconds of CPU on each fetch of the
+    worker's or the projection's forty-odd partitions, records or not."""
+
+    def validate(self) -> None:
+        if not 0 < self.active_wait_ms <= self.idle_wait_ms:
+            raise ValueError("FetchPacing needs 0 < active_wait_ms <= idle_wait_ms")
+        if self.idle_after_s < 0:
+            raise ValueError("FetchPacing.idle_after_s must not be negative")
+
+
+FETCH_PACING = FetchPacing()
+FETCH_MAX_WAIT_MS = FETCH_PACING.active_wait_ms
+"""Fetch wait of the short-lived readers, which do not pace."""
+
+
+class FetchPacer:
+    """The fetch wait of one consumer: :attr:`wait_ms` after each fetch, from whether it found records."""
+
+    def __init__(self, pacing: FetchPacing = FETCH_PACING, clock: Callable[[], float] = time.monotonic) -> None:
+        pacing.validate()
+        self.pacing = pacing
+        self.clock = clock
+        self.wait_ms = pacing.active_wait_ms
+        self.last_records = clock()
+
+    def observe(self, found_records: bool) -> int:
+        """Record one completed fetch; return the wait for the next one."""
+        now = self.clock()
+        if found_records:
+            self.last_records = now
+            self.wait_ms = self.pacing.active_wait_ms
+        elif now - self.last_records >= self.pacing.idle_after_s:
+            self.wait_ms = min(self.wait_ms * 2, self.pacing.idle_wait_ms)
+        return self.wait_ms
+
+
+def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING) -> AIOKafkaConsumer:
+    """Make ``consumer`` (not yet started) pace its fetch wait with a :class:`FetchPacer`.
+
+    aiokafka builds its Fetcher in ``start()`` and reads ``_fetch_max_wait_ms`` afresh for every
+    FetchRequest; ``_proc_fetch_request`` handles one response and returns whether it added records.
+    Both are instance lookups, so wrapping them on the one Fetcher changes nothing else (aiokafka 0.14).
+    """
+    start = consumer.start
+
+    async def paced_start() -> None:
+        await start()
+        fetcher = consumer._fetcher
+        pacer = FetchPacer(pacing)
+        process = fetcher._proc_fetch_request
+
+        async def _proc_fetch_request(assignment, node_id, request):
+            found = await process(assignment, node_id, request)
+            fetcher._fetch_max_wait_ms = pacer.observe(found)
+            return found
+
+        fetcher._fetch_max_wait_ms = pacer.wait_ms
+        fetcher._proc_fetch_request = _proc_fetch_request
+
+    consumer.start = paced_start
+    return consumer
 
 
 async def true_highwaters(consumer: AIOKafkaConsumer, reported: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -97,7 +183,7 @@ def install_faust_highwater_fix() -> None:
 
 
 def install_faust_fetch_wait_fix() -> None:
-    """Cap the fetch wait of Faust's worker consumer at :data:`FETCH_MAX_WAIT_MS`."""
+    """Pace the fetch wait of Faust's worker consumer (:func:`pace_fetches`) instead of Faust's fixed 1500 ms."""
     from faust.transport.drivers import aiokafka as driver
 
     thread_cls = driver.AIOKafkaConsumerThread
@@ -106,9 +192,7 @@ def install_faust_fetch_wait_fix() -> None:
     original = thread_cls._create_worker_consumer
 
     def _create_worker_consumer(self, transport):
-        consumer = original(self, transport)
-        consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS  # read by start(), which builds the Fetcher
-        return consumer
+        return pace_fetches(original(self, transport))
 
     thread_cls._create_worker_consumer = _create_worker_consumer
     thread_cls._koord_fetch_wait_fix = True
