@@ -1,10 +1,10 @@
-"""A koordstream to benchmark against: a fresh embedded broker and one worker, or KOORD_BROKER.
+"""A koordstream to benchmark against: a fresh broker of the chosen kind and one worker, or KOORD_BROKER.
 
-With KOORD_BROKER unset the harness starts Tansu on a free port, applies the
-topology and runs one ``koord worker`` (logs in a temporary folder), and
-stops both afterwards. "Caught up" is measured with fetch high watermarks and
-the worker's committed offsets, never with ListOffsets (which Tansu gets
-wrong).
+With KOORD_BROKER unset the harness starts a broker of the kind asked for (the embedded Tansu or a local
+Apache Kafka, ``streams.broker.local``) on free ports, applies the topology and runs one ``koord worker``
+(logs in a temporary folder), and stops both afterwards. With KOORD_BROKER set it uses that broker as it
+is, of the kind ``KOORD_BROKER_KIND`` says (Kafka when unset). "Caught up" is measured with fetch high
+watermarks and the worker's committed offsets, never with ListOffsets (which Tansu gets wrong).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -21,11 +22,16 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streams import kafka, supervision
-from streams.broker import embedded
+from streams.broker import local
 from streams.broker.tansu_workarounds import true_highwaters
+from streams.settings import Settings
 from streams.topology import Topology, load_topology
 
 READY_TIMEOUT_S = 90
+STALL_TIMEOUT_S = 180.0
+"""A wait for the worker gives up when the worker is behind and has committed nothing more for this long:
+it is stalled (as a 10,000-node node bench is on Tansu), not slow. Faust commits every 2.8 s while it
+makes progress; one batch of a large run can take tens of seconds."""
 
 
 @dataclasses.dataclass
@@ -33,25 +39,40 @@ class Harness:
     bootstrap: str
     topology: Topology
     logs: Path
+    broker_kind: str
+    """``tansu`` or ``kafka``: the broker the figures were taken on."""
+    broker_origin: str
+    """``fresh`` (started for this run) or ``KOORD_BROKER`` (an existing one)."""
+
+    def describe(self) -> str:
+        if self.broker_origin == "fresh":
+            return f"fresh {self.broker_kind} broker at {self.bootstrap}"
+        return f"KOORD_BROKER {self.bootstrap} ({self.broker_kind})"
 
 
 @contextlib.contextmanager
-def running(existing_broker: str | None) -> Iterator[Harness]:
+def running(broker_kind: str, settings: Settings | None = None) -> Iterator[Harness]:
+    """A broker and a worker to benchmark; ``broker_kind`` is ignored when KOORD_BROKER is set."""
+    settings = settings or Settings.from_env()
     topology = load_topology()
-    if existing_broker:
-        yield Harness(existing_broker, topology, Path("."))
+    if settings.broker:
+        yield Harness(settings.broker, topology, Path("."), settings.resolved_broker_kind, "KOORD_BROKER")
         return
     with tempfile.TemporaryDirectory(prefix="koord-bench-") as tmp:
         logs = Path(tmp)
-        bootstrap, broker = embedded.start_with_topics(logs / "broker.log", topology)
+        broker = local.start(broker_kind, logs / "broker", topology)
         worker = None
         try:
-            worker = supervision.spawn(supervision.koord_command("worker"), logs / "worker.log",
-                                       {"KOORD_BROKER": bootstrap})
+            # The clients of this process (producers, consumers) pick their settings from the broker kind too.
+            os.environ.update(broker.env())
+            worker = supervision.spawn(supervision.koord_command("worker"), logs / "worker.log", broker.env())
             _wait_ready(worker, logs / "worker.log")
-            yield Harness(bootstrap, topology, logs)
+            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh")
         finally:
-            supervision.stop([p for p in (worker, broker) if p is not None])
+            supervision.stop([worker] if worker is not None else [])
+            broker.stop()
+            for name in broker.env():
+                os.environ.pop(name, None)
 
 
 def _wait_ready(worker, log: Path) -> None:
@@ -65,9 +86,12 @@ def _wait_ready(worker, log: Path) -> None:
     raise TimeoutError(f"worker not ready in {READY_TIMEOUT_S}s")
 
 
-async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300) -> float:
+async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300,
+                         stall_s: float = STALL_TIMEOUT_S) -> float:
     """Until ``group`` has committed every record of ``topic`` and no new record came for ``settle_s``;
-    returns the ``time.monotonic()`` at which it was first seen caught up (within the 0.2 s poll)."""
+    returns the ``time.monotonic()`` at which it was first seen caught up (within the 0.2 s poll).
+    Raises TimeoutError after ``timeout_s``, or earlier when the group is behind and its committed
+    offsets have not moved for ``stall_s``."""
     consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), group_id=None,
                                 enable_auto_commit=False)
     admin = AIOKafkaAdminClient(**kafka.client_settings(bootstrap))
@@ -77,12 +101,22 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
         partitions = await kafka.partitions_for(consumer, topic)
         tps = [TopicPartition(topic, p) for p in partitions]
         consumer.assign(tps)
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         stable_since, last = None, None
+        progress, progress_at = -1, started
         while time.monotonic() < deadline:
             highwaters = await fetch_highwaters(consumer, tps)
             committed = await admin.list_consumer_group_offsets(group, partitions=tps)
-            done = all(max(committed[tp].offset if committed.get(tp) else 0, 0) >= highwaters[tp] for tp in tps)
+            offsets = {tp: max(committed[tp].offset if committed.get(tp) else 0, 0) for tp in tps}
+            done = all(offsets[tp] >= highwaters[tp] for tp in tps)
+            if sum(offsets.values()) != progress:
+                progress, progress_at = sum(offsets.values()), time.monotonic()
+            elif not done and time.monotonic() - progress_at >= stall_s:
+                raise TimeoutError(
+                    f"{group} stalled on {topic}: its committed offsets did not move for {stall_s:.0f}s "
+                    f"({progress} of {sum(highwaters.values())} records committed, "
+                    f"{time.monotonic() - started:.0f}s after the wait began)")
             if done and highwaters == last:
                 if stable_since is None:
                     stable_since = time.monotonic()
@@ -92,7 +126,8 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
                 stable_since = None
             last = highwaters
             await asyncio.sleep(0.2)
-        raise TimeoutError(f"{group} did not catch up with {topic} in {timeout_s:.0f}s")
+        raise TimeoutError(f"{group} did not catch up with {topic} in {timeout_s:.0f}s "
+                           f"({progress} of {sum(last.values()) if last else '?'} records committed)")
     finally:
         await consumer.stop()
         await admin.close()

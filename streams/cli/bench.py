@@ -2,17 +2,47 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from typing import Iterator
 
 import click
 
 from streams.bench import harness
+from streams.broker import kraft, local
 from streams.cli import context
+
+broker_option = click.option(
+    "--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
+    help="The broker to start for the run: the embedded Tansu or a local Apache Kafka (KRaft; Java 17 and "
+         "Maven). With KOORD_BROKER set, that broker is used instead (its kind from KOORD_BROKER_KIND).")
+
+
+@contextlib.contextmanager
+def _harness(broker_kind: str, output: str) -> Iterator[harness.Harness]:
+    config = context.settings()
+    if broker_kind == "kafka" and not config.broker:
+        try:
+            kraft.check_prerequisites()
+        except kraft.MissingPrerequisite as error:
+            raise click.ClickException(str(error)) from None
+    if config.broker and output != "json":
+        click.echo(f"KOORD_BROKER is set: running on {config.broker} ({config.resolved_broker_kind}), "
+                   f"not on a fresh {broker_kind} broker", err=True)
+    with harness.running(broker_kind, config) as running:
+        try:
+            yield running
+        except TimeoutError as error:
+            raise click.ClickException(f"on {running.describe()}: {error}") from None
+
+
+def _broker(running: harness.Harness) -> dict:
+    return {"kind": running.broker_kind, "origin": running.broker_origin, "bootstrap": running.bootstrap}
 
 
 @click.group()
 def bench() -> None:
-    """Measure koordstream through a real broker (a fresh embedded one unless KOORD_BROKER is set)."""
+    """Measure koordstream through a real broker (a fresh one of --broker's kind unless KOORD_BROKER is set)."""
 
 
 @bench.command("scheduler")
@@ -21,15 +51,17 @@ def bench() -> None:
 @click.option("--rate", type=float, default=None, help="Offered pods/s (default: as fast as possible).")
 @click.option("--seed", default=1, show_default=True)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
-def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: str) -> None:
+@broker_option
+def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: str, broker_kind: str) -> None:
     """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s."""
     from streams.bench import scheduler
 
-    with harness.running(context.settings().broker) as running:
-        result = scheduler.run(running, nodes, pods, rate, seed)
+    with _harness(broker_kind, output) as running:
+        result = {"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed)}
     if output == "json":
         click.echo(json.dumps(result))
         return
+    click.echo(f"broker: {running.describe()}")
     e2e, core = result["end_to_end"], result["in_process"]
     click.echo(f"end to end ({nodes} nodes, {pods} pods, {'offered ' + str(rate) + '/s' if rate else 'saturated'}): "
                f"{e2e['pods_per_s']} pods/s, p50 {e2e['p50_ms']} ms, p99 {e2e['p99_ms']} ms "
@@ -46,15 +78,17 @@ def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: 
 @click.option("--rounds", default=3, show_default=True, help="NodeMetrics per node, one minute of event time apart.")
 @click.option("--seed", default=1, show_default=True)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
-def nodes_cmd(nodes: int, pods: int, rounds: int, seed: int, output: str) -> None:
+@broker_option
+def nodes_cmd(nodes: int, pods: int, rounds: int, seed: int, output: str, broker_kind: str) -> None:
     """NodeMetric events/s into profiles plus batch/mid on one worker, and bytes of state per node."""
     from streams.bench import nodes as node_bench
 
-    with harness.running(context.settings().broker) as running:
-        result = node_bench.run(running, nodes, pods, rounds, seed)
+    with _harness(broker_kind, output) as running:
+        result = {"broker": _broker(running), **node_bench.run(running, nodes, pods, rounds, seed)}
     if output == "json":
         click.echo(json.dumps(result))
         return
+    click.echo(f"broker: {running.describe()}")
     click.echo(f"{result['events']} NodeMetrics ({nodes} nodes x {pods} pods, {result['event_bytes']} B each): "
                f"{result['events_per_s']} events/s ({result['seconds']} s; produced in {result['produce_seconds']} s)")
     click.echo(f"state: {result['state_bytes_per_node']} bytes/node (setup took {result['setup_seconds']} s)")
@@ -66,20 +100,46 @@ def nodes_cmd(nodes: int, pods: int, rounds: int, seed: int, output: str) -> Non
 @click.option("--cgroups", type=click.Choice(["auto", "real", "fake"]), default="auto", show_default=True,
               help="Write a real cgroup v1 test tree (root) or a fake one; auto: real when root.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
-def actuation_cmd(events: int, rate: float, cgroups: str, output: str) -> None:
+@broker_option
+def actuation_cmd(events: int, rate: float, cgroups: str, output: str, broker_kind: str) -> None:
     """p50/p99 latency from a NodeMetric produced to the BE cgroup quota written by a node agent's actuator."""
     from streams.bench import actuation
 
-    with harness.running(context.settings().broker) as running:
-        result = actuation.run(running, events, rate, cgroups)
+    with _harness(broker_kind, output) as running:
+        result = {"broker": _broker(running), **actuation.run(running, events, rate, cgroups)}
     if output == "json":
         click.echo(json.dumps(result))
         return
+    click.echo(f"broker: {running.describe()}")
     stages = result["stages"]
     click.echo(f"NodeMetric -> cgroup write ({result['written']}/{result['events']} events at {result['rate_per_s']}/s, "
                f"{result['cgroup']}): p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms, max {result['max_ms']} ms")
     for name, figures in stages.items():
         click.echo(f"  {name}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms, max {figures['max_ms']} ms")
+
+
+@bench.command("idle")
+@click.option("--seconds", type=float, default=30.0, show_default=True, help="Length of the measured window.")
+@click.option("--settle", type=float, default=20.0, show_default=True, help="Seconds of idling before it.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@broker_option
+def idle_cmd(seconds: float, settle: float, output: str, broker_kind: str) -> None:
+    """CPU of an idle `koord up --nodes 0` on a fresh broker, per process and in total (% of one core)."""
+    from streams.bench import idle
+
+    if broker_kind == "kafka":
+        try:
+            kraft.check_prerequisites()
+        except kraft.MissingPrerequisite as error:
+            raise click.ClickException(str(error)) from None
+    result = idle.run(broker_kind, settle, seconds)
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"broker: fresh {broker_kind} broker (koord up --nodes 0; {settle:g} s settling, {seconds:g} s measured, "
+               f"load average {result['loadavg_1m'][0]} -> {result['loadavg_1m'][1]})")
+    for name, share in result["cpu_percent"].items():
+        click.echo(f"  {name:<11} {share:6.2f} % of one core")
 
 
 COMMANDS = (bench,)
