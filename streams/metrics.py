@@ -42,8 +42,10 @@ NODE_USAGE = Gauge(
     ["node", "resource"])
 QUOTA = Gauge("koord_quota", "ElasticQuota state per resource: field is runtime, used or request",
               ["quota", "resource", "field"])
-PLUGIN_RUNS = Counter("koord_plugin_runs", "Scheduler plugin calls", ["plugin", "stage", "result"])
-PLUGIN_SECONDS = Counter("koord_plugin_seconds", "Time spent in scheduler plugin calls", ["plugin", "stage", "result"])
+PLUGIN_RUNS = Counter("koord_plugin_runs", "Plugin calls of the scheduler and the node aggregate",
+                      ["plugin", "stage", "result"])
+PLUGIN_SECONDS = Counter("koord_plugin_seconds", "Time spent in plugin calls of the scheduler and the node aggregate",
+                         ["plugin", "stage", "result"])
 PLUGIN_STATS_INTERVAL_S = 5.0
 INBOX_SKIPPED = Counter(
     "koord_inbox_skipped", "Inbox records the consumer passed over within one consumer generation: each is "
@@ -56,7 +58,8 @@ PER_NODE_ENABLED = os.environ.get("KOORD_METRICS_PER_NODE", "1") != "0"
 
 
 def export_plugin_stats(stats) -> None:
-    """Move the scheduler core's per-plugin counts and times into Prometheus, and reset them."""
+    """Move a core's per-plugin counts and times (a ``streams.pluginstats.PluginStats``) into Prometheus,
+    and reset them."""
     calls, stats.calls = stats.calls, {}
     for (plugin, stage, result), (count, seconds) in calls.items():
         PLUGIN_RUNS.labels(plugin, stage, result).inc(count)

@@ -1,6 +1,6 @@
 """Protection without Kafka: CPU suppress and memory eviction keep running on the node when the stream is gone.
 
-Requirement 5 ("no waiting on Kafka for protection"). The agent keeps the last ``slo-controller-config`` it
+Protection must not wait on Kafka. The agent keeps the last ``slo-controller-config`` it
 consumed from the configs topic (``ConfigStore``, persisted in the state directory, so a restart during an
 outage still has it). ``Protection`` watches the stream: every actuation or config consumed counts as
 contact (``contact``); a failed fetch marks the broker unreachable (``unreachable``), a successful one

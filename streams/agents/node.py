@@ -1,14 +1,17 @@
-"""Node aggregate agent: the node inbox through ``NodePartition``, one per partition.
+"""Node aggregate agent: the node inbox through one ``NodePartition`` per inbox partition.
 
-Events are taken in batches; each goes to the driver of its inbox
-partition, whose writes are held back until the batch's outputs
-(NodeResource, DeadLetter for a rejected config, Acks) are delivered, then
-written to the ``node-state`` table with an event of that partition as
-Faust's current event (Faust routes a table write to the changelog
-partition of the current event). Values are the compact ``dump_state``
-bytes (raw, not JSON). The drivers are rebuilt from the table on first use
-after every rebalance. Actuations are signed with the key of ``KOORD_ACTUATION_KEY``,
-read once here (``planner.SIGNING_KEY``).
+Reads the node inbox in batches, hands each event to the partition's pure
+core (``streams.nodeaggregate.partition``), sends the outputs (NodeResource,
+Actuation, Eviction, DeadLetter for a rejected config, Acks), then writes the
+entries each partition changed (``take_changes()``) to the ``node-state``
+table, with an event of that partition as Faust's current event (Faust
+routes a table write to the changelog partition of the current event).
+Outputs are delivered before the table is written, for the reason given in
+``agents/scheduling.py``. Values are ``statecodec.dump_state`` bytes (raw,
+not JSON); the config entry is kept per partition (``CONFIG_KEY/<partition>``).
+
+The cores are rebuilt from the table on first use after every rebalance and
+configured once, from the environment (``NodeAggregateSettings``).
 """
 
 from __future__ import annotations
@@ -16,43 +19,40 @@ from __future__ import annotations
 import faust
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams import actuation
 from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.transactions import Batches
 from streams.app import raw_topic
-from streams.metrics import NODE_USAGE, PER_NODE_ENABLED, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
+from streams.metrics import (
+    NODE_USAGE, PER_NODE_ENABLED, PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats)
 from streams.nodeaggregate.partition import CONFIG_KEY, NodePartition
-from streams.nodeqos import planner
+from streams.nodeaggregate.settings import NodeAggregateSettings
+from streams.pluginstats import PluginStats
 from streams.topology import Topology
 
 STAGE = "node"
 
 
+def table_key(key: str, partition: int) -> str:
+    """The table key of a partition's entry: nodes by name, the config once per partition."""
+    return f"{key}/{partition}" if key == CONFIG_KEY else key
+
+
 class _TableSlice:
-    """The part of the table one partition's driver sees; its config key is per partition."""
+    """The entries of one partition, as its core reads them."""
 
     def __init__(self, table, partition: int) -> None:
         self.table, self.partition = table, partition
 
-    def _key(self, key: str) -> str:
-        return f"{key}/{self.partition}" if key == CONFIG_KEY else key
-
     def get(self, key: str):
-        return self.table.get(self._key(key))
-
-    def __setitem__(self, key: str, value: bytes) -> None:
-        self.table[self._key(key)] = value
-
-    def pop(self, key: str, default=None):
-        return self.table.pop(self._key(key), default)
+        return self.table.get(table_key(key, self.partition))
 
 
 def register(app: faust.App, topology: Topology) -> None:
-    planner.SIGNING_KEY = actuation.signing_key()
+    settings = NodeAggregateSettings.from_environment()
+    settings.validate()
     inbox_spec = topology.spec("inbox-node")
-    topics = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
-    dead_letters = topics["DeadLetter"]
+    outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
     topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("node-state", partitions=inbox_spec.partitions)
     table.value_serializer = "raw"
@@ -65,59 +65,41 @@ def register(app: faust.App, topology: Topology) -> None:
     partitioner = DefaultPartitioner()
     all_partitions = list(range(inbox_spec.partitions))
 
-    def driver(partition: int) -> NodePartition:
+    def load(partition: int) -> NodePartition:
         if partition not in partitions:
             nodes = [key for key in table.keys() if not key.startswith(CONFIG_KEY)
                      and partitioner(key.encode(), all_partitions, all_partitions) == partition]
-            partitions[partition] = NodePartition(_TableSlice(table, partition), nodes)
+            partitions[partition] = NodePartition(settings, _TableSlice(table, partition), nodes, PluginStats())
         return partitions[partition]
 
     @app.timer(interval=TABLE_SIZE_INTERVAL_S)
     async def table_size() -> None:
         TABLE_ENTRIES.labels("node-state").set(len(table))
 
+    @app.timer(interval=PLUGIN_STATS_INTERVAL_S)
+    async def plugin_stats() -> None:
+        for core in partitions.values():
+            export_plugin_stats(core.stats)
+
     forget_on_rebalance(app, partitions)
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
-        async for batch in inbox_batches(stream, topic_ids, dead_letters, STAGE, batches):
-            caused, written = [], {}
+        async for batch in inbox_batches(stream, topic_ids, outputs["DeadLetter"], STAGE, batches):
+            caused, touched = [], {}
             for key, event, faust_event in batch:
                 if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
                     for resource, value in event.record["nodeUsage"].items():
                         NODE_USAGE.labels(key, resource).set(value)
-                partition = driver(event.causation.inbox_partition)
-                pending = written.setdefault(partition, ({}, faust_event))[0]
-                written[partition] = (pending, faust_event)
-                store = partition.store
-                partition.store = _Buffer(store, pending)
-                try:
-                    caused.append((event, partition.apply(event)))
-                finally:
-                    partition.store = store
-            await send_outputs(batches, topics, STAGE, "inbox-node", caused)
-            for partition, (pending, faust_event) in written.items():
+                partition = event.causation.inbox_partition
+                core = load(partition)
+                caused.append((event, core.apply(event)))
+                touched[core] = (partition, faust_event)
+            await send_outputs(batches, outputs, STAGE, "inbox-node", caused)
+            for core, (partition, faust_event) in touched.items():
                 write_as(faust_event)
-                for node, value in pending.items():
+                for key, value in core.take_changes().items():
                     if value is None:
-                        partition.store.pop(node)
+                        table.pop(table_key(key, partition), None)
                     else:
-                        partition.store[node] = value
-
-
-class _Buffer:
-    """Holds a driver's writes until its outputs are delivered (then the shell writes them)."""
-
-    def __init__(self, store: _TableSlice, pending: dict) -> None:
-        self.store, self.pending = store, pending
-
-    def get(self, key: str):
-        return self.pending[key] if key in self.pending else self.store.get(key)
-
-    def __setitem__(self, key: str, value: bytes) -> None:
-        self.pending[key] = value
-
-    def pop(self, key: str, default=None):
-        value = self.get(key)
-        self.pending[key] = None
-        return default if value is None else value
+                        table[table_key(key, partition)] = value

@@ -1,7 +1,9 @@
 """Sending an aggregate's outputs: each record to its topic, keyed, delivered, measured.
 
 The aggregates call :func:`send_outputs` once per batch with the (schema,
-record) pairs the pure core returned for each event. Sends are awaited until
+record) pairs the pure core returned for each event, counted as they are
+sent (``koord_outputs_total``; dead letters in ``koord_dead_letters_total``
+too, by stage and source topic). Sends are awaited until
 delivered before the caller writes its table, so a crash in between re-emits
 the same records (same ids) rather than losing them. Under exactly-once each
 event's outputs join the transaction of the inbox partition it was read from
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from streams import deadletter
 from streams.events import InboxEvent
 from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
 from streams.schemas import codec
@@ -71,7 +74,9 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
 
 def _observe(aggregate: str, schema: str, record: dict) -> None:
     OUTPUTS.labels(aggregate, schema).inc()
-    if schema == "NodeResource" and PER_NODE_ENABLED:
+    if schema == "DeadLetter":
+        deadletter.count(record)
+    elif schema == "NodeResource" and PER_NODE_ENABLED:
         for resource, value in record["allocatable"].items():
             NODE_ALLOCATABLE.labels(record["nodeName"], resource).set(value)
     elif schema == "ElasticQuotaStatus":

@@ -13,8 +13,9 @@ What-if (``--config FILE``): the same inbox under another configuration,
 compared with the replay of the unchanged inbox (``streams.replay.whatif``);
 nothing is written to any topic.
 
-Actuations are signed with the key of the environment, as the worker signs them
-(``streams.actuation.signing_key``): replaying signed actuations needs the same key.
+The node aggregate is configured from the environment as the worker is
+(``NodeAggregateSettings.from_environment``): replaying signed actuations
+needs the worker's ``KOORD_ACTUATION_KEY``.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ import time
 
 import click
 
-from streams import actuation
 from streams.agents.outputs import OUTPUT_TOPICS
 from streams.cli import context
-from streams.nodeqos import planner
+from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.objects import ManifestError
 from streams.replay import run, whatif
 from streams.replay.compare import Report, compare_by_schema, total
@@ -77,12 +77,13 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
         raise click.ClickException(f"the inbox {inbox} holds no record of domain {domain!r}")
     if node is not None and not run.partitions_of(events, node):
         raise click.ClickException(f"the inbox {inbox} holds no record of node {node!r}")
-    planner.SIGNING_KEY = actuation.signing_key()
-    caused = run.replay(aggregate, events, domain=domain, node=node)
+    node_settings = NodeAggregateSettings.from_environment()
+    caused = run.replay(aggregate, events, domain=domain, node=node, node_settings=node_settings)
     header = {"aggregate": aggregate, "inbox": inbox, "events": len(caused), "undecodable": len(undecodable),
               "window": window.describe(), "domain": domain, "node": node}
     if config_override is not None:
-        _what_if(aggregate, events, caused, config_override, window, domain, node, header, show, output)
+        _what_if(aggregate, events, caused, config_override, window, domain, node, node_settings, header, show,
+                 output)
         return
     schemas = run.compared_schemas(aggregate, OUTPUT_TOPICS)
     concerns = run.subject_filter(node)
@@ -153,8 +154,10 @@ def _cause(record: dict) -> str:
 
 
 def _what_if(aggregate: str, events, caused, config_override: whatif.WhatIfConfig, window: run.Window,
-             domain: str | None, node: str | None, header: dict, show: int, output: str) -> None:
-    changed = run.replay(aggregate, whatif.with_config(events, config_override, aggregate), domain=domain, node=node)
+             domain: str | None, node: str | None, node_settings: NodeAggregateSettings, header: dict, show: int,
+             output: str) -> None:
+    changed = run.replay(aggregate, whatif.with_config(events, config_override, aggregate), domain=domain, node=node,
+                         node_settings=node_settings)
     header = {**header, "config": config_override.location}
     if aggregate == run.NODE:
         diff = whatif.node_diff(caused, changed, window, node)

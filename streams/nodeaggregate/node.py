@@ -1,4 +1,8 @@
-"""The node aggregate: one state per node, fed by the node inbox; pure and deterministic.
+"""One node's state and its transition: calculate (``streams.noderesource``), then plan (``streams.nodeqos``).
+
+Pure and deterministic: the configuration comes in as ``NodeAggregateSettings``
+(``settings``), the slo-controller-config as the parsed ``SloConfig`` in force;
+``stats``, when given, counts and times the plugin calls.
 
 Events (``event.kind``; records as the Avro schemas decode them):
 
@@ -15,7 +19,8 @@ Events (``event.kind``; records as the Avro schemas decode them):
   CPU normalization ratio). A deleted NodeMetric degrades the node and
   forgets when it was last published (Koordinator cleans its sync context).
   Then the node's QoS is planned (``streams.nodeqos.planner``): Actuation
-  records for the targets whose values changed, Eviction decisions.
+  records for the targets whose values changed, signed with
+  ``settings.signing_key``, and Eviction decisions.
 - ``NodeResourceTopology`` — the node's NUMA zones (their cpu and memory
   allocatable; none unless a zone lists cpu or memory); recalculates with the
   NodeMetric rules, as Koordinator's NRT event handler enqueues the node. The
@@ -32,8 +37,8 @@ Events (``event.kind``; records as the Avro schemas decode them):
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
   ``degradeTimeMinutes`` resets batch and mid, and an unchanged node is
   re-published after ``updateTimeThresholdSeconds``.
-- other kinds (a ConfigMap included: the shell calls ``recalculate`` for it)
-  are ignored and not recorded as applied.
+- other kinds (a ConfigMap included: ``partition`` calls ``recalculate`` for
+  it) are ignored and not recorded as applied.
 
 ``recalculate`` runs the calculation after a config change (same sync rules)
 and plans the node's QoS again. Outputs are (schema, record) pairs:
@@ -46,58 +51,35 @@ predicted from the node profile (``MidResourceArgs.predict_unreported_reclaimabl
 koordlet would have reported it, and Koordinator's slo-controller would
 count a missing one as 0.
 
-``dump_state``/``load_state`` give a compact, exact binary form: node, pod
-table and NUMA zones as zlib-compressed JSON (encoded again only when they change), the
-NodeMetric and the profile's histograms as packed integers and numpy arrays,
-then the QoS memory (``planner.QoSMemory``) and the host-application names
-and classes of the NodeMetric as one zlib-compressed JSON tail, pod UIDs
-written as their position among the pod table's UIDs (absent in states
-written before node QoS: they load with an empty memory). States written
-before NUMA zones load without zones.
+The state's binary form is ``statecodec``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import struct
-import zlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.events import Causation, InboxEvent, decision_id
-from streams.koordinator.classes import (
-    KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES, decision_priority_class, qos_class_by_name,
-)
-from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
+from streams.koordinator.classes import decision_priority_class, qos_class_by_name
+from streams.koordinator.resources import BATCH_CPU
+from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.nodeqos import planner
-from streams.nodeqos import registry as qos_registry
 from streams.nodeqos.planner import QoSMemory
 from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
-from streams.noderesource import registry
-from streams.noderesource.plugins import midresource
 from streams.noderesource.prediction.profile import (
-    NodeProfile, PredictionArgs, forget_pod, next_prediction_change_ms, predict, profile_from_bytes, profile_to_bytes,
-    train,
+    NodeProfile, forget_pod, next_prediction_change_ms, predict, train,
 )
-from streams.noderesource.reconcile import Observer, Published, published_after, reconcile, strategies
+from streams.noderesource.reconcile import Published, published_after, reconcile, strategies
 from streams.noderesource.views import (
-    HostAppMetric, MetricView, NodeView, PodTable, PodView, Zone, build_node_view, metric_view, node_view,
-    numa_nodes_of, zones_of,
+    MetricView, NodeView, PodTable, PodView, Zone, metric_view, node_view, numa_nodes_of, zones_of,
 )
+from streams.pluginstats import PluginStats
 from streams.sloconfig.configmap import SloConfig
 
-PLUGINS = registry.build()
-QOS_STRATEGIES = qos_registry.build()
-"""The node-QoS strategies in ``qos_registry.ORDER`` (a shell may replace them, e.g. to turn eviction on)."""
-PREDICTION_ARGS = PredictionArgs()
-"""koordlet's prediction settings the node profile follows (a shell may replace them at start-up)."""
-OBSERVER: Observer | None = None
-"""Set by the shell to count and time plugin calls (``reconcile.Observer``); None: not observed."""
 RUNNING_RESULTS = ("Scheduled", "Bound")
 ENDED_RESULTS = ("Released", "Preempted")
-FORMAT = b"KNR1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +129,8 @@ def _seen(state: NodeState, cause: Causation) -> dict[str, int] | None:
     return {**state.sources, source: cause.source_offset}
 
 
-def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[NodeState, list[tuple[str, dict]]]:
+def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: NodeAggregateSettings,
+           stats: PluginStats | None = None) -> tuple[NodeState, list[tuple[str, dict]]]:
     """Apply one inbox event; return the new state and the (schema, record) outputs to publish."""
     sources = _seen(state, event.causation)
     if sources is None:
@@ -159,19 +142,19 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[Node
                              published=dataclasses.replace(state.published, synced_ms=None))
         else:
             metric = metric_view(event.record)
-            profile = train(state.profile, metric, state.pods, now, PREDICTION_ARGS)
+            profile = train(state.profile, metric, state.pods, now, settings.prediction)
             state = _replace(state, sources=sources, metric=metric, profile=profile)
-        state, outputs = _calculate(state, config, now, event.causation, force=False)
-        return _plan_qos(state, config, now, event.causation, outputs)
+        state, outputs = _calculate(state, config, now, event.causation, settings, stats, force=False)
+        return _plan_qos(state, config, now, event.causation, outputs, settings, stats)
     if kind == "Node":
         if event.deleted:
             return _replace(state, sources=sources, node=None, published=Published()), []
         return _calculate(_replace(state, sources=sources, node=node_view(event.record)), config, now,
-                          event.causation, force=True)
+                          event.causation, settings, stats, force=True)
     if kind == "Tick":
-        return _calculate(state, config, now, event.causation, force=False)
+        return _calculate(state, config, now, event.causation, settings, stats, force=False)
     if kind == "NodeResourceTopology":
-        return _on_topology(_replace(state, sources=sources), event, config)
+        return _on_topology(_replace(state, sources=sources), event, config, settings, stats)
     if kind == "SchedulingDecision":
         if event.deleted:
             return state, []
@@ -183,7 +166,7 @@ CALCULATING_KINDS = frozenset({"NodeMetric", "Node", "Tick", "NodeResourceTopolo
 """Event kinds after which the node's calculation is up to date (a SchedulingDecision only changes an input)."""
 
 
-def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int) -> float:
+def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int, settings: NodeAggregateSettings) -> float:
     """The earliest event time after ``calculated_ms`` (when the node was last calculated) at which a Tick
     can change the node's outcome: its NodeResource expiring (``updateTimeThresholdSeconds``), its
     NodeMetric going stale (``degradeTimeMinutes``), or, when ProdReclaimable is predicted, a prediction
@@ -201,37 +184,40 @@ def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int) -> floa
     metric = state.metric
     if metric is not None and metric.update_time_ms is not None:
         times.append(metric.update_time_ms + strategy.degrade_time_minutes * 60_000 + 1)
-    if (metric is not None and metric.prod_reclaimable is None
-            and PLUGINS[midresource.NAME].args.predict_unreported_reclaimable):
-        times.append(next_prediction_change_ms(state.profile, state.pods, metric, calculated_ms, PREDICTION_ARGS))
+    if metric is not None and metric.prod_reclaimable is None and settings.predicts_reclaimable:
+        times.append(next_prediction_change_ms(state.profile, state.pods, metric, calculated_ms,
+                                               settings.prediction))
     return min((t for t in times if t > calculated_ms), default=math.inf)
 
 
-def recalculate(state: NodeState, config: SloConfig, now_ms: int,
-                causation: Causation) -> tuple[NodeState, list[tuple[str, dict]]]:
+def recalculate(state: NodeState, config: SloConfig, now_ms: int, causation: Causation,
+                settings: NodeAggregateSettings,
+                stats: PluginStats | None = None) -> tuple[NodeState, list[tuple[str, dict]]]:
     """Recalculate after a config change (publishes when Koordinator would update the node) and re-plan QoS."""
     sources = _seen(state, causation)
     if sources is None:
         return state, []
-    state, outputs = _calculate(_replace(state, sources=sources), config, now_ms, causation, force=False)
-    return _plan_qos(state, config, now_ms, causation, outputs)
+    state, outputs = _calculate(_replace(state, sources=sources), config, now_ms, causation, settings, stats,
+                                force=False)
+    return _plan_qos(state, config, now_ms, causation, outputs, settings, stats)
 
 
-def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation,
-              outputs: list[tuple[str, dict]]) -> tuple[NodeState, list[tuple[str, dict]]]:
+def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation, outputs: list[tuple[str, dict]],
+              settings: NodeAggregateSettings, stats: PluginStats | None) -> tuple[NodeState, list[tuple[str, dict]]]:
     """Plan the node's QoS after the NodeResource outputs; nothing before the Node is known."""
     node = state.node
     if node is None:
         return state, outputs
     strategy = config.qos.for_node(node.labels)
-    memory, planned = planner.plan_node(QOS_STRATEGIES, node, state.pods, state.metric, strategy, now_ms,
-                                        state.qos, cause)
+    memory, planned = planner.plan_node(settings.qos_strategies, node, state.pods, state.metric, strategy, now_ms,
+                                        state.qos, cause, settings.signing_key, stats)
     if memory is not state.qos:
         state = _replace(state, qos=memory)
     return state, outputs + planned
 
 
-def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig) -> tuple[NodeState, list[tuple[str, dict]]]:
+def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig, settings: NodeAggregateSettings,
+                 stats: PluginStats | None) -> tuple[NodeState, list[tuple[str, dict]]]:
     """A NodeResourceTopology event: new zones, published zone resources trimmed to them, recalculation."""
     published = state.published
     zones = () if event.deleted else zones_of(event.record)
@@ -242,8 +228,7 @@ def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig) -> tupl
     if dropped or synced != published.zones_synced_ms:
         published = dataclasses.replace(published, zones=MappingProxyType(kept), zones_synced_ms=synced)
     state = _replace(state, zones=zones, published=published)
-    return _calculate(state, config, event.timestamp_ms, event.causation, force=dropped)
-
+    return _calculate(state, config, event.timestamp_ms, event.causation, settings, stats, force=dropped)
 
 
 def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
@@ -278,19 +263,19 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
     return _replace(state, pods=pods)
 
 
-def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causation,
-               force: bool) -> tuple[NodeState, list[tuple[str, dict]]]:
+def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causation, settings: NodeAggregateSettings,
+               stats: PluginStats | None, force: bool) -> tuple[NodeState, list[tuple[str, dict]]]:
     node = state.node
     if node is None:
         return state, []
     metric = state.metric
-    if (metric is not None and metric.prod_reclaimable is None
-            and PLUGINS[midresource.NAME].args.predict_unreported_reclaimable):
-        reclaimable, _ = predict(state.profile, node, state.pods, metric, now_ms, PREDICTION_ARGS)
+    if metric is not None and metric.prod_reclaimable is None and settings.predicts_reclaimable:
+        reclaimable, _ = predict(state.profile, node, state.pods, metric, now_ms, settings.prediction)
         if reclaimable is not None:
             metric = MetricView(metric.update_time_ms, metric.node_usage, metric.system_usage, metric.host_apps,
                                 reclaimable, metric.pods)
-    outcome = reconcile(PLUGINS, config, node, state.pods, metric, now_ms, state.published, OBSERVER, state.zones)
+    outcome = reconcile(settings.resource_plugins, config, node, state.pods, metric, now_ms, state.published, stats,
+                        state.zones)
     if not (force or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):
         return state, []
     status = outcome.status
@@ -308,160 +293,3 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
                   if zone.name in published.zones],
     }
     return _replace(state, published=published), [("NodeResource", record)]
-
-
-# --- persistence -------------------------------------------------------------------------------------
-
-ZONE_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
-"""The resources of a published zone, in the order the state stores them."""
-_NO_PRIORITY = 255
-"""Code of a pod or host-application metric without priority class (or with a name Koordinator does not know,
-which every calculation treats alike)."""
-
-
-def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
-    """The compressed node and pod table, and the sorted pod keys the other sections index into."""
-    if state.encoded:
-        return state.encoded[0], state.encoded[1]
-    keys = sorted(state.pods)
-    node = state.node
-    node_json = None if node is None else [node.name, node.capacity, node.allocatable, node.labels, node.annotations]
-    pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
-                  p.since_ms, list(p.numa_nodes), p.uid, p.limit_cpu, p.request_batch_cpu, p.priority,
-                  dict(p.labels), dict(p.annotations)] for key in keys for p in (state.pods[key],)]
-    static = [node_json, pods_json]
-    if state.zones:
-        static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
-    data = zlib.compress(json.dumps(static, separators=(",", ":")).encode(), 6)
-    state.encoded[:] = [data, keys]
-    return data, keys
-
-
-_METRIC_HEADER = "<Bq6qHH"
-_POD_METRIC = "<HiqB"
-"""Pod index, cpu milli-cores (int32: up to 2 million cores), memory bytes, priority code."""
-_POD_METRIC_SIZE = struct.calcsize(_POD_METRIC)
-
-
-def _priority_code(name: str | None) -> int:
-    return _NO_PRIORITY if name is None else PRIORITY_CODES.get(name, _NO_PRIORITY)
-
-
-def _metric_section(metric: MetricView | None, index: Mapping[str, int]) -> tuple[bytes, list[str]]:
-    """The NodeMetric packed; pods named by their index in the pod table, others listed by key."""
-    if metric is None:
-        return b"\x00", []
-    flags = 1 | (2 if metric.node_usage is not None else 0) | (4 if metric.prod_reclaimable is not None else 0)
-    node_usage = metric.node_usage or (0, 0)
-    reclaimable = metric.prod_reclaimable or (0, 0)
-    parts = [struct.pack(_METRIC_HEADER, flags, -1 if metric.update_time_ms is None else metric.update_time_ms,
-                         *node_usage, *metric.system_usage, *reclaimable, len(metric.host_apps), len(metric.pods))]
-    parts.extend(struct.pack("<Bqq", _priority_code(app.priority), app.cpu, app.memory) for app in metric.host_apps)
-    others = []
-    for key, (cpu, memory, priority) in metric.pods.items():
-        position = index.get(key)
-        if position is None:
-            position = 0x8000 | len(others)
-            others.append(key)
-        parts.append(struct.pack(_POD_METRIC, position, cpu, memory, _priority_code(priority)))
-    return b"".join(parts), others
-
-
-def dump_state(state: NodeState) -> bytes:
-    """Compact bytes of the state; ``load_state`` gives it back exactly."""
-    static, keys = _static_section(state)
-    index = {key: position for position, key in enumerate(keys)}
-    metric, other_keys = _metric_section(state.metric, index)
-    published = state.published
-    extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
-    dynamic_json = [state.sources, published.synced_ms, extended, dict(published.annotations), other_keys]
-    if published.zones or published.zones_synced_ms is not None:
-        zones = {zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()}
-        dynamic_json += [zones, published.zones_synced_ms]
-    dynamic = json.dumps(dynamic_json, separators=(",", ":")).encode()
-    profile = profile_to_bytes(state.profile, index)
-    apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []
-    tail = b""
-    if state.qos != QoSMemory() or any(name or qos for name, qos in apps):
-        uids = _uids(state.pods)
-        memory = state.qos.to_json({uid: position for position, uid in enumerate(uids)})
-        tail = zlib.compress(json.dumps([memory, apps], separators=(",", ":")).encode(), 9)
-    return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
-                     static, dynamic, metric, profile, tail))
-
-
-def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str]) -> MetricView | None:
-    if data[offset] == 0:
-        return None
-    flags, update, usage_cpu, usage_memory, system_cpu, system_memory, reclaim_cpu, reclaim_memory, apps, pods = \
-        struct.unpack_from(_METRIC_HEADER, data, offset)
-    offset += struct.calcsize(_METRIC_HEADER)
-    names = {code: name for name, code in PRIORITY_CODES.items()}
-    host_apps = []
-    for _ in range(apps):
-        code, cpu, memory = struct.unpack_from("<Bqq", data, offset)
-        offset += 17
-        host_apps.append(HostAppMetric(names.get(code), cpu, memory))
-    pod_metrics = {}
-    for _ in range(pods):
-        position, cpu, memory, code = struct.unpack_from(_POD_METRIC, data, offset)
-        offset += _POD_METRIC_SIZE
-        key = other_keys[position & 0x7FFF] if position & 0x8000 else keys[position]
-        pod_metrics[key] = (cpu, memory, names.get(code))
-    return MetricView(
-        update_time_ms=None if update < 0 else update,
-        node_usage=(usage_cpu, usage_memory) if flags & 2 else None,
-        system_usage=(system_cpu, system_memory),
-        host_apps=tuple(host_apps),
-        prod_reclaimable=(reclaim_cpu, reclaim_memory) if flags & 4 else None,
-        pods=pod_metrics,
-    )
-
-
-def _uids(pods: Mapping[str, PodView]) -> list[str]:
-    """The pods' UIDs, sorted: the QoS memory names pod targets by position in this list (the pod table
-    already holds the UIDs)."""
-    return sorted({pod.uid for pod in pods.values() if pod.uid})
-
-
-def _pod_view(entry: list) -> PodView:
-    """A pod-table entry; entries written before node QoS have only the first seven fields."""
-    _, cpu, memory, priority, qos, since, numa, *more = entry
-    uid, limit_cpu, batch_cpu, spec_priority, labels, annotations = more or (None, 0, 0, None, {}, {})
-    return PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa), uid, limit_cpu,
-                   batch_cpu, spec_priority, tuple(sorted(labels.items())), tuple(sorted(annotations.items())))
-
-
-def load_state(data: bytes) -> NodeState:
-    if data[:4] != FORMAT:
-        raise ValueError("not a node-aggregate state (bad format marker)")
-    static_length, dynamic_length, metric_length = struct.unpack_from("<III", data, 4)
-    offset = 16
-    node_json, pods_json, *zones_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
-    offset += static_length
-    sources, synced, extended, annotations, other_keys, *zones_published = \
-        json.loads(data[offset:offset + dynamic_length])
-    offset += dynamic_length
-    keys = [entry[0] for entry in pods_json]
-    metric = _load_metric(data, offset, keys, other_keys)
-    offset += metric_length
-    profile, offset = profile_from_bytes(data, offset, keys)
-    pods = PodTable((entry[0], _pod_view(entry)) for entry in pods_json)
-    qos_memory = QoSMemory()
-    if offset < len(data):
-        memory_json, apps = json.loads(zlib.decompress(data[offset:]))
-        qos_memory = QoSMemory.from_json(memory_json, _uids(pods))
-        if metric is not None:
-            metric = dataclasses.replace(metric, host_apps=tuple(
-                dataclasses.replace(app, name=name, qos=qos) for app, (name, qos) in zip(metric.host_apps, apps)))
-    node = None if node_json is None else build_node_view(*node_json)
-    zones = tuple(Zone(*entry) for entry in zones_json[0]) if zones_json else ()
-    published_zones, zones_synced = zones_published or ({}, None)
-    published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
-                                                    if value is not None}), MappingProxyType(annotations),
-                          MappingProxyType({zone: {name: value for name, value in zip(ZONE_RESOURCES, values)
-                                                   if value is not None}
-                                            for zone, values in published_zones.items()}), zones_synced)
-    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory)
-    state.encoded[:] = [data[16:16 + static_length], keys]
-    return state

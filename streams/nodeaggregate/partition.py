@@ -12,7 +12,7 @@ this class, so the live stream and its replay apply events the same way:
   previous config stays in force; a good one is stored and every node of the
   partition is recalculated;
 - a Tick (broadcast too) lets time pass for the nodes of the partition whose
-  outcome time alone can change by now (``aggregate.tick_due_ms``): between
+  outcome time alone can change by now (``node.tick_due_ms``): between
   those moments a recalculation gives the same outcome and publishes nothing,
   so the others are skipped. Which nodes are due is remembered in memory
   only; a node not remembered (after a restart, a replay, a pod change that
@@ -23,19 +23,26 @@ an invalid resource-threshold/resource-qos/cpu-burst/system/host-application
 config is rejected like any other. Outputs are the aggregate's (schema, record)
 pairs: NodeResource, Actuation, Eviction.
 
-States live in ``store`` as ``dump_state`` bytes, the config as its Avro
-record under ``CONFIG_KEY``; a state is written back only when its bytes
-changed, so ticks that change nothing cost no changelog traffic.
+Persistence is the shell's, as for ``SchedulingDomain``: the partition reads
+its table entries through ``entries`` (node name -> ``statecodec.dump_state``
+bytes, ``CONFIG_KEY`` -> the config's Avro record) and never writes them; the
+entries it changed wait in memory, where it reads them first, until the shell
+takes them (``take_changes``) to write them after the outputs are delivered.
+A state is changed only when its bytes changed, so ticks that change nothing
+cost no changelog traffic.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
-from streams.deadletter import dead_letter
+from streams.deadletter import dead_letter_record
 from streams.events import InboxEvent
-from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate import node, statecodec
+from streams.nodeaggregate.settings import NodeAggregateSettings
+from streams.pluginstats import PluginStats
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE, ConfigError
@@ -46,26 +53,46 @@ STAGE = "node"
 
 
 class NodePartition:
-    def __init__(self, store: MutableMapping[str, bytes], nodes: Iterable[str] = ()) -> None:
-        self.store = store
+    def __init__(self, settings: NodeAggregateSettings, entries: Mapping[str, bytes] = MappingProxyType({}),
+                 nodes: Iterable[str] = (), stats: PluginStats | None = None) -> None:
+        """``entries``: the partition's table entries as they were last written (read with ``get`` only);
+        ``nodes``: the nodes among them; ``stats``: where plugin calls are counted and timed, if anywhere."""
+        self.settings = settings
+        self.entries = entries
         self.nodes = set(nodes)
+        self.stats = stats
         self.due: dict[str, float] = {}
-        """Node -> event time of the next Tick that can change its outcome (see ``aggregate.tick_due_ms``)."""
-        raw = store.get(CONFIG_KEY)
+        """Node -> event time of the next Tick that can change its outcome (see ``node.tick_due_ms``)."""
+        self._changes: dict[str, bytes | None] = {}
+        raw = entries.get(CONFIG_KEY)
         self.config = parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG
+
+    def take_changes(self) -> dict[str, bytes | None]:
+        """Entries changed since the last call, in the order they were changed (None = removed)."""
+        changes, self._changes = self._changes, {}
+        return changes
+
+    def get(self, key: str) -> bytes | None:
+        """An entry as it stands: changed and not yet taken, or else as the table holds it."""
+        if key in self._changes:
+            return self._changes[key]
+        return self.entries.get(key)
 
     def apply(self, event: InboxEvent) -> list[tuple[str, dict]]:
         """Apply one inbox event; return the (schema, record) outputs it causes."""
+        settings, stats = self.settings, self.stats
         if event.kind == "ConfigMap":
             return self._on_config(event)
         if event.kind == "Tick":
             now = event.timestamp_ms
-            return [out for node in sorted(self.nodes) if self.due.get(node, 0) <= now
-                    for out in self._on_node(node, lambda state: aggregate.handle(state, event, self.config), now)]
+            return [out for name in sorted(self.nodes) if self.due.get(name, 0) <= now
+                    for out in self._on_node(name, lambda state: node.handle(state, event, self.config, settings,
+                                                                            stats), now)]
         if event.kind == "SchedulingDecision" and event.record is not None:
             event = dataclasses.replace(event, key=event.record["nodeName"])
-        calculated = event.timestamp_ms if event.kind in aggregate.CALCULATING_KINDS else None
-        return self._on_node(event.key, lambda state: aggregate.handle(state, event, self.config), calculated)
+        calculated = event.timestamp_ms if event.kind in node.CALCULATING_KINDS else None
+        return self._on_node(event.key, lambda state: node.handle(state, event, self.config, settings, stats),
+                             calculated)
 
     def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:
         if event.key != CONFIG_OBJECT_KEY:
@@ -74,30 +101,28 @@ class NodePartition:
             config = parse_slo_config(event.record, self.config)
         except ConfigError as error:
             cause = event.causation
-            return [("DeadLetter", dead_letter(
+            return [("DeadLetter", dead_letter_record(
                 STAGE, cause.source_topic, cause.source_partition, cause.source_offset, event.key.encode(),
                 None, f"slo-controller-config rejected, the previous one stays in force: {error}",
                 event.timestamp_ms))]
         self.config = config
-        if event.record is None:
-            self.store.pop(CONFIG_KEY, None)
-        else:
-            self.store[CONFIG_KEY] = codec.encode("ConfigMap", event.record)
+        self._changes[CONFIG_KEY] = None if event.record is None else codec.encode("ConfigMap", event.record)
 
         def step(state):
-            return aggregate.recalculate(state, config, event.timestamp_ms, event.causation)
+            return node.recalculate(state, config, event.timestamp_ms, event.causation, self.settings, self.stats)
 
-        return [out for node in sorted(self.nodes) for out in self._on_node(node, step, event.timestamp_ms)]
+        return [out for name in sorted(self.nodes) for out in self._on_node(name, step, event.timestamp_ms)]
 
-    def _on_node(self, node: str, step, calculated_ms: int | None) -> list[tuple[str, dict]]:
+    def _on_node(self, name: str, step, calculated_ms: int | None) -> list[tuple[str, dict]]:
         """Run ``step`` on the node's state; ``calculated_ms``: the event time when ``step`` recalculates
         the node (then its next due tick is known), None when it only changed an input (due at once)."""
-        before = self.store.get(node)
-        state = aggregate.load_state(before) if before is not None else aggregate.initial_state()
+        before = self.get(name)
+        state = statecodec.load_state(before) if before is not None else node.initial_state()
         state, outputs = step(state)
-        after = aggregate.dump_state(state)
+        after = statecodec.dump_state(state)
         if after != before:
-            self.store[node] = after
-            self.nodes.add(node)
-        self.due[node] = 0 if calculated_ms is None else aggregate.tick_due_ms(state, self.config, calculated_ms)
+            self._changes[name] = after
+            self.nodes.add(name)
+        self.due[name] = 0 if calculated_ms is None else node.tick_due_ms(state, self.config, calculated_ms,
+                                                                          self.settings)
         return outputs

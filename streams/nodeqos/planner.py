@@ -13,7 +13,7 @@ returns the new memory and the (schema, record) outputs:
    emitted only when its remaining values differ from the ones last emitted;
 4. each emitted target takes the next per-node ``sequence`` and a decision id
    ``decision_id(cause, index, "<node>|<kind>|<id>|<mechanism>")``, stable
-   across replays, and is signed with ``SIGNING_KEY`` (``streams.actuation.sign``);
+   across replays, and is signed with ``signing_key`` (``streams.actuation.sign``; None: unsigned);
 5. evictions become Eviction decisions; an evicted pod is not picked again
    until it is released.
 
@@ -24,6 +24,7 @@ memory stays bounded by the pods on the node.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -32,10 +33,9 @@ from streams.actuation import CPU_BURST, CPU_BVT_WARP, CPU_IDLE, TARGET_HOSTAPP,
 from streams.events import Causation, decision_id
 from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE, Eviction, Snapshot, Strategy, TargetKey
 from streams.noderesource.views import MetricView, NodeView, PodView
+from streams.pluginstats import PluginStats
 from streams.sloconfig.nodeqos import NodeQoSStrategy
 
-SIGNING_KEY: bytes | None = None
-"""Key the records are signed with; set once by the shell from ``streams.actuation.signing_key()``."""
 BASELINE = MappingProxyType({CPU_BURST: "0", CPU_IDLE: "0", CPU_BVT_WARP: "0", CORE_SCHED_GROUP: CORE_SCHED_NONE})
 """Settings whose kernel default needs no actuation when it was never changed."""
 
@@ -77,14 +77,19 @@ class QoSMemory:
 
 def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, strategy: NodeQoSStrategy, now_ms: int, memory: QoSMemory,
-              cause: Causation) -> tuple[QoSMemory, list[tuple[str, dict]]]:
-    """Plan the node; return the new memory and the Actuation / Eviction records to publish."""
+              cause: Causation, signing_key: bytes | None = None,
+              stats: PluginStats | None = None) -> tuple[QoSMemory, list[tuple[str, dict]]]:
+    """Plan the node; return the new memory and the Actuation / Eviction records to publish. ``stats``, when
+    given, counts and times each strategy's plan (stage ``Plan``)."""
     snapshot = Snapshot(node, pods, metric, strategy, now_ms, memory.last, memory.last_eviction_ms, memory.evicted)
     merged: dict[TargetKey, dict[str, str]] = {}
     evictions: list[tuple[str, Eviction]] = []
     last_eviction = dict(memory.last_eviction_ms)
     for plugin in strategies:
+        started = time.perf_counter() if stats else 0.0
         plan = plugin.plan(snapshot)
+        if stats:
+            stats.record(plugin.name, "Plan", "success", started)
         for setting in plan.settings:
             merged.setdefault(setting.key, {}).update(setting.values)
         evictions.extend((plugin.name, eviction) for eviction in plan.evictions)
@@ -113,7 +118,7 @@ def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str,
             "values": dict(values),
             "causation": cause.to_record(),
             "timestamp": now_ms,
-        }, SIGNING_KEY)))
+        }, signing_key)))
     evicted = set(memory.evicted)
     for index, (plugin_name, eviction) in enumerate(evictions):
         if eviction.pod_key in evicted:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
@@ -44,6 +44,7 @@ from streams.noderesource import registry
 from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ZoneResources
 from streams.noderesource.quantities import multiply_milli
 from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot, Zone
+from streams.pluginstats import PluginStats
 from streams.sloconfig.colocation import ColocationStrategy
 from streams.sloconfig.configmap import SloConfig
 from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
@@ -113,48 +114,44 @@ def ratio_of(annotations: Mapping[str, str]) -> float:
         return -1.0
 
 
-Observer = Callable[[str, str, str, float], None]
-"""Called per plugin call with (plugin, stage, result, seconds) when given: the shell counts and times them
-(result ``success``, ``error``, ``reset`` or, for PreUpdate without zone values, ``skip``). The decision never
-reads the clock."""
-
-
 def _calculate(plugins: Mapping[str, object], snapshot: Snapshot, result: NodeResource, errors: list[str],
-               observer: Observer | None) -> None:
+               stats: PluginStats | None) -> None:
     for name in registry.CALCULATE_ORDER:
-        started = time.perf_counter() if observer else 0.0
+        started = time.perf_counter() if stats else 0.0
         outcome = "success"
         try:
             result.set(plugins[name].calculate(snapshot))
         except PluginError as err:
             errors.append(f"{name}: {err}")
             outcome = "error"
-        if observer:
-            observer(name, "Calculate", outcome, time.perf_counter() - started)
+        if stats:
+            stats.record(name, "Calculate", outcome, started)
 
 
 def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, now_ms: int, published: Published,
-              observer: Observer | None = None, zones: tuple[Zone, ...] = ()) -> Outcome:
+              stats: PluginStats | None = None, zones: tuple[Zone, ...] = ()) -> Outcome:
+    """One calculation; ``stats``, when given, counts and times each Calculate/Reset and PreUpdate call
+    (result ``success``, ``error``, ``reset`` or, for PreUpdate without zone values, ``skip``)."""
     strategy, cpu_normalization = strategies(config, node)
     result = NodeResource()
     errors: list[str] = []
     if not config.colocation.enabled(strategy):
         for name in registry.CALCULATE_ORDER:
             result.set(plugins[name].reset(DISABLED_MESSAGE))
-            if observer:
-                observer(name, "Calculate", "reset", 0.0)
+            if stats:
+                stats.add(name, "Calculate", "reset", 0.0)
     else:
         _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms, zones), result,
-                   errors, observer)
+                   errors, stats)
     zone_resources, zone_sync = None, (False, "")
     for name in registry.PRE_UPDATE_ORDER:
-        started = time.perf_counter() if observer else 0.0
+        started = time.perf_counter() if stats else 0.0
         prepared = plugins[name].pre_update(strategy, zones, published.zones, result)
         if prepared is not None:
             zone_resources, zone_sync = prepared
-        if observer:
-            observer(name, "PreUpdate", "skip" if prepared is None else "success", time.perf_counter() - started)
+        if stats:
+            stats.record(name, "PreUpdate", "skip" if prepared is None else "success", started)
     if zone_resources is not None and not zone_sync[0]:
         if published.zones_synced_ms is None:
             zone_sync = (True, "zones never published")

@@ -9,7 +9,10 @@ the core exactly as the live agents do:
 - scheduling: one fresh ``SchedulingDomain`` per inbox key (the domain),
   events in inbox order;
 - node: one ``NodePartition`` per inbox partition over an in-memory dict
-  store, events in inbox order.
+  of its entries, events in inbox order, each event's changes written to
+  the dict as the agent writes them to its table; configured by the
+  ``NodeAggregateSettings`` the caller gives (the worker's signing key, to
+  reproduce signed actuations).
 
 The core always starts from an empty state at the first inbox record, so a
 window (``Window``) only chooses which outputs are compared, never which
@@ -25,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from streams.agents.inbox import decode_inbox_event
 from streams.events import InboxEvent
 from streams.nodeaggregate.partition import NodePartition
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS, NodeAggregateSettings
 from streams.schemas import codec
 from streams.scheduler.domain import SchedulingDomain
 
@@ -141,18 +145,26 @@ def replay_scheduling(events: Iterable[tuple[str, InboxEvent]], domains: Sequenc
     return caused
 
 
-def replay_node(events: Iterable[tuple[str, InboxEvent]], partitions: Sequence[int] | None = None) -> list[Caused]:
-    """Each event through one ``NodePartition`` (in-memory store) per inbox partition, in inbox order;
+def replay_node(events: Iterable[tuple[str, InboxEvent]], partitions: Sequence[int] | None = None,
+                settings: NodeAggregateSettings = DEFAULT_SETTINGS) -> list[Caused]:
+    """Each event through one ``NodePartition`` (entries in a dict) per inbox partition, in inbox order;
     ``partitions`` limits the run to those partitions."""
-    drivers: dict[int, NodePartition] = {}
+    drivers: dict[int, tuple[NodePartition, dict]] = {}
     caused = []
     for key, event in in_inbox_order(events):
         partition = event.causation.inbox_partition
         if partitions is not None and partition not in partitions:
             continue
         if partition not in drivers:
-            drivers[partition] = NodePartition({})
-        caused.append(Caused(key, event, tuple(drivers[partition].apply(event))))
+            entries: dict[str, bytes] = {}
+            drivers[partition] = NodePartition(settings, entries), entries
+        core, entries = drivers[partition]
+        caused.append(Caused(key, event, tuple(core.apply(event))))
+        for entry, value in core.take_changes().items():
+            if value is None:
+                entries.pop(entry, None)
+            else:
+                entries[entry] = value
     return caused
 
 
@@ -162,12 +174,12 @@ def partitions_of(events: Iterable[tuple[str, InboxEvent]], key: str) -> list[in
 
 
 def replay(aggregate: str, events: list[tuple[str, InboxEvent]], domain: str | None = None,
-           node: str | None = None) -> list[Caused]:
-    """Run ``aggregate`` (``scheduling`` or ``node``) over ``events``, limited to one domain or to the
-    partition of one node when asked."""
+           node: str | None = None, node_settings: NodeAggregateSettings = DEFAULT_SETTINGS) -> list[Caused]:
+    """Run ``aggregate`` (``scheduling`` or ``node``, the latter with ``node_settings``) over ``events``,
+    limited to one domain or to the partition of one node when asked."""
     if aggregate == SCHEDULING:
         return replay_scheduling(events, None if domain is None else [domain])
-    return replay_node(events, None if node is None else partitions_of(events, node))
+    return replay_node(events, None if node is None else partitions_of(events, node), node_settings)
 
 
 def subject_filter(node: str | None) -> Callable[[str, dict], bool]:

@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
     Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim)
@@ -56,21 +57,6 @@ class CycleResult:
     nominated: str | None = None
     rejected_by: frozenset[str] = frozenset()
     """Plugins that rejected the pod (what a later event must concern to make a retry useful)."""
-
-
-class PluginStats:
-    """Calls and seconds per (plugin, stage, result), for the shell to export (Prometheus labels
-    ``plugin``, ``stage``, ``result``). Measuring reads a clock; nothing decided depends on it."""
-
-    def __init__(self) -> None:
-        self.calls: dict[tuple[str, str, str], list] = {}
-
-    def record(self, plugin: str, stage: str, result: str, started: float) -> None:
-        entry = self.calls.get((plugin, stage, result))
-        if entry is None:
-            entry = self.calls[(plugin, stage, result)] = [0, 0.0]
-        entry[0] += 1
-        entry[1] += time.perf_counter() - started
 
 
 class Framework:

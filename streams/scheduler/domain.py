@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streams.deadletter import dead_letter_record
 from streams.events import InboxEvent, decision_id
 from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
@@ -618,8 +619,6 @@ class _Outputs:
                 payload = codec.encode(self.event.kind, self.event.record)
             except codec.CodecError:
                 payload = None
-        self.items.append(("DeadLetter", {
-            "sourceTopic": cause.source_topic, "sourcePartition": cause.source_partition,
-            "sourceOffset": cause.source_offset, "key": self.event.key.encode(), "payload": payload,
-            "reason": reason, "stage": STAGE, "timestamp": self.event.timestamp_ms,
-        }))
+        self.items.append(("DeadLetter", dead_letter_record(
+            STAGE, cause.source_topic, cause.source_partition, cause.source_offset, self.event.key.encode(), payload,
+            reason, self.event.timestamp_ms)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from streams.objects.records import load_and_validate
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
@@ -80,7 +81,7 @@ def test_manifests_give_koordinators_numbers_and_message(tmp_path):
               event("NodeMetric", "test-node1", node_metric.record, ts=UPDATE_TIME + 5_000)]
     outputs = []
     for ev in events:
-        state, out = aggregate.handle(state, ev, config)
+        state, out = aggregate.handle(state, ev, config, DEFAULT_SETTINGS)
         outputs.extend(record for schema, record in out if schema == "NodeResource")
 
     first, last = outputs

@@ -9,8 +9,12 @@ import pytest
 
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.nodeaggregate import node as aggregate
-from streams.noderesource.plugins import batchresource, midresource
+from streams.nodeaggregate import statecodec
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS
+from streams.nodeqos import registry as qos_registry
+from streams.noderesource.plugins import batchresource, cpunormalization, midresource
 from streams.noderesource.reconcile import DISABLED_MESSAGE
+from streams.pluginstats import PluginStats
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.streams.noderesource.support import (
@@ -25,11 +29,11 @@ FIXTURE_A_PODS = [decision("podA", cpu=20_000, memory=20 * G, qos="LS"),
                   decision("podC", cpu=20_000, memory=40 * G, qos="LSR")]
 
 
-def run(*events, config=ENABLED, state=None):
+def run(*events, config=ENABLED, state=None, stats=None):
     state = state or aggregate.initial_state()
     outputs = []
     for ev in events:
-        state, out = aggregate.handle(state, ev, config)
+        state, out = aggregate.handle(state, ev, config, DEFAULT_SETTINGS, stats)
         outputs.extend(node_resources(out))
     return state, outputs
 
@@ -159,14 +163,15 @@ def test_config_change_recalculates_and_disabling_removes_batch_and_mid():
     state, _ = run(node_event(), *bound(*FIXTURE_A_PODS), metric_event())
     cause = event("ConfigMap", "koordinator-system/slo-controller-config", None).causation
     disabled = parse_slo_config(configmap({"enable": False}), ENABLED)
-    state, outputs = aggregate.recalculate(state, disabled, NOW + 1000, cause)
+    state, outputs = aggregate.recalculate(state, disabled, NOW + 1000, cause, DEFAULT_SETTINGS)
     [out] = node_resources(outputs)
     assert batch(out) == (None, None, None, None) and out["message"] == DISABLED_MESSAGE
-    assert aggregate.recalculate(state, disabled, NOW + 2000, cause) == (state, [])
+    assert aggregate.recalculate(state, disabled, NOW + 2000, cause, DEFAULT_SETTINGS) == (state, [])
     request = parse_slo_config(configmap({"enable": True, "cpuReclaimThresholdPercent": 70,
                                           "memoryReclaimThresholdPercent": 80, "memoryCalculatePolicy": "request"}),
                                ENABLED)
-    _, outputs = aggregate.recalculate(state, request, NOW + 3000, event("ConfigMap", "x", None).causation)
+    _, outputs = aggregate.recalculate(state, request, NOW + 3000, event("ConfigMap", "x", None).causation,
+                                     DEFAULT_SETTINGS)
     [out] = node_resources(outputs)
     assert batch(out)[:2] == (30_000, 36 * G)
 
@@ -238,9 +243,9 @@ def test_dump_and_load_round_trip_gives_identical_subsequent_outputs():
     names, decisions, rng = twenty_pods()
     state, _ = run(node_event(cpu=32_000, memory=128 * Gi, labels=LABELS), *bound(*decisions),
                    *day_of_metrics(names, rng, NOW, 60))
-    data = aggregate.dump_state(state)
-    loaded = aggregate.load_state(data)
-    assert aggregate.dump_state(loaded) == data
+    data = statecodec.dump_state(state)
+    loaded = statecodec.load_state(data)
+    assert statecodec.dump_state(loaded) == data
     later = list(day_of_metrics(names, random.Random(11), NOW + 60 * MINUTE, 120))
     assert run(*later, state=loaded)[1] == run(*later, state=state)[1]
 
@@ -249,7 +254,7 @@ def test_state_of_a_node_with_20_pods_after_a_day_fits_4_kib():
     names, decisions, rng = twenty_pods()
     state, out = run(node_event(cpu=32_000, memory=128 * Gi, labels=LABELS), *bound(*decisions),
                      *day_of_metrics(names, rng, NOW, 26 * 60))
-    size = len(aggregate.dump_state(state))
+    size = len(statecodec.dump_state(state))
     print(f"\nstate of a node with 20 pods (12 prod) after 26 h of 1-min NodeMetrics: {size} bytes")
     assert size <= 4096
     assert out[-1]["allocatable"][MID_MEMORY] > 0, "after the cold start the profile predicts ProdReclaimable"
@@ -260,7 +265,7 @@ def test_kinds_the_aggregate_does_not_handle_are_not_recorded():
     config_event = event("ConfigMap", "koordinator-system/slo-controller-config", None)
     assert run(config_event, state=state) == (state, [])
     disabled = parse_slo_config(configmap({"enable": False}), ENABLED)
-    _, out = aggregate.recalculate(state, disabled, NOW + 1000, config_event.causation)
+    _, out = aggregate.recalculate(state, disabled, NOW + 1000, config_event.causation, DEFAULT_SETTINGS)
     assert [o["message"] for o in node_resources(out)] == [DISABLED_MESSAGE]
 
 
@@ -276,18 +281,22 @@ def test_kinds_the_aggregate_does_not_handle_are_not_recorded():
 ])
 def test_dump_and_load_are_exact(events):
     state, _ = run(*events)
-    loaded = aggregate.load_state(aggregate.dump_state(state))
-    assert aggregate.dump_state(loaded) == aggregate.dump_state(state)
+    loaded = statecodec.load_state(statecodec.dump_state(state))
+    assert statecodec.dump_state(loaded) == statecodec.dump_state(state)
     assert (loaded.sources, loaded.node, dict(loaded.pods), loaded.metric, loaded.published) == \
         (state.sources, state.node, dict(state.pods), state.metric, state.published)
 
 
-def test_plugin_calls_can_be_counted_and_timed(monkeypatch):
-    calls = []
-    monkeypatch.setattr(aggregate, "OBSERVER",
-                        lambda plugin, stage, result, seconds: calls.append((plugin, stage, result)))
+def test_plugin_calls_are_counted_and_timed_per_plugin_stage_and_result():
+    """Two calculations (the Node, then the NodeMetric) and one node-QoS plan (the NodeMetric)."""
+    stats = PluginStats()
     run(node_event(annotations={"node.koordinator.sh/cpu-basic-info": "not json"}), *bound(*FIXTURE_A_PODS),
         metric_event(), config=parse_slo_config(configmap({"enable": True}, **{"cpu-normalization-config":
-                                                                              '{"enable": true}'}), DEFAULT_CONFIG))
-    assert calls[-4:] == [("CPUNormalization", "Calculate", "error"), ("MidResource", "Calculate", "success"),
-                          ("BatchResource", "Calculate", "success"), ("BatchResource", "PreUpdate", "skip")]
+                                                                              '{"enable": true}'}), DEFAULT_CONFIG),
+        stats=stats)
+    counts = {key: count for key, (count, seconds) in stats.calls.items()}
+    assert counts == {
+        (cpunormalization.NAME, "Calculate", "error"): 2, (midresource.NAME, "Calculate", "success"): 2,
+        (batchresource.NAME, "Calculate", "success"): 2, (batchresource.NAME, "PreUpdate", "skip"): 2,
+        **{(name, "Plan", "success"): 1 for name in qos_registry.ORDER}}
+    assert all(seconds >= 0 for count, seconds in stats.calls.values())

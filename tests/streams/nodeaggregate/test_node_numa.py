@@ -15,6 +15,8 @@ import pytest
 from streams.koordinator.annotations import ANNOTATION_RESOURCE_STATUS
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate import statecodec
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.streams.noderesource.support import (
@@ -64,7 +66,7 @@ def run(*events, config=ENABLED, state=None):
     state = state or aggregate.initial_state()
     outputs = []
     for ev in events:
-        state, out = aggregate.handle(state, ev, config)
+        state, out = aggregate.handle(state, ev, config, DEFAULT_SETTINGS)
         outputs.extend(record for schema, record in out if schema == "NodeResource")
     return state, outputs
 
@@ -129,7 +131,7 @@ def test_zones_are_republished_after_update_time_threshold_seconds():
     """The node is re-published at +100 s (a Node event), its zones were last synced at 0 s: they expire first."""
     state, _ = setup()
     state, _ = run(event("Node", NODE, node_record(), ts=NOW + 100_000), state=state)
-    assert aggregate.tick_due_ms(state, ENABLED, NOW + 100_000) == NOW + 300_001
+    assert aggregate.tick_due_ms(state, ENABLED, NOW + 100_000, DEFAULT_SETTINGS) == NOW + 300_001
     state, out = run(event("Tick", NODE, tick(NOW + 300_000), ts=NOW + 300_000),
                      event("Tick", NODE, tick(NOW + 300_001), ts=NOW + 300_001), state=state)
     assert [(record["timestamp"], len(record["zones"])) for record in out] == [(NOW + 300_001, 2)]
@@ -156,7 +158,7 @@ def test_topology_changes_trim_the_published_zones_and_a_deletion_drops_them():
 
 def test_zones_survive_dump_and_load():
     state, _ = setup()
-    loaded = aggregate.load_state(aggregate.dump_state(state))
+    loaded = statecodec.load_state(statecodec.dump_state(state))
     assert (loaded.zones, loaded.published, dict(loaded.pods)) == (state.zones, state.published, dict(state.pods))
     assert loaded.pods["test/podProd"].numa_nodes == (0,)
-    assert aggregate.dump_state(loaded) == aggregate.dump_state(state)
+    assert statecodec.dump_state(loaded) == statecodec.dump_state(state)

@@ -1,16 +1,20 @@
-"""Node QoS through the node aggregate: NodeMetric in, signed Actuations and Evictions out, state persisted."""
+"""Node QoS through the node aggregate: NodeMetric in, Actuations (signed with the settings' key) and Evictions
+out, state persisted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from streams import actuation
+from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate import statecodec
+from streams.nodeaggregate.partition import NodePartition
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS, NodeAggregateSettings
 from streams.nodeqos import planner
 from streams.nodeqos.plugins import memoryevict
-from streams.nodeaggregate import node as aggregate
-from streams.nodeaggregate.partition import NodePartition
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import ConfigError
@@ -20,6 +24,7 @@ NODE = "test-node1"
 KEY = b"shared-secret"
 THRESHOLD = {"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 70, "cpuSuppressPolicy": "cfsQuota",
                                  "memoryEvictThresholdPercent": 80}}
+SIGNED = NodeAggregateSettings(signing_key=KEY)
 SUPPRESS = parse_slo_config(configmap(**{"resource-threshold-config": json.dumps(THRESHOLD)}), DEFAULT_CONFIG)
 
 
@@ -35,11 +40,11 @@ def _metric(ts=NOW, ls_used=8000, be_used=2000, node_used=12_000, memory_used=10
         pods=[pod_usage("test", "ls-pod", ls_used, G), pod_usage("test", "be-pod", be_used, be_memory)]), ts=ts)
 
 
-def run(*events, config=SUPPRESS, state=None):
+def run(*events, config=SUPPRESS, state=None, settings=DEFAULT_SETTINGS):
     state = state or aggregate.initial_state()
     outputs = []
     for ev in events:
-        state, out = aggregate.handle(state, ev, config)
+        state, out = aggregate.handle(state, ev, config, settings)
         outputs.extend(out)
     return state, outputs
 
@@ -49,15 +54,10 @@ def actuations(outputs, kind=None, target=None):
             and (target is None or r["targetId"] == target)]
 
 
-@pytest.fixture
-def signing(monkeypatch):
-    monkeypatch.setattr(planner, "SIGNING_KEY", KEY)
-
-
-def test_be_over_the_suppress_threshold_gets_koordinators_cfs_quota(signing):
+def test_be_over_the_suppress_threshold_gets_koordinators_cfs_quota():
     """Test_cpuSuppress_suppressBECPU (TV-3-8): 16 cores, threshold 70, node 12, LS 8, BE 2 -> 1.2 cores."""
     _, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
-                 _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric())
+                 _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric(), settings=SIGNED)
     [record] = [r for r in actuations(out, "qos", "BE") if r["mechanism"] == "cgroup"]
     assert (record["mechanism"], record["values"]) == ("cgroup", {actuation.CPU_QUOTA: "120000"})
     assert record["nodeName"] == NODE and record["timestamp"] == NOW
@@ -65,10 +65,10 @@ def test_be_over_the_suppress_threshold_gets_koordinators_cfs_quota(signing):
     codec.encode("Actuation", record)
 
 
-def test_a_node_metric_yields_signed_actuations_with_stable_ids_and_increasing_sequences(signing):
+def test_a_node_metric_yields_signed_actuations_with_stable_ids_and_increasing_sequences():
     events = [event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
               _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric()]
-    state, out = run(*events)
+    state, out = run(*events, settings=SIGNED)
     records = actuations(out)
     assert [(r["targetKind"], r["targetId"], r["mechanism"]) for r in records] == [
         ("qos", "BE", "cgroup"), ("qos", "LSR", "resctrl"), ("qos", "LS", "resctrl"), ("qos", "BE", "resctrl")]
@@ -76,16 +76,16 @@ def test_a_node_metric_yields_signed_actuations_with_stable_ids_and_increasing_s
     assert records[3]["values"] == {"l3.start_percent": "0", "l3.end_percent": "30", "mb.percent": "100",
                                     "tasks.pods": ""}
     assert all(actuation.verify(r, KEY) for r in records)
-    assert [r["decisionId"] for r in actuations(run(*events)[1])] == [r["decisionId"] for r in records]
+    assert [r["decisionId"] for r in actuations(run(*events, settings=SIGNED)[1])] == [r["decisionId"] for r in records]
     assert state.qos.sequence == 4
 
 
-def test_unchanged_values_are_not_emitted_again_and_changes_continue_the_sequence(signing):
+def test_unchanged_values_are_not_emitted_again_and_changes_continue_the_sequence():
     state, _ = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
-                   _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric())
-    state, out = run(_metric(ts=NOW + 1000), state=state)
+                   _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"), _metric(), settings=SIGNED)
+    state, out = run(_metric(ts=NOW + 1000), state=state, settings=SIGNED)
     assert actuations(out) == []
-    state, out = run(_metric(ts=NOW + 2000, ls_used=4000, node_used=8000), state=state)
+    state, out = run(_metric(ts=NOW + 2000, ls_used=4000, node_used=8000), state=state, settings=SIGNED)
     [record] = actuations(out)
     assert record["sequence"] == 5 and record["values"] == {actuation.CPU_QUOTA: "280000"}, "+10 % of 16 cores"
 
@@ -94,8 +94,8 @@ def test_state_round_trips_through_dump_and_load_with_the_qos_memory():
     state, _ = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
                    _bound("ls-pod", "LS", "uid-ls", cpu=2000),
                    _bound("be-pod", "BE", "uid-be"), _metric())
-    loaded = aggregate.load_state(aggregate.dump_state(state))
-    assert aggregate.dump_state(loaded) == aggregate.dump_state(state)
+    loaded = statecodec.load_state(statecodec.dump_state(state))
+    assert statecodec.dump_state(loaded) == statecodec.dump_state(state)
     assert (loaded.qos, dict(loaded.pods), loaded.metric) == (state.qos, dict(state.pods), state.metric)
     later = _metric(ts=NOW + 5000, ls_used=3000)
     assert run(later, state=loaded)[1] == run(later, state=state)[1]
@@ -103,26 +103,26 @@ def test_state_round_trips_through_dump_and_load_with_the_qos_memory():
 
 def test_a_state_without_the_qos_tail_loads_with_an_empty_memory():
     state, _ = run(event("Node", NODE, node_record(NODE)), config=DEFAULT_CONFIG)
-    assert aggregate.load_state(aggregate.dump_state(state)).qos == planner.QoSMemory()
+    assert statecodec.load_state(statecodec.dump_state(state)).qos == planner.QoSMemory()
 
 
-def test_memory_eviction_is_a_decision_on_the_decision_stream(monkeypatch):
-    monkeypatch.setattr(aggregate, "QOS_STRATEGIES", tuple(
+def test_memory_eviction_is_a_decision_on_the_decision_stream():
+    evicting = dataclasses.replace(DEFAULT_SETTINGS, qos_strategies=tuple(
         memoryevict.MemoryEvict(memoryevict.MemoryEvictArgs(enabled=True)) if s.name == memoryevict.NAME else s
-        for s in aggregate.QOS_STRATEGIES))
+        for s in DEFAULT_SETTINGS.qos_strategies))
     state, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=100 * G)),
                      _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"),
-                     _metric(memory_used=95 * G, be_memory=20 * G))
+                     _metric(memory_used=95 * G, be_memory=20 * G), settings=evicting)
     [eviction] = [r for s, r in out if s == "Eviction"]
     assert eviction["pod"] == {"namespace": "test", "name": "be-pod", "uid": "uid-be"}
     assert eviction["reason"] == memoryevict.REASON_EVICTED and eviction["nodeName"] == NODE
     codec.encode("Eviction", eviction)
-    _, again = run(_metric(ts=NOW + 10_000, memory_used=95 * G, be_memory=20 * G), state=state)
+    _, again = run(_metric(ts=NOW + 10_000, memory_used=95 * G, be_memory=20 * G), state=state, settings=evicting)
     assert [r for s, r in again if s == "Eviction"] == [], "an evicted pod is not picked again"
 
 
 def test_partition_rejects_an_invalid_qos_config_and_keeps_the_previous_one():
-    partition = NodePartition({})
+    partition = NodePartition(DEFAULT_SETTINGS)
     bad = configmap(**{"resource-threshold-config": json.dumps({"clusterStrategy": {"cpuSuppressThresholdPercent": 150}})})
     [(schema, record)] = partition.apply(event("ConfigMap", "koordinator-system/slo-controller-config", bad))
     assert schema == "DeadLetter" and "cpuSuppressThresholdPercent must be in [0, 100]" in record["reason"]
@@ -155,7 +155,7 @@ EVERY_FEATURE = {
     pytest.param({}, 4096, id="default-qos-config-fits-4-KiB"),
     pytest.param(EVERY_FEATURE, 4352, id="every-feature-on-fits-4.25-KiB"),
 ])
-def test_state_of_a_node_with_20_pods_after_a_day(signing, keys, budget):
+def test_state_of_a_node_with_20_pods_after_a_day(keys, budget):
     """The UIDs the plan needs (~420 bytes for 20 pods) and the QoS memory (~280 bytes with every feature on)
     come on top of the node-resource state (~3.5 KiB after a day): the default config stays within 4 KiB,
     every feature on exceeds it by a few percent."""
@@ -169,9 +169,9 @@ def test_state_of_a_node_with_20_pods_after_a_day(signing, keys, budget):
     config = parse_slo_config(configmap({"enable": True}, **keys), DEFAULT_CONFIG)
     state, out = run(node_event(cpu=32_000, memory=128 * 2**30, labels=LABELS),
                      *(event("SchedulingDecision", NODE, r) for r in decisions),
-                     *day_of_metrics(names, rng, NOW, 26 * 60), config=config)
-    size = len(aggregate.dump_state(state))
+                     *day_of_metrics(names, rng, NOW, 26 * 60), config=config, settings=SIGNED)
+    size = len(statecodec.dump_state(state))
     print(f"\nstate of a node with 20 pods after 26 h ({'every node-QoS feature' if keys else 'default QoS'}): "
           f"{size} bytes, {state.qos.sequence} actuations")
-    assert aggregate.dump_state(aggregate.load_state(aggregate.dump_state(state))) == aggregate.dump_state(state)
+    assert statecodec.dump_state(statecodec.load_state(statecodec.dump_state(state))) == statecodec.dump_state(state)
     assert size <= budget

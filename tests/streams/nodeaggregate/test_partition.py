@@ -1,12 +1,14 @@
 """``NodePartition``: ticks recalculate only the nodes whose outcome time can change, with the outputs and
-states of recalculating every node on every tick."""
+states of recalculating every node on every tick; changed entries wait until the shell takes them."""
 
 from __future__ import annotations
 
 import pytest
 
 from streams.nodeaggregate import node as aggregate
-from streams.nodeaggregate.partition import CONFIG_OBJECT_KEY, NodePartition
+from streams.nodeaggregate import statecodec
+from streams.nodeaggregate.partition import CONFIG_KEY, CONFIG_OBJECT_KEY, NodePartition
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, configmap, decision, event, fixture_a_metric, node_record, pod_usage, tick,
 )
@@ -44,43 +46,87 @@ def _history() -> list:
     return events
 
 
+class Shell:
+    """Drives a partition as the agent does: apply an event, then write the changes taken into the table."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, bytes] = {}
+        self.partition = NodePartition(DEFAULT_SETTINGS, self.table)
+
+    def apply(self, ev) -> list:
+        outputs = self.partition.apply(ev)
+        for key, value in self.partition.take_changes().items():
+            if value is None:
+                self.table.pop(key, None)
+            else:
+                self.table[key] = value
+        return outputs
+
+
 def _every_node_every_tick(events: list) -> tuple[list, dict]:
-    """The reference: ``aggregate.handle`` on every node for every tick."""
-    partition = NodePartition({})
+    """The reference: ``node.handle`` on every node for every tick."""
+    shell = Shell()
     outputs = []
     for ev in events:
         if ev.kind != "Tick":
-            outputs.extend(partition.apply(ev))
+            outputs.extend(shell.apply(ev))
             continue
-        for name in sorted(partition.nodes):
-            state, out = aggregate.handle(aggregate.load_state(partition.store[name]), ev, partition.config)
-            partition.store[name] = aggregate.dump_state(state)
+        for name in sorted(shell.partition.nodes):
+            state, out = aggregate.handle(statecodec.load_state(shell.table[name]), ev, shell.partition.config,
+                                          DEFAULT_SETTINGS)
+            shell.table[name] = statecodec.dump_state(state)
             outputs.extend(out)
-    return outputs, partition.store
+    return outputs, shell.table
 
 
 def test_skipping_ticks_gives_the_outputs_and_states_of_recalculating_every_node():
     events = _history()
-    expected_outputs, expected_store = _every_node_every_tick(events)
-    partition = NodePartition({})
-    outputs = [out for ev in events for out in partition.apply(ev)]
+    expected_outputs, expected_table = _every_node_every_tick(events)
+    shell = Shell()
+    outputs = [out for ev in events for out in shell.apply(ev)]
 
     assert outputs == expected_outputs
-    assert partition.store == expected_store
+    assert shell.table == expected_table
     published = [record["nodeName"] for schema, record in outputs if schema == "NodeResource"]
     assert {"stale", "predicted", "reported"} <= set(published)
 
 
 @pytest.mark.parametrize("minutes, due", [(1, False), (5, True)])
 def test_a_node_is_due_when_its_resource_expires(minutes, due):
-    partition = NodePartition({})
+    shell = Shell()
     for ev in (event("ConfigMap", CONFIG_OBJECT_KEY, configmap(COLOCATION), ts=NOW),
                event("Node", "n1", node_record(name="n1"), ts=NOW),
                event("NodeMetric", "n1", _metric("n1", NOW), ts=NOW)):
-        partition.apply(ev)
-    before = dict(partition.store)
+        shell.apply(ev)
+    before = dict(shell.table)
 
-    outputs = partition.apply(event("Tick", "tick", tick(NOW + minutes * MINUTE + 1), ts=NOW + minutes * MINUTE + 1))
+    outputs = shell.apply(event("Tick", "tick", tick(NOW + minutes * MINUTE + 1), ts=NOW + minutes * MINUTE + 1))
 
     assert bool(outputs) is due
-    assert (partition.store == before) is not due
+    assert (shell.table == before) is not due
+
+
+def test_changes_wait_in_the_partition_until_taken_and_are_read_from_there():
+    table = {}
+    partition = NodePartition(DEFAULT_SETTINGS, table)
+    metric = event("NodeMetric", "n1", _metric("n1", NOW), ts=NOW)
+    partition.apply(event("ConfigMap", CONFIG_OBJECT_KEY, configmap(COLOCATION), ts=NOW))
+    partition.apply(event("Node", "n1", node_record(name="n1"), ts=NOW))
+    assert partition.apply(metric)
+
+    changes = partition.take_changes()
+    assert table == {} and list(changes) == [CONFIG_KEY, "n1"]
+    assert statecodec.load_state(changes["n1"]).metric is not None, "read back from the change, not the table"
+    assert partition.take_changes() == {}
+
+    table.update(changes)
+    restored = NodePartition(DEFAULT_SETTINGS, table, ["n1"])
+    assert restored.config == partition.config
+    assert restored.apply(metric) == [] and restored.take_changes() == {}, "applied already, as the table says"
+
+
+def test_a_deleted_config_is_a_removed_entry():
+    partition = NodePartition(DEFAULT_SETTINGS)
+    partition.apply(event("ConfigMap", CONFIG_OBJECT_KEY, configmap(COLOCATION), ts=NOW))
+    partition.apply(event("ConfigMap", CONFIG_OBJECT_KEY, None, ts=NOW + 1))
+    assert partition.take_changes() == {CONFIG_KEY: None}

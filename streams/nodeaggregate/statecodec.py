@@ -1,0 +1,195 @@
+"""The node state's binary form: ``dump_state`` and ``load_state``, compact and exact.
+
+Layout (``FORMAT`` marker, then three little-endian uint32 lengths):
+
+1. static: node, pod table (sorted by key) and NUMA zones as zlib-compressed
+   JSON; memoised on the state (``NodeState.encoded``), so it is encoded
+   again only when one of them changes;
+2. dynamic: source offsets, when the node was last published and what, the
+   published zone resources, as JSON;
+3. the NodeMetric packed (``_METRIC_HEADER``, host applications, pod metrics
+   named by their position in the pod table);
+4. the profile's histograms as packed integers and numpy arrays
+   (``prediction.profile.profile_to_bytes``);
+5. a zlib-compressed JSON tail: the QoS memory (``planner.QoSMemory``) and
+   the host-application names and classes of the NodeMetric, pod UIDs written
+   as their position among the pod table's UIDs. States without it load with
+   an empty memory, states without zones load without zones.
+
+``load_state(dump_state(s))`` gives back ``s`` (field by field), and dumping
+it again gives the same bytes: the table holds these bytes, and a state is
+written back only when they change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+import zlib
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from streams.koordinator.classes import KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
+from streams.nodeaggregate.node import NodeState
+from streams.nodeqos.planner import QoSMemory
+from streams.noderesource.prediction.profile import profile_from_bytes, profile_to_bytes
+from streams.noderesource.reconcile import Published
+from streams.noderesource.views import HostAppMetric, MetricView, PodTable, PodView, Zone, build_node_view
+
+FORMAT = b"KNR1"
+ZONE_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
+"""The resources of a published zone, in the order the state stores them."""
+_NO_PRIORITY = 255
+"""Code of a pod or host-application metric without priority class (or with a name Koordinator does not know,
+which every calculation treats alike)."""
+
+
+def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
+    """The compressed node and pod table, and the sorted pod keys the other sections index into."""
+    if state.encoded:
+        return state.encoded[0], state.encoded[1]
+    keys = sorted(state.pods)
+    node = state.node
+    node_json = None if node is None else [node.name, node.capacity, node.allocatable, node.labels, node.annotations]
+    pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
+                  p.since_ms, list(p.numa_nodes), p.uid, p.limit_cpu, p.request_batch_cpu, p.priority,
+                  dict(p.labels), dict(p.annotations)] for key in keys for p in (state.pods[key],)]
+    static = [node_json, pods_json]
+    if state.zones:
+        static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
+    data = zlib.compress(json.dumps(static, separators=(",", ":")).encode(), 6)
+    state.encoded[:] = [data, keys]
+    return data, keys
+
+
+_METRIC_HEADER = "<Bq6qHH"
+_POD_METRIC = "<HiqB"
+"""Pod index, cpu milli-cores (int32: up to 2 million cores), memory bytes, priority code."""
+_POD_METRIC_SIZE = struct.calcsize(_POD_METRIC)
+
+
+def _priority_code(name: str | None) -> int:
+    return _NO_PRIORITY if name is None else PRIORITY_CODES.get(name, _NO_PRIORITY)
+
+
+def _metric_section(metric: MetricView | None, index: Mapping[str, int]) -> tuple[bytes, list[str]]:
+    """The NodeMetric packed; pods named by their index in the pod table, others listed by key."""
+    if metric is None:
+        return b"\x00", []
+    flags = 1 | (2 if metric.node_usage is not None else 0) | (4 if metric.prod_reclaimable is not None else 0)
+    node_usage = metric.node_usage or (0, 0)
+    reclaimable = metric.prod_reclaimable or (0, 0)
+    parts = [struct.pack(_METRIC_HEADER, flags, -1 if metric.update_time_ms is None else metric.update_time_ms,
+                         *node_usage, *metric.system_usage, *reclaimable, len(metric.host_apps), len(metric.pods))]
+    parts.extend(struct.pack("<Bqq", _priority_code(app.priority), app.cpu, app.memory) for app in metric.host_apps)
+    others = []
+    for key, (cpu, memory, priority) in metric.pods.items():
+        position = index.get(key)
+        if position is None:
+            position = 0x8000 | len(others)
+            others.append(key)
+        parts.append(struct.pack(_POD_METRIC, position, cpu, memory, _priority_code(priority)))
+    return b"".join(parts), others
+
+
+def dump_state(state: NodeState) -> bytes:
+    """Compact bytes of the state; ``load_state`` gives it back exactly."""
+    static, keys = _static_section(state)
+    index = {key: position for position, key in enumerate(keys)}
+    metric, other_keys = _metric_section(state.metric, index)
+    published = state.published
+    extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
+    dynamic_json = [state.sources, published.synced_ms, extended, dict(published.annotations), other_keys]
+    if published.zones or published.zones_synced_ms is not None:
+        zones = {zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()}
+        dynamic_json += [zones, published.zones_synced_ms]
+    dynamic = json.dumps(dynamic_json, separators=(",", ":")).encode()
+    profile = profile_to_bytes(state.profile, index)
+    apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []
+    tail = b""
+    if state.qos != QoSMemory() or any(name or qos for name, qos in apps):
+        uids = _uids(state.pods)
+        memory = state.qos.to_json({uid: position for position, uid in enumerate(uids)})
+        tail = zlib.compress(json.dumps([memory, apps], separators=(",", ":")).encode(), 9)
+    return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
+                     static, dynamic, metric, profile, tail))
+
+
+def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str]) -> MetricView | None:
+    if data[offset] == 0:
+        return None
+    flags, update, usage_cpu, usage_memory, system_cpu, system_memory, reclaim_cpu, reclaim_memory, apps, pods = \
+        struct.unpack_from(_METRIC_HEADER, data, offset)
+    offset += struct.calcsize(_METRIC_HEADER)
+    names = {code: name for name, code in PRIORITY_CODES.items()}
+    host_apps = []
+    for _ in range(apps):
+        code, cpu, memory = struct.unpack_from("<Bqq", data, offset)
+        offset += 17
+        host_apps.append(HostAppMetric(names.get(code), cpu, memory))
+    pod_metrics = {}
+    for _ in range(pods):
+        position, cpu, memory, code = struct.unpack_from(_POD_METRIC, data, offset)
+        offset += _POD_METRIC_SIZE
+        key = other_keys[position & 0x7FFF] if position & 0x8000 else keys[position]
+        pod_metrics[key] = (cpu, memory, names.get(code))
+    return MetricView(
+        update_time_ms=None if update < 0 else update,
+        node_usage=(usage_cpu, usage_memory) if flags & 2 else None,
+        system_usage=(system_cpu, system_memory),
+        host_apps=tuple(host_apps),
+        prod_reclaimable=(reclaim_cpu, reclaim_memory) if flags & 4 else None,
+        pods=pod_metrics,
+    )
+
+
+def _uids(pods: Mapping[str, PodView]) -> list[str]:
+    """The pods' UIDs, sorted: the QoS memory names pod targets by position in this list (the pod table
+    already holds the UIDs)."""
+    return sorted({pod.uid for pod in pods.values() if pod.uid})
+
+
+def _pod_view(entry: list) -> PodView:
+    """A pod-table entry: seven fields, or thirteen with what the node-QoS plan reads (UID, cpu limit,
+    batch-cpu request, spec priority, labels, annotations); a seven-field entry loads with their defaults."""
+    _, cpu, memory, priority, qos, since, numa, *more = entry
+    uid, limit_cpu, batch_cpu, spec_priority, labels, annotations = more or (None, 0, 0, None, {}, {})
+    return PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa), uid, limit_cpu,
+                   batch_cpu, spec_priority, tuple(sorted(labels.items())), tuple(sorted(annotations.items())))
+
+
+def load_state(data: bytes) -> NodeState:
+    if data[:4] != FORMAT:
+        raise ValueError("not a node-aggregate state (bad format marker)")
+    static_length, dynamic_length, metric_length = struct.unpack_from("<III", data, 4)
+    offset = 16
+    node_json, pods_json, *zones_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
+    offset += static_length
+    sources, synced, extended, annotations, other_keys, *zones_published = \
+        json.loads(data[offset:offset + dynamic_length])
+    offset += dynamic_length
+    keys = [entry[0] for entry in pods_json]
+    metric = _load_metric(data, offset, keys, other_keys)
+    offset += metric_length
+    profile, offset = profile_from_bytes(data, offset, keys)
+    pods = PodTable((entry[0], _pod_view(entry)) for entry in pods_json)
+    qos_memory = QoSMemory()
+    if offset < len(data):
+        memory_json, apps = json.loads(zlib.decompress(data[offset:]))
+        qos_memory = QoSMemory.from_json(memory_json, _uids(pods))
+        if metric is not None:
+            metric = dataclasses.replace(metric, host_apps=tuple(
+                dataclasses.replace(app, name=name, qos=qos) for app, (name, qos) in zip(metric.host_apps, apps)))
+    node = None if node_json is None else build_node_view(*node_json)
+    zones = tuple(Zone(*entry) for entry in zones_json[0]) if zones_json else ()
+    published_zones, zones_synced = zones_published or ({}, None)
+    published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
+                                                    if value is not None}), MappingProxyType(annotations),
+                          MappingProxyType({zone: {name: value for name, value in zip(ZONE_RESOURCES, values)
+                                                   if value is not None}
+                                            for zone, values in published_zones.items()}), zones_synced)
+    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory)
+    state.encoded[:] = [data[16:16 + static_length], keys]
+    return state

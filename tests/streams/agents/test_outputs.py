@@ -1,0 +1,69 @@
+"""``send_outputs``: each record keyed by ``output_key`` and sent to its schema's topic, the Ack after an
+event's outputs when it asked for one, every send awaited, dead letters counted where they are sent."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from streams.agents.outputs import OUTPUT_TOPICS, output_key, send_outputs
+from streams.deadletter import DEAD_LETTERS, dead_letter_record
+from streams.events import Causation, InboxEvent
+from streams.schemas import codec
+
+CAUSE = Causation("koord.inbox.node", 2, 40, "koord.nodemetrics", 1, 7)
+POD = {"namespace": "default", "name": "web-1", "uid": "u-1"}
+NODE_RESOURCE = {"decisionId": "d-1", "nodeName": "n1", "capacity": {"cpu": 4000}, "allocatable": {"cpu": 4000},
+                 "message": "", "causation": CAUSE.to_record(), "timestamp": 1, "annotations": {}, "zones": []}
+LETTER = dead_letter_record("node", "koord.configs", 0, 3, b"koordinator-system/slo-controller-config", None,
+                            "slo-controller-config rejected", 1)
+
+
+@pytest.mark.parametrize("schema, record, key", [
+    pytest.param("SchedulingDecision", {"pod": POD}, "default/web-1", id="decision-by-pod"),
+    pytest.param("Eviction", {"pod": POD, "nodeName": "n1"}, "default/web-1", id="eviction-by-pod"),
+    pytest.param("ElasticQuotaStatus", {"name": "team-a"}, "team-a", id="quota-by-name"),
+    pytest.param("Ack", {"causation": CAUSE.to_record()}, "koord.nodemetrics/1", id="ack-by-source-partition"),
+    pytest.param("DeadLetter", LETTER, "koord.configs/0/3", id="dead-letter-by-source-offset"),
+    pytest.param("NodeResource", NODE_RESOURCE, "n1", id="node-resource-by-node"),
+    pytest.param("Actuation", {"nodeName": "n1"}, "n1", id="actuation-by-node"),
+])
+def test_output_key(schema, record, key):
+    assert schema in OUTPUT_TOPICS
+    assert output_key(schema, record) == key
+
+
+class Batches:
+    """Stand-in for ``streams.agents.transactions.Batches``: records the sends, delivers on await."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes, str, tuple]] = []
+        self.records: list[dict] = []
+        self.delivered = 0
+
+    async def send(self, topic, key, value, source):
+        schema, record = codec.decode(value)
+        self.sent.append((topic, key, schema, source))
+        self.records.append(record)
+
+        async def delivery():
+            self.delivered += 1
+
+        return asyncio.ensure_future(delivery())
+
+
+def test_outputs_are_sent_keyed_to_their_topics_with_the_ack_last_and_dead_letters_counted():
+    batches, topics = Batches(), {schema: f"topic-{topic_id}" for schema, topic_id in OUTPUT_TOPICS.items()}
+    asked = InboxEvent(CAUSE, 1, "n1", "NodeMetric", None, ack=True)
+    counted = DEAD_LETTERS.labels(stage="node", topic="koord.configs")._value.get()
+
+    asyncio.run(send_outputs(batches, topics, "node", "inbox-node",
+                             [(asked, [("NodeResource", NODE_RESOURCE), ("DeadLetter", LETTER)])]))
+
+    assert [(topic, key, schema) for topic, key, schema, _ in batches.sent] == [
+        ("topic-noderesources", b"n1", "NodeResource"), ("topic-deadletters", b"koord.configs/0/3", "DeadLetter"),
+        ("topic-acks", b"koord.nodemetrics/1", "Ack")]
+    assert {source for *_, source in batches.sent} == {("koord.inbox.node", 2)}, "the inbox partition read from"
+    assert batches.records[-1]["outputIds"] == ["d-1"] and batches.delivered == 3
+    assert DEAD_LETTERS.labels(stage="node", topic="koord.configs")._value.get() == counted + 1
