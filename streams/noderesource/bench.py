@@ -27,6 +27,8 @@ import time
 from streams.events import Causation, InboxEvent
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.nodeaggregate import node as aggregate
+from streams.nodeaggregate import statecodec
+from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 
 GI = 1 << 30
@@ -61,7 +63,7 @@ class Fleet:
         return InboxEvent(cause, ts, node, kind, record)
 
     def apply(self, event: InboxEvent) -> list[dict]:
-        self.states[event.key], out = aggregate.handle(self.states[event.key], event, self.config)
+        self.states[event.key], out = aggregate.handle(self.states[event.key], event, self.config, DEFAULT_SETTINGS)
         return out
 
     @staticmethod
@@ -110,7 +112,7 @@ def _time(fleet: Fleet, events: list[InboxEvent], repeats: int) -> float:
         config = fleet.config
         started = time.process_time()
         for event in events:
-            states[event.key], _ = aggregate.handle(states[event.key], event, config)
+            states[event.key], _ = aggregate.handle(states[event.key], event, config, DEFAULT_SETTINGS)
         best = min(best, (time.process_time() - started) / len(events) * 1e6)
     return best
 
@@ -133,9 +135,9 @@ def run(nodes: int = 1, pods: int = 20, warmup_minutes: int = 26 * 60, events: i
     state = fleet.states[fleet.names[0]]
     started = time.process_time()
     for _ in range(200):
-        aggregate.dump_state(state)
+        statecodec.dump_state(state)
     figures["dump_state"] = (time.process_time() - started) / 200 * 1e6
-    figures["bytes/node"] = sum(len(aggregate.dump_state(s)) for s in fleet.states.values()) / nodes
+    figures["bytes/node"] = sum(len(statecodec.dump_state(s)) for s in fleet.states.values()) / nodes
     return figures
 
 
