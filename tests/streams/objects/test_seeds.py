@@ -1,4 +1,5 @@
-"""Every YAML example of the seed articles loads unchanged; every supported one converts or fails for a stated reason.
+"""Every YAML example of Koordinator's release articles (``tests/fixtures/seeds``) loads unchanged; every
+supported one converts or fails for a stated reason.
 
 The articles show excerpts, so three kinds of outcome are expected:
 
@@ -21,12 +22,9 @@ from streams.objects import ManifestError, load_documents, to_record
 from streams.objects.documents import Document
 from streams.objects.kinds import KINDS
 from streams.schemas import codec
-from tests.streams.objects.seeds import SEEDS_DIR, SeedBlock, extract_blocks, seed_files
+from tests.streams.objects.seeds import SeedBlock, load_block, seed_files
 
-if not SEEDS_DIR.is_dir():
-    pytest.skip(f"seed articles not found at {SEEDS_DIR} (expected beside the repository)", allow_module_level=True)
-
-BLOCKS = [block for path in seed_files() for block in extract_blocks(path)]
+BLOCKS = [load_block(path) for path in seed_files()]
 YAML_BLOCKS = [block for block in BLOCKS if not block.flattened]
 
 KNOWN_INVALID = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -24,8 +23,8 @@ from streams.sloconfig.document import ConfigError, NodeConfig
 from streams.sloconfig.nodeqos import ResourceQoSStrategy, SystemStrategy
 from streams.sloconfig.selectors import LabelSelector, parse_selector
 from tests.streams.noderesource.support import configmap
+from tests.streams.objects.seeds import seed_block
 
-SEEDS = Path("/work/shared/seeds")
 
 
 def test_default_config_pins_koordinator_defaults():
@@ -58,8 +57,7 @@ def test_cluster_strategy_is_merged_over_the_defaults_and_node_configs_over_it()
 
 def test_v14_article_cpu_normalization_example_loads():
     """The v1.4 article's ConfigMap (the Chinese copy keeps its YAML intact)."""
-    text = (SEEDS / "002_401beb9eff584c17.txt").read_text()
-    manifest = yaml.safe_load(re.search(r"```yaml\n(apiVersion: v1\nkind: ConfigMap.*?)```", text, re.S).group(1))
+    manifest = yaml.safe_load(seed_block("002", 5).text)
     record = {"metadata": manifest["metadata"], "manifest": "{}", "data": manifest["data"]}
     config = parse_slo_config(record, DEFAULT_CONFIG)
     strategy = config.cpu_normalization.strategy
@@ -72,10 +70,10 @@ def test_v14_article_cpu_normalization_example_loads():
 def test_english_copy_of_the_v14_example_has_the_same_numbers_but_lost_its_braces():
     """The English copy (000) is a text rendering of the same ConfigMap with the braces and indentation
     stripped: not JSON, so Koordinator's webhook (and we) reject it as it stands."""
-    english = (SEEDS / "000_238dda80a4b0d017.txt").read_text()
+    english = seed_block("000", 5).text
     block = english[english.index("cpu-normalization-config: |"):english.index("# ...")]
     pairs = re.findall(r'"(\w+Ratio|enable)": ([\d.]+|true)', block)
-    chinese = (SEEDS / "002_401beb9eff584c17.txt").read_text()
+    chinese = seed_block("002", 5).text
     assert pairs == re.findall(r'"(\w+Ratio|enable)": ([\d.]+|true)', chinese)
     flattened = block.split("|", 1)[1]
     with pytest.raises(ConfigError, match="cpu-normalization-config: not valid JSON"):
