@@ -7,10 +7,13 @@ every ``within`` seconds forever. The inbox agents batch with ``within`` = 5 ms
 most of its idle CPU on either broker (found with ``strace -c``: 800 ``epoll_wait`` a second).
 
 :func:`install_faust_take_fix` replaces ``take_events`` with the same generator except that, while the
-buffer is empty, it waits for the first event without a timeout; the ``within`` wait starts once an
-event is in the buffer. A batch still goes out when it is full or ``within`` after its first event
-(unpatched: between 0 and ``within`` after it), and acknowledgement, ``enable_acks`` and the buffering
-processor are handled exactly as Faust does. Written against faust-streaming 0.15.3, pinned.
+buffer is empty, it waits for the first event without a timeout. Once an event is in the buffer it
+waits until the next multiple of ``within`` since the generator started, which is when Faust's own
+timer would have cut the batch: a batch goes out when it is full or at that cut-off, between 0 and
+``within`` after its first event, as unpatched (waiting a whole ``within`` from the first event instead
+added half of it to every hop on average: 3 ms to ``koord bench actuation``'s p50). Acknowledgement,
+``enable_acks`` and the buffering processor are handled exactly as Faust does. Written against
+faust-streaming 0.15.3, pinned.
 """
 
 from __future__ import annotations
@@ -73,11 +76,13 @@ def patch_stream(cls: type) -> None:
         self.enable_acks = False
         self.add_processor(add_to_buffer)
         self._enable_passive(channel_it)
+        started = self.loop.time()
         try:
             while not self.should_stop:
                 if not buffer:
                     await self.wait_for_stopped(buffer_filled)
-                await self.wait_for_stopped(buffer_full, timeout=timeout)
+                cut_off = timeout - (self.loop.time() - started) % timeout if timeout else None
+                await self.wait_for_stopped(buffer_full, timeout=cut_off)
                 if buffer:
                     buffer_consuming = self.loop.create_future()
                     try:

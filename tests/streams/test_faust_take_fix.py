@@ -1,4 +1,4 @@
-"""The take fix on Faust's own stream: batches come out as Faust's do (full, or ``within`` after their
+"""The take fix on Faust's own stream: batches come out as Faust's do (full, or at most ``within`` after their
 first event), every event is acknowledged once its batch is done, and an idle batching agent does not
 wake its event loop."""
 
