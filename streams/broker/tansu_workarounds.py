@@ -20,8 +20,8 @@ every idle consumer poll a hundred times a second, which keeps the broker and
 the clients busy doing nothing. The long-running consumers (Faust's worker
 consumer through :func:`install_faust_fetch_wait_fix`, ``streams.kafka.consumer``
 for the rest) therefore pace their fetch wait (:class:`FetchPacing`): short
-while records flow, growing to a few hundred milliseconds once a consumer has
-seen nothing for a while, short again from the first record. The price is on
+while records flow, growing to a second once a consumer has seen nothing for
+a moment, short again from the first record. The price is on
 the first record after a quiet spell: it waits up to
 ``FetchPacing.idle_wait_ms`` at each idle consumer it passes. Short-lived
 readers (replay, benchmarks) take the short wait throughout
@@ -59,11 +59,12 @@ class FetchPacing:
     ``active_wait_ms``; longer makes every clock tick (``streams.agents.ticks``) cost a longer burst
     of short fetches."""
 
-    idle_wait_ms: int = 500
+    idle_wait_ms: int = 1000
     """Longest fetch wait of an idle consumer: the most the first record after a quiet spell waits at
     each idle consumer it passes. An idle consumer sends about ``1000 / idle_wait_ms`` fetches a second
     instead of ``1000 / active_wait_ms``; Tansu spends a few milliseconds of CPU on each fetch of the
-    worker's or the projection's forty-odd partitions, records or not."""
+    worker's or the projection's forty-odd partitions, records or not. An idle ``koord up --nodes 0``
+    measured 4.3 % of a core in total with 1000 ms, 5.7 % with 500 ms (``koord bench idle``)."""
 
     def validate(self) -> None:
         if not 0 < self.active_wait_ms <= self.idle_wait_ms:
