@@ -25,6 +25,9 @@ from typing import Iterator, Mapping
 from streams import supervision
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SETTLE_S = {"tansu": 20.0, "kafka": 180.0}
+"""Default idling before the measured window, by broker. Kafka's JVM keeps compiling (C1/C2 threads) for
+minutes after it starts: 40 s after ``koord up`` they still took about 3 % of a core, after 180 s nothing."""
 _OWN_BROKER_AND_HOME = ("KOORD_BROKER", "KOORD_BROKER_KIND", "KOORD_HOME", "KOORD_DATABASE_URL")
 """Left out of the environment of the measured ``koord up``: it starts its own broker and read model."""
 

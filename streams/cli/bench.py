@@ -120,10 +120,11 @@ def actuation_cmd(events: int, rate: float, cgroups: str, output: str, broker_ki
 
 @bench.command("idle")
 @click.option("--seconds", type=float, default=30.0, show_default=True, help="Length of the measured window.")
-@click.option("--settle", type=float, default=20.0, show_default=True, help="Seconds of idling before it.")
+@click.option("--settle", type=float, default=None,
+              help="Seconds of idling before it (default: 20 on Tansu, 180 on Kafka, whose JVM compiles for minutes).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def idle_cmd(seconds: float, settle: float, output: str, broker_kind: str) -> None:
+def idle_cmd(seconds: float, settle: float | None, output: str, broker_kind: str) -> None:
     """CPU of an idle `koord up --nodes 0` on a fresh broker, per process and in total (% of one core)."""
     from streams.bench import idle
 
@@ -132,11 +133,12 @@ def idle_cmd(seconds: float, settle: float, output: str, broker_kind: str) -> No
             kraft.check_prerequisites()
         except kraft.MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
-    result = idle.run(broker_kind, settle, seconds)
+    result = idle.run(broker_kind, idle.SETTLE_S[broker_kind] if settle is None else settle, seconds)
     if output == "json":
         click.echo(json.dumps(result))
         return
-    click.echo(f"broker: fresh {broker_kind} broker (koord up --nodes 0; {settle:g} s settling, {seconds:g} s measured, "
+    click.echo(f"broker: fresh {broker_kind} broker (koord up --nodes 0; {result['settle_s']:g} s settling, "
+               f"{seconds:g} s measured, "
                f"load average {result['loadavg_1m'][0]} -> {result['loadavg_1m'][1]})")
     for name, share in result["cpu_percent"].items():
         click.echo(f"  {name:<11} {share:6.2f} % of one core")
