@@ -52,7 +52,8 @@ def test_fetch_high_watermark_is_the_true_end_offset(cluster):
 
 def test_a_worker_with_the_workarounds_recovers_exact_tables(cluster):
     """The worker restarted with ``KOORD_BROKER_KIND=tansu`` (every workaround installed) on either
-    broker: a node with room for exactly 4 pods of 10 cores, 3 placed before the restart, 3 after."""
+    broker: a node with room for exactly 4 pods of 10 cores, 3 placed before the restart, 3 after. The
+    node and pods are deleted afterwards, so other tests' Unschedulable messages do not count them."""
     cluster.koord("apply", "-f", "-", "--wait", input=NODE + "---\n"
                   + "---\n".join(_pod(f"before-{i}") for i in range(3)))
     normal = dict(cluster.env)
@@ -65,6 +66,9 @@ def test_a_worker_with_the_workarounds_recovers_exact_tables(cluster):
         cluster.env = normal
         restart_worker(cluster)
     pods = cluster.koord_json("get", "pods", "-n", "workarounds")["items"]
+    manifests = cluster.home / "workarounds.yaml"
+    manifests.write_text("---\n".join([NODE, *(_pod(p["metadata"]["name"]) for p in pods)]))
+    cluster.koord("delete", "-f", str(manifests), "--wait")
     placed = sorted(p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == "workaround-node")
     assert len(placed) == 4 and {f"before-{i}" for i in range(3)} <= set(placed)
 
