@@ -43,6 +43,8 @@ from node_agent.collectors.cgroups import CgroupLayout
 from node_agent.publisher import Publisher
 from streams import kafka
 from streams.bench.harness import Harness
+from streams.koordinator.classes import QOS_BE, QOS_LS
+from streams.koordinator.labels import LABEL_POD_QOS
 from streams.objects import Document, to_record
 from streams.schemas import codec
 
@@ -76,9 +78,9 @@ def _manifests() -> list[dict]:
             "status": {"capacity": resources, "allocatable": resources}}
     pods = [{"apiVersion": "v1", "kind": "Pod",
              "metadata": {"name": name, "namespace": NAMESPACE, "uid": str(uuid.uuid4()),
-                          "labels": {"koordinator.sh/qosClass": qos}},
+                          "labels": {LABEL_POD_QOS: qos}},
              "spec": {"nodeName": NODE, "containers": [{"name": "main", "image": "app"}]}}
-            for name, qos in (("ls-pod", "LS"), ("be-pod", "BE"))]
+            for name, qos in (("ls-pod", QOS_LS), ("be-pod", QOS_BE))]
     return [config, node, *pods]
 
 

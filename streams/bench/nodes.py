@@ -26,10 +26,11 @@ from datetime import datetime, timezone
 
 from streams import kafka
 from streams.bench.harness import Harness, wait_caught_up
-from streams.noderesource.config import CONFIG_NAME, CONFIG_NAMESPACE
+from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.objects import Document, to_record
 from streams.replay.reader import read_topic
 from streams.schemas import codec
+from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
 
 GI = 1 << 30
 MINUTE_MS = 60_000
@@ -70,8 +71,8 @@ def setup_records(nodes: int, pods: int, start_ms: int, names: dict[str, str]) -
                 "causation": {"inboxTopic": "bench", "inboxPartition": 0, "inboxOffset": 0,
                               "sourceTopic": "bench", "sourcePartition": 0, "sourceOffset": 0},
                 "timestamp": start_ms, "requests": {"cpu": 1000, "memory": 2 * GI}, "limits": {},
-                "priority": 9100 if prod else 5100, "priorityClass": "koord-prod" if prod else "koord-batch",
-                "qosClass": "LS" if prod else "BE"}
+                "priority": 9100 if prod else 5100, "priorityClass": PRIORITY_PROD if prod else PRIORITY_BATCH,
+                "qosClass": QOS_LS if prod else QOS_BE}
             out.append((names["decisions"], f"bench/{pod}", codec.encode("SchedulingDecision", decision), start_ms))
     return out
 

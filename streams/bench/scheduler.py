@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
 from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up
+from streams.koordinator.labels import LABEL_QUOTA_NAME
 from streams.objects import Document, to_record
 from streams.scheduler import bench as in_process
 from streams.schemas import codec
@@ -58,7 +59,7 @@ def pod_manifest(run: str, index: int, rng: random.Random) -> dict:
     cpu, memory = rng.choice(SHAPES)
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"bench-{run}-{index:06d}", "namespace": NAMESPACE,
-                         "labels": {"quota.scheduling.koordinator.sh/name": f"team-{index % QUOTAS}"}},
+                         "labels": {LABEL_QUOTA_NAME: f"team-{index % QUOTAS}"}},
             "spec": {"containers": [{"name": "main", "image": "bench",
                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
 

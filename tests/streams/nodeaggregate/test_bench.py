@@ -1,6 +1,6 @@
 """The benchmark runs (small, no timing assertions: figures depend on the machine)."""
 
-from streams.noderesource import bench
+from streams.nodeaggregate import bench
 
 
 def test_small_benchmark_runs_and_reports_every_figure():

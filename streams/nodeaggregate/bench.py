@@ -1,8 +1,8 @@
 """Benchmark of the node aggregate's pure core: CPU time per NodeMetric event and bytes of state per node.
 
-    python -m streams.noderesource.bench                      # small baseline: 1 node, 20 pods (12 prod)
-    python -m streams.noderesource.bench --nodes 200 --warmup-minutes 120   # larger, on demand
-    python -m streams.noderesource.bench --zones 2            # with a two-zone NodeResourceTopology per node
+    python -m streams.nodeaggregate.bench                      # small baseline: 1 node, 20 pods (12 prod)
+    python -m streams.nodeaggregate.bench --nodes 200 --warmup-minutes 120   # larger, on demand
+    python -m streams.nodeaggregate.bench --zones 2            # with a two-zone NodeResourceTopology per node
 
 Each node gets 20 pods (12 koord-prod, 8 koord-batch) as Bound decisions, then ``--warmup-minutes`` of
 one NodeMetric per minute with log-normal pod usage, so its profile holds a realistic number of histogram
