@@ -32,6 +32,7 @@ from node_agent import metrics
 from streams import kafka
 from streams.objects import Document, to_record
 from streams.schemas import codec
+from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,8 @@ class Publisher:
         self._backoff = backoff
         self._rng = random.Random(seed)
         self._factory = producer_factory or (lambda: AIOKafkaProducer(
-            **kafka.client_settings(bootstrap), acks="all", linger_ms=5, request_timeout_ms=10_000))
+            **kafka.client_settings(bootstrap), acks="all", linger_ms=5, request_timeout_ms=10_000,
+            enable_idempotence=not Settings.from_env().tansu))
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()

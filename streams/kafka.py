@@ -38,7 +38,10 @@ async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
 
 @contextlib.asynccontextmanager
 async def producer(bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
-    client = AIOKafkaProducer(**client_settings(bootstrap), acks="all", linger_ms=5)
+    """An ``acks=all`` producer; on Kafka also idempotent, so a send retried after a broker failover is
+    written once (Tansu has no idempotent producers: InitProducerId fails there)."""
+    client = AIOKafkaProducer(**client_settings(bootstrap), acks="all", linger_ms=5,
+                              enable_idempotence=not Settings.from_env().tansu)
     await client.start()
     try:
         yield client

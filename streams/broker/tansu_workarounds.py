@@ -1,8 +1,9 @@
 """Workarounds for the embedded broker's defects, harmless on real Kafka.
 
 Tansu (the embedded broker) answers ListOffsets "latest" with the base offset
-of the last record batch plus one instead of the last offset plus one
-(``shared/BROKER-NOTES.md``, defect 1). Faust takes that answer as the
+of the last record batch plus one instead of the last offset plus one (right
+only when the last batch holds one record; a Fetch's high watermark is right,
+``tests/integration/test_brokers.py`` shows both). Faust takes that answer as the
 changelog highwater when it recovers a table, so a restarted worker would
 stop recovering before the last updates and come back with stale tables.
 
