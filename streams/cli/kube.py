@@ -6,8 +6,13 @@ import json
 
 import click
 
+from pathlib import Path
+
 from streams.cli import context
 from streams.kube.controlplane import ControlPlane, MissingPrerequisite
+
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+"""Koordinator's custom resource definitions, installed by ``koord kube up``."""
 
 
 def _plane() -> ControlPlane:
@@ -21,7 +26,8 @@ def kube() -> None:
 
 @kube.command()
 def up() -> None:
-    """Start etcd and kube-apiserver in the background; print the kubeconfig to use."""
+    """Start etcd and kube-apiserver in the background, install Koordinator's CRDs (deploy/crds) and the
+    koordinator-system namespace; print the kubeconfig to use."""
     plane = _plane()
     if plane.running():
         raise click.ClickException(f"already running; kubeconfig {plane.kubeconfig} (`koord kube down` stops it)")
@@ -30,8 +36,9 @@ def up() -> None:
         state = plane.start()
     except MissingPrerequisite as error:
         raise click.ClickException(str(error)) from None
+    crds = plane.install(CRDS)
     plane.processes.clear()
-    click.echo(f"kube-apiserver {state['version']} at {state['server']}")
+    click.echo(f"kube-apiserver {state['version']} at {state['server']}, {len(crds)} Koordinator CRDs installed")
     click.echo(f"export KUBECONFIG={state['kubeconfig']}")
 
 

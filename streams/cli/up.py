@@ -43,7 +43,13 @@ READY_TIMEOUT_S = 90
 @click.option("--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
               help="The broker to start when KOORD_BROKER is unset: the embedded Tansu (in memory, needs only "
                    "Python) or a local Apache Kafka (KRaft; needs Java 17 and Maven, data under KOORD_HOME/kafka).")
-def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -> None:
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Also run `koord bridge` against this cluster (e.g. the one `koord kube up` started).")
+@click.option("--bridge-mode", type=click.Choice(["observe", "active"]), default="active", show_default=True,
+              help="With --kubeconfig: observe writes nothing (shadow mode); active binds the pods that name "
+                   "koord-scheduler and publishes batch/mid allocatable.")
+def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str, kubeconfig: str | None,
+       bridge_mode: str) -> None:
     """Start the broker (embedded by default), worker, projection and a simulated cluster."""
     config = context.settings()
     home = config.home
@@ -56,18 +62,20 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str
             kraft.check_prerequisites()
         except kraft.MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
+    bridge = (str(Path(kubeconfig).resolve()), bridge_mode) if kubeconfig else None
     if detach:
-        _detach(home, nodes, pods_per_node, seed, broker_kind)
+        _detach(home, nodes, pods_per_node, seed, broker_kind, bridge)
         return
-    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind))
+    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind, bridge))
 
 
-def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -> None:
+def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, bridge: tuple[str, str] | None) -> None:
     (home / context.STATE_FILE).unlink(missing_ok=True)
     log = open(home / "up.log", "ab")
+    bridge_args = ["--kubeconfig", bridge[0], "--bridge-mode", bridge[1]] if bridge else []
     proc = subprocess.Popen(
         supervision.koord_command("up", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed),
-                                  "--broker", broker_kind),
+                                  "--broker", broker_kind, *bridge_args),
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -85,7 +93,8 @@ def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -
     raise click.ClickException(f"koordstream did not become ready in {READY_TIMEOUT_S}s; see {home / 'up.log'}")
 
 
-def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: str) -> int:
+def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: str,
+               bridge: tuple[str, str] | None) -> int:
     home = config.home
     stop = {"signal": None}
 
@@ -117,6 +126,10 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
         children.append(("projection", supervision.spawn(
             supervision.koord_command("project", "--metrics-port", str(metrics["projection"])),
             home / "projection.log", env)))
+        if bridge:
+            kubeconfig, mode = bridge
+            children.append(("bridge", supervision.spawn(
+                supervision.koord_command("bridge", "--kubeconfig", kubeconfig, "--mode", mode), home / "bridge.log", env)))
         if nodes > 0:
             children.append(("simulator", supervision.spawn(
                 supervision.koord_command("simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),

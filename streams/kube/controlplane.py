@@ -1,7 +1,10 @@
 """A real kube-apiserver and etcd on loopback, built from the Go module proxy, as envtest runs them.
 
 There is no kubelet, controller-manager or scheduler: objects are stored and validated, RBAC is
-enforced, bound pods stay Pending. That is what a scheduler bridge test needs.
+enforced, bound pods stay Pending. That is what a scheduler bridge test needs. Two admission plugins
+are off because nothing here would satisfy them: ServiceAccount (no controller creates default
+service accounts) and TaintNodesByCondition (it taints every new Node ``not-ready`` until a kubelet
+reports, so no pod could be scheduled on a Node created by hand).
 
 The binaries are built on first use into ``~/.cache/koordstream/k8s/<version>/`` (``streams.cache``):
 kube-apiserver from ``k8s.io/kubernetes`` at :data:`KUBERNETES_VERSION`, whose go.mod replaces each
@@ -28,6 +31,7 @@ import ssl
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -143,7 +147,7 @@ class ControlPlane:
                 "--authorization-mode=RBAC", f"--service-cluster-ip-range={SERVICE_CIDR}",
                 f"--service-account-issuer=https://127.0.0.1:{api_port}/",
                 f"--service-account-key-file={sa_public}", f"--service-account-signing-key-file={sa_private}",
-                "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--allow-privileged=true",
                 f"--audit-log-path={self.directory / 'audit.log'}", f"--audit-policy-file={self._audit_policy()}"])
             server = f"https://127.0.0.1:{api_port}"
             _wait_ok(f"{server}/readyz", _client_context(pki, ADMIN[0]), "kube-apiserver",
@@ -156,6 +160,32 @@ class ControlPlane:
                  "version": KUBERNETES_VERSION}
         self.state_file.write_text(json.dumps(state, indent=2))
         return state
+
+    def install(self, crds: Path, namespaces: tuple[str, ...] = ("koordinator-system",)) -> list[str]:
+        """Create ``namespaces`` and every CustomResourceDefinition in ``crds/*.yaml`` (those already
+        there are left as they are); returns the CRD names."""
+        import yaml
+
+        state = self.state()
+        context = _client_context(self.pki, ADMIN[0])
+        created = []
+
+        def post(path: str, body: dict) -> None:
+            request = urllib.request.Request(f"{state['server']}{path}", data=json.dumps(body).encode(), method="POST",
+                                             headers={"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(request, context=context, timeout=30).close()
+            except urllib.error.HTTPError as error:
+                if error.code != 409:
+                    raise RuntimeError(f"POST {path}: HTTP {error.code}: {error.read()[:500]!r}") from None
+
+        for namespace in namespaces:
+            post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for path in sorted(crds.glob("*.yaml")):
+            crd = yaml.safe_load(path.read_text())
+            post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            created.append(crd["metadata"]["name"])
+        return created
 
     def stop(self) -> None:
         """SIGTERM the API server before etcd, then SIGKILL what is left after :data:`STOP_TIMEOUT_S`."""
