@@ -25,7 +25,8 @@ import faust
 
 from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, install_faust_highwater_fix
 from streams.agents.transactions import (EXACTLY_ONCE_COMMIT_INTERVAL_S, install_commit_gate,
-                                         install_committed_highwaters, install_committed_offsets)
+                                         install_commit_on_revocation, install_committed_highwaters,
+                                         install_committed_offsets)
 from streams.broker.security import credentials
 from streams.faust_seek_fix import install_faust_seek_fix
 from streams.faust_take_fix import install_faust_take_fix
@@ -67,6 +68,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     install_faust_seek_fix()
     install_faust_take_fix()
     install_commit_gate()
+    install_commit_on_revocation()
     install_committed_highwaters()
     install_committed_offsets()
     gc.set_threshold(*GC_THRESHOLDS)

@@ -34,6 +34,9 @@ partitions. Three things in it do not fit agents that batch and send with ``forc
    Each partition is consumed by one agent that acknowledges its batches in delivery order, so
    every acknowledged offset ends a processed prefix: :func:`install_committed_offsets` commits
    after the highest.
+6. A rebalance revokes every partition, and Faust forgets their uncommitted acknowledgements before
+   it commits; a worker that keeps a partition keeps its transaction, with the outputs of events it
+   then reads again. :func:`install_commit_on_revocation` commits before Faust forgets.
 
 Outputs become visible to ``read_committed`` readers at the next commit, so under exactly-once the
 worker commits every ``EXACTLY_ONCE_COMMIT_INTERVAL_S``; each hop (router, aggregate) adds up to that.
@@ -61,7 +64,8 @@ its outputs are readable, against one transaction commit per partition group per
 
 class BatchGate:
     """Batches share it, a commit takes it alone: the commit waits until no batch is open, and batches
-    arriving while a commit waits or runs wait for it to finish (so commits are not starved).
+    arriving while a commit waits or runs wait for it to finish (so commits are not starved). Leaving
+    the gate never yields to the event loop, so what follows a commit runs before any batch opens.
 
     A batch that fails or is stopped after it sent leaves its sends in the open transactions, which
     other batches share; committing them would publish that half batch without its offsets, and the
@@ -73,32 +77,44 @@ class BatchGate:
         self.open_batches = 0
         self.committing = False
         self.broken = False
-        self._changed = asyncio.Condition()
+        self._waiters: list[asyncio.Future] = []
+
+    async def _until(self, condition) -> None:
+        while not condition():
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
+    def _changed(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
-        async with self._changed:
-            await self._changed.wait_for(lambda: not self.committing)
-            self.open_batches += 1
+        await self._until(lambda: not self.committing)
+        self.open_batches += 1
         try:
             yield
         finally:
-            async with self._changed:
-                self.open_batches -= 1
-                self._changed.notify_all()
+            self.open_batches -= 1
+            self._changed()
 
     @contextlib.asynccontextmanager
     async def commit(self) -> AsyncIterator[None]:
-        async with self._changed:
-            await self._changed.wait_for(lambda: not self.committing)
-            self.committing = True
-            await self._changed.wait_for(lambda: self.open_batches == 0)
+        await self._until(lambda: not self.committing)
+        self.committing = True
         try:
+            await self._until(lambda: self.open_batches == 0)
             yield
         finally:
-            async with self._changed:
-                self.committing = False
-                self._changed.notify_all()
+            self.committing = False
+            self._changed()
 
 
 def exactly_once(app: faust.App) -> bool:
@@ -268,3 +284,34 @@ def gate_commits(cls: type) -> None:
 
     cls.force_commit = force_commit
     cls._koord_commit_gate = True
+
+
+def install_commit_on_revocation() -> None:
+    """Make Faust's consumer commit before it forgets the acknowledgements of revoked partitions under
+    exactly-once (idempotent)."""
+    from faust.transport.consumer import Consumer
+
+    if not getattr(Consumer, "_koord_commit_on_revocation", False):
+        commit_before_revocation(Consumer)
+
+
+def commit_before_revocation(cls: type) -> None:
+    """Wrap ``on_partitions_revoked`` of ``cls``, a class with Faust's consumer interface (its
+    ``force_commit`` gated by :func:`gate_commits`): under exactly-once, commit first.
+
+    Faust's revocation drops the acknowledgements not yet committed before anything commits them; the
+    outputs of those events stay in the open transactions. A worker that gets the partitions back keeps
+    their producers and transactions, reads the events again from the committed offsets, and its next
+    commit publishes both outputs (the kill -9 test: the restarted worker, alone after the survivor
+    stopped, forwarded three pods twice across the rebalance). Committing first publishes the outputs
+    with their offsets; the gate's release does not yield, so no batch acknowledges events between
+    that commit and Faust dropping the acknowledgements."""
+    original = cls.on_partitions_revoked
+
+    async def on_partitions_revoked(self, revoked):
+        if self.in_transaction:
+            await self.force_commit()
+        return await original(self, revoked)
+
+    cls.on_partitions_revoked = on_partitions_revoked
+    cls._koord_commit_on_revocation = True
