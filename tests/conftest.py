@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository root on sys.path for ``tests.*`` helpers; the broker kind."""
+"""Shared fixtures: the repository root on sys.path for ``tests.*`` helpers; the broker kind; a control plane."""
 
 import sys
 from pathlib import Path
@@ -21,3 +21,25 @@ def broker_kind(request) -> str:
     if request.param == "kafka":
         require_kafka()
     return request.param
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory):
+    """A real kube-apiserver and etcd (``streams.kube.controlplane``) for one test module. Without Go
+    the tests skip with the reason, unless ``KOORD_REQUIRE_KUBE`` is set (``make test``): then they fail."""
+    import os
+    import shutil
+
+    from streams.kube.controlplane import ControlPlane
+
+    if not shutil.which("go"):
+        reason = "the local control plane is built with Go, which is not on PATH"
+        if os.environ.get("KOORD_REQUIRE_KUBE"):
+            pytest.fail(reason + "; KOORD_REQUIRE_KUBE is set, so this is a failure, not a skip")
+        pytest.skip(reason)
+    plane = ControlPlane(tmp_path_factory.mktemp("kube"))
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.stop()

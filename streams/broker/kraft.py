@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
-import os
 import re
 import shutil
 import signal
@@ -44,6 +42,7 @@ from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.types import (
     Array, CompactArray, CompactString, Int8, Int16, Int32, Int64, Schema, String, TaggedFields)
 
+from streams import cache
 from streams.supervision import child_preexec
 
 KAFKA_VERSION = "4.1.1"
@@ -122,10 +121,6 @@ class MissingPrerequisite(RuntimeError):
     """Java 17 or Maven is not installed: the real-Kafka tier cannot run here."""
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("KOORD_CACHE_DIR") or Path.home() / ".cache" / "koordstream")
-
-
 def check_prerequisites() -> tuple[str, str]:
     """Paths of ``java`` (17 or newer) and ``mvn``, or :class:`MissingPrerequisite` naming what is missing."""
     java, mvn = shutil.which("java"), shutil.which("mvn")
@@ -142,31 +137,22 @@ def check_prerequisites() -> tuple[str, str]:
 
 
 def kafka_libs() -> Path:
-    """The folder of Kafka's runtime jars, fetched with Maven on first use (serialised by a file lock)."""
-    java, mvn = check_prerequisites()
-    home = cache_dir() / f"kafka-{KAFKA_VERSION}"
-    libs, done = home / "libs", home / ".complete"
-    if done.exists():
-        return libs
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return libs
+    """The folder of Kafka's runtime jars, fetched with Maven on first use (``streams.cache``)."""
+    _, mvn = check_prerequisites()
+
+    def fetch(home: Path) -> None:
         (home / "pom.xml").write_text(RUNTIME_POM)
-        staging = home / "libs.partial"
-        shutil.rmtree(staging, ignore_errors=True)
+        libs = home / "libs"
+        shutil.rmtree(libs, ignore_errors=True)
         result = subprocess.run(
             [mvn, "-B", "-q", "-f", str(home / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
+             "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
             capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"mvn could not fetch Kafka {KAFKA_VERSION}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-        shutil.rmtree(libs, ignore_errors=True)
-        staging.rename(libs)
         (home / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        done.touch()
-    return libs
+
+    return cache.build_once(f"kafka-{KAFKA_VERSION}", fetch) / "libs"
 
 
 def free_ports(count: int) -> list[int]:

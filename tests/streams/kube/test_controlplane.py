@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import ssl
 import subprocess
 import sys
@@ -25,21 +24,6 @@ from streams.kube import pki
 from streams.kube.controlplane import ControlPlane, kubeconfig
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
-    if not shutil.which("go"):
-        reason = "the local control plane is built with Go, which is not on PATH"
-        if os.environ.get("KOORD_REQUIRE_KUBE"):
-            pytest.fail(reason + "; KOORD_REQUIRE_KUBE is set, so this is a failure, not a skip")
-        pytest.skip(reason)
-    plane = ControlPlane(tmp_path_factory.mktemp("kube"))
-    plane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
 
 
 def client(plane: ControlPlane, user: str | None = None) -> Client:
