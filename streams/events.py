@@ -21,6 +21,9 @@ class Causation:
     source_topic: str
     source_partition: int
     source_offset: int
+    incarnation: str = ""
+    """The inbox topic's incarnation token (``streams.broker.incarnation``): offsets restart at 0 on a
+    topic created anew, so ids derived from them must also name which topic they count in."""
 
     def to_record(self) -> dict:
         return {
@@ -56,6 +59,8 @@ def decision_id(causation: Causation, index: int, subject: str = "") -> str:
     """Stable id of the ``index``-th output about ``subject`` produced by one inbox record.
 
     ``subject`` matters where one inbox record fans out to many subjects (a
-    tick or a config change recalculates every node of a partition)."""
-    text = f"{causation.inbox_topic}|{causation.inbox_partition}|{causation.inbox_offset}|{index}|{subject}"
+    tick or a config change recalculates every node of a partition). The inbox's incarnation is part
+    of the id, so a new broker (offsets from 0 again) never reuses the ids of an old one."""
+    prefix = f"{causation.incarnation}|" if causation.incarnation else ""
+    text = f"{prefix}{causation.inbox_topic}|{causation.inbox_partition}|{causation.inbox_offset}|{index}|{subject}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -88,3 +88,17 @@ async def partitions_for(consumer: AIOKafkaConsumer, topic: str) -> list[int]:
     if not found:
         raise KeyError(f"topic {topic} does not exist")
     return sorted(found)
+
+
+async def end_offsets(client: AIOKafkaConsumer, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The end offset (the next offset to be written) of each (topic, partition), through a started consumer
+    without a group that is used for nothing else. On Tansu, whose ListOffsets is wrong, corrected with
+    Fetch high watermarks (``tansu_workarounds.true_highwaters``)."""
+    from aiokafka.structs import TopicPartition
+
+    from streams.broker.tansu_workarounds import true_highwaters
+
+    found = await client.end_offsets([TopicPartition(topic, partition) for topic, partition in partitions])
+    if Settings.from_env().tansu:
+        found = await true_highwaters(client, found)
+    return {(tp.topic, tp.partition): offset for tp, offset in found.items()}

@@ -3,7 +3,10 @@
 The CLI validates manifests before producing, but anyone may produce to the
 source topics (node agents, other tools). A record that decodes yet is not a
 valid object (wrong kind for the topic, negative quantity, no name, key that
-does not name it) is sent to the dead-letter topic instead.
+does not name it) is sent to the dead-letter topic instead. The aggregates
+check what they read from their inboxes the same way, and also that each
+inbox record is one the router would have written (``route_problems``,
+``beyond_end``): nothing a consumer reads is trusted for who wrote it.
 """
 
 from __future__ import annotations
@@ -33,3 +36,35 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
             if value < 0:
                 found.append(f"{field}.{resource}: quantity must not be negative: {value}")
     return found
+
+
+def text_key(key: bytes | None, what: str = "record") -> tuple[str | None, str | None]:
+    """(key as text, None) or (None, the reason it is unusable): a key must be present and UTF-8."""
+    if key is None:
+        return None, f"{what} has no key (the key must name the object)"
+    try:
+        return key.decode(), None
+    except UnicodeDecodeError:
+        return None, f"{what} key is not UTF-8: {key[:64]!r}"
+
+
+def route_problems(inbox_id: str, inbox_key: str, inbox_partition: int, source_id: str, source_key: str,
+                   kind: str, record: dict | None, partitions: dict[str, int]) -> list[str]:
+    """An inbox record must sit where the router would have put its source record (``routing.routes``):
+    the inbox, its key and, for the copies sent to every partition, its partition."""
+    from streams.routing import routes
+
+    for route in routes(source_id, source_key, kind, record, partitions):
+        if route.inbox == inbox_id and route.key == inbox_key and route.partition in (None, inbox_partition):
+            return []
+    return [f"the router never sends a {kind} {source_key!r} of {source_id} to {inbox_id} "
+            f"partition {inbox_partition} under key {inbox_key!r}"]
+
+
+def beyond_end(source_topic: str, source_partition: int, source_offset: int, end_offset: int | None) -> str | None:
+    """Why a claimed source offset cannot be real: at or past the end of its source partition (the router
+    forwards only records it has read, so a real one is always below the end). None when it can be."""
+    if end_offset is not None and source_offset >= end_offset:
+        return (f"claims offset {source_offset} of {source_topic}[{source_partition}], whose records end "
+                f"before {end_offset}")
+    return None

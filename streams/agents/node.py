@@ -19,7 +19,8 @@ from __future__ import annotations
 import faust
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
+from streams.agents.inbox import (InboxReader, SourceEnds, bootstrap_of, forget_on_rebalance, handle_guarded,
+                                  inbox_batches, inbox_incarnation, write_as)
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.transactions import Batches
 from streams.app import raw_topic
@@ -53,7 +54,6 @@ def register(app: faust.App, topology: Topology) -> None:
     settings.validate()
     inbox_spec = topology.spec("inbox-node")
     outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
-    topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("node-state", partitions=inbox_spec.partitions)
     table.value_serializer = "raw"
     table.changelog_topic = table._new_changelog_topic()
@@ -85,7 +85,16 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
-        async for batch in inbox_batches(stream, topic_ids, outputs["DeadLetter"], STAGE, batches):
+        bootstrap = bootstrap_of(app)
+        reader = InboxReader.of(topology, "inbox-node", await inbox_incarnation(bootstrap, inbox_spec.name))
+        ends = SourceEnds(bootstrap)
+        try:
+            await _aggregate(stream, reader, ends)
+        finally:
+            await ends.close()
+
+    async def _aggregate(stream, reader: InboxReader, ends: SourceEnds) -> None:
+        async for batch in inbox_batches(stream, reader, ends, outputs["DeadLetter"], STAGE, batches):
             caused, touched = [], {}
             for key, event, faust_event in batch:
                 if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
@@ -93,7 +102,7 @@ def register(app: faust.App, topology: Topology) -> None:
                         NODE_USAGE.labels(key, resource).set(value)
                 partition = event.causation.inbox_partition
                 core = load(partition)
-                caused.append((event, core.apply(event)))
+                caused.append((event, handle_guarded(STAGE, event, core.apply)))
                 touched[core] = (partition, faust_event)
             await send_outputs(batches, outputs, STAGE, "inbox-node", caused)
             for core, (partition, faust_event) in touched.items():

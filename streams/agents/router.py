@@ -21,6 +21,8 @@ only what no ``read_committed`` reader saw.
 
 from __future__ import annotations
 
+import logging
+
 import faust
 
 from streams import routing, validation
@@ -32,6 +34,7 @@ from streams.schemas import codec
 from streams.topology import Topology
 
 STAGE = "router"
+log = logging.getLogger(__name__)
 
 
 def register(app: faust.App, topology: Topology) -> None:
@@ -53,13 +56,13 @@ def register(app: faust.App, topology: Topology) -> None:
         for event in events:
             message = event.message
             source_id = ids[message.topic]
-            key = message.key.decode() if message.key else None
             try:
-                kind, record, reason = _decode(source_id, key, message.value)
-            except codec.CodecError as error:
-                kind, record, reason = None, None, f"undecodable record: {error}"
-            if reason is None and key is None:
-                reason = "record has no key (the key must name the object)"
+                key, kind, record, reason = _check(source_id, message)
+                targets = [] if reason else routing.routes(source_id, key, kind, record, partitions)
+            except Exception as error:
+                log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,
+                              message.offset)
+                reason = f"the router failed on this record: {type(error).__name__}: {error}"
             if reason is not None:
                 await send_dead_letter(batches, dead_letters, STAGE, message, reason)
                 continue
@@ -68,7 +71,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
                 "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
             })
-            for target in routing.routes(source_id, key, kind, record, partitions):
+            for target in targets:
                 pending.append(await batches.send(inboxes[target.inbox], target.key.encode(), envelope,
                                                   (message.topic, message.partition), partition=target.partition))
         for future in pending:
@@ -80,9 +83,16 @@ def _asks_ack(headers) -> bool:
     return any(name == routing.ACK_HEADER for name, _ in items)
 
 
-def _decode(source_id: str, key: str | None, value: bytes | None) -> tuple[str, dict | None, str | None]:
-    if value is None:
-        return routing.kind_of_deletion(source_id, key or ""), None, None
-    kind, record = codec.decode(value)
+def _check(source_id: str, message) -> tuple[str | None, str | None, dict | None, str | None]:
+    """(key, kind, record, None) of a good source record, or a reason as the last item."""
+    key, problem = validation.text_key(message.key)
+    if problem:
+        return None, None, None, problem
+    if message.value is None:
+        return key, routing.kind_of_deletion(source_id, key), None, None
+    try:
+        kind, record = codec.decode(message.value)
+    except codec.CodecError as error:
+        return key, None, None, f"undecodable record: {error}"
     found = validation.problems(source_id, key, kind, record)
-    return kind, record, "; ".join(found) if found else None
+    return key, kind, record, "; ".join(found) if found else None

@@ -18,7 +18,8 @@ import gc
 
 import faust
 
-from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
+from streams.agents.inbox import (InboxReader, SourceEnds, bootstrap_of, forget_on_rebalance, handle_guarded,
+                                  inbox_batches, inbox_incarnation, write_as)
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.transactions import Batches
 from streams.app import raw_topic
@@ -33,7 +34,6 @@ SEPARATOR = "|"
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-scheduling")
     outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
-    topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
     table = app.Table("scheduling-state", partitions=inbox_spec.partitions)
     """Values are JSON (Faust's table default): internal state, not a public contract."""
     batches = Batches(app)
@@ -62,10 +62,19 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
-        async for batch in inbox_batches(stream, topic_ids, outputs["DeadLetter"], STAGE, batches):
+        bootstrap = bootstrap_of(app)
+        reader = InboxReader.of(topology, "inbox-scheduling", await inbox_incarnation(bootstrap, inbox_spec.name))
+        ends = SourceEnds(bootstrap)
+        try:
+            await _schedule(stream, reader, ends)
+        finally:
+            await ends.close()
+
+    async def _schedule(stream, reader: InboxReader, ends: SourceEnds) -> None:
+        async for batch in inbox_batches(stream, reader, ends, outputs["DeadLetter"], STAGE, batches):
             caused, last_event = [], {}
             for domain, event, faust_event in batch:
-                caused.append((event, load(domain).handle(event)))
+                caused.append((event, handle_guarded(STAGE, event, load(domain).handle)))
                 last_event[domain] = faust_event
             await send_outputs(batches, outputs, STAGE, "inbox-scheduling", caused)
             for domain, faust_event in last_event.items():

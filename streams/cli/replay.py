@@ -26,6 +26,8 @@ import time
 
 import click
 
+from streams import kafka, routing
+from streams.agents.inbox import InboxReader, inbox_incarnation
 from streams.agents.outputs import OUTPUT_TOPICS
 from streams.cli import context
 from streams.nodeaggregate.settings import NodeAggregateSettings
@@ -71,8 +73,9 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
     config = context.settings()
     bootstrap, topology = context.bootstrap(config), context.topology(config)
     inbox = topology.name(run.INBOX_IDS[aggregate])
-    topic_ids = {name: topic_id for topic_id, name in topology.names().items()}
-    events, undecodable = run.decode(asyncio.run(read_topic(bootstrap, inbox)), topic_ids)
+    records = asyncio.run(read_topic(bootstrap, inbox))
+    incarnation, ends = asyncio.run(_inbox_context(bootstrap, inbox, topology))
+    events, undecodable = run.decode(records, InboxReader.of(topology, run.INBOX_IDS[aggregate], incarnation), ends)
     if domain is not None and not any(key == domain for key, _ in events):
         raise click.ClickException(f"the inbox {inbox} holds no record of domain {domain!r}")
     if node is not None and not run.partitions_of(events, node):
@@ -106,6 +109,20 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
         _print_audit(header, reports, overall, replayed, show)
     if not overall.ok:
         raise SystemExit(1)
+
+
+async def _inbox_context(bootstrap: str, inbox: str, topology) -> tuple[str, dict[tuple[str, int], int]]:
+    """The inbox's incarnation token (part of every decision id) and the end offsets of the source
+    partitions, as the live aggregates use them."""
+    sources = [(topology.name(source), partition) for source in sorted(routing.KIND_BY_SOURCE)
+               for partition in range(topology.spec(source).partitions)]
+    client = kafka.consumer(bootstrap, [], None, from_beginning=True)
+    await client.start()
+    try:
+        ends = await kafka.end_offsets(client, sources)
+    finally:
+        await client.stop()
+    return await inbox_incarnation(bootstrap, inbox), ends
 
 
 def _print_audit(header: dict, reports: dict[str, Report], overall: Report, replayed: dict[str, list[dict]],

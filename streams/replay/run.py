@@ -4,8 +4,9 @@ The functions here take inbox records already read from the broker and
 return what the core emits for each, so they run without Kafka. They drive
 the core exactly as the live agents do:
 
-- records are decoded with the agents' own ``decode_inbox_event``; one that
-  does not decode is reported, as the agent dead-letters and skips it;
+- records are read with the agents' own ``InboxReader`` and checks; one the
+  agent dead-letters is reported and skipped, and an event the core fails on
+  gives the same dead letter (``handle_guarded``);
 - scheduling: one fresh ``SchedulingDomain`` per inbox key (the domain),
   events in inbox order;
 - node: one ``NodePartition`` per inbox partition over an in-memory dict
@@ -25,7 +26,8 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Iterable, Sequence
 
-from streams.agents.inbox import decode_inbox_event
+from streams import validation
+from streams.agents.inbox import InboxReader, Rejected, handle_guarded
 from streams.events import InboxEvent
 from streams.nodeaggregate.partition import NodePartition
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS, NodeAggregateSettings
@@ -113,17 +115,26 @@ class Window:
         return f"from {start} to {end}"
 
 
-def decode(records: Iterable, topic_ids: dict[str, str]) -> tuple[list[tuple[str, InboxEvent]], list[Undecodable]]:
-    """(inbox key, event) of every record that decodes, in the given order, and the ones that do not.
-
-    ``records`` are Kafka consumer records (``topic``, ``partition``, ``offset``, ``key``, ``value``);
-    ``topic_ids`` maps topic names to topology ids, as the agents use it."""
+def decode(records: Iterable, reader: InboxReader,
+           ends: dict[tuple[str, int], int] | None = None) -> tuple[list[tuple[str, InboxEvent]], list[Undecodable]]:
+    """(inbox key, event) of every record the agent would apply, in the given order, and the ones it
+    dead-letters: read and checked by the agents' own ``InboxReader``, then against the source partitions'
+    end offsets ``ends`` when given (as the agents' ``SourceEnds`` does; ends only grow, so a record the
+    agent took is taken here too). ``records`` are Kafka consumer records."""
     events, bad = [], []
     for record in records:
         try:
-            events.append((record.key.decode(), decode_inbox_event(record, topic_ids)))
-        except (codec.CodecError, KeyError, UnicodeDecodeError, AttributeError) as error:
+            key, event = reader.read(record)
+        except Rejected as error:
             bad.append(Undecodable(record.partition, record.offset, str(error)))
+            continue
+        cause = event.causation
+        problem = validation.beyond_end(cause.source_topic, cause.source_partition, cause.source_offset,
+                                        (ends or {}).get((cause.source_topic, cause.source_partition)))
+        if problem:
+            bad.append(Undecodable(record.partition, record.offset, problem))
+        else:
+            events.append((key, event))
     return events, bad
 
 
@@ -141,7 +152,7 @@ def replay_scheduling(events: Iterable[tuple[str, InboxEvent]], domains: Sequenc
             continue
         if key not in states:
             states[key] = SchedulingDomain(key)
-        caused.append(Caused(key, event, tuple(states[key].handle(event))))
+        caused.append(Caused(key, event, tuple(handle_guarded(SCHEDULING, event, states[key].handle))))
     return caused
 
 
@@ -159,7 +170,7 @@ def replay_node(events: Iterable[tuple[str, InboxEvent]], partitions: Sequence[i
             entries: dict[str, bytes] = {}
             drivers[partition] = NodePartition(settings, entries), entries
         core, entries = drivers[partition]
-        caused.append(Caused(key, event, tuple(core.apply(event))))
+        caused.append(Caused(key, event, tuple(handle_guarded(NODE, event, core.apply))))
         for entry, value in core.take_changes().items():
             if value is None:
                 entries.pop(entry, None)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import types
 
+from streams.agents.inbox import InboxReader
 from streams.objects import load_and_validate
 from streams.schemas import codec
+from streams.topology import load_topology
 
 SCHEDULING_INBOX, NODE_INBOX = "koord.inbox.scheduling", "koord.inbox.node"
-TOPIC_IDS = {"koord.nodes": "nodes", "koord.pods": "pods", "koord.nodemetrics": "nodemetrics",
-             "koord.configs": "configs"}
+READERS = {SCHEDULING_INBOX: InboxReader.of(load_topology(), "inbox-scheduling"),
+           NODE_INBOX: InboxReader.of(load_topology(), "inbox-node")}
+"""The agents' inbox readers, by inbox topic name."""
 T0 = 1_700_000_000_000
 
 

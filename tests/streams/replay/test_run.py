@@ -5,14 +5,14 @@ import pytest
 
 from streams.replay import run
 from streams.replay.compare import compare_by_schema, total
-from tests.streams.replay.inbox import (NODE_INBOX, SCHEDULING_INBOX, T0, TOPIC_IDS, node, node_metric, pod,
+from tests.streams.replay.inbox import (NODE_INBOX, SCHEDULING_INBOX, T0, READERS, node, node_metric, pod,
                                         records)
 
 
 def scheduling_events():
     recorded = records(SCHEDULING_INBOX, "default", node("n1"), node("n2"), pod("a", "3"), pod("b", "3"),
                        pod("c", "3"), pod("big", "9"))
-    return run.decode(recorded, TOPIC_IDS)[0]
+    return run.decode(recorded, READERS[SCHEDULING_INBOX])[0]
 
 
 def decisions(caused):
@@ -72,7 +72,7 @@ def test_only_the_asked_domain_is_replayed():
 def test_an_undecodable_record_is_reported_and_skipped():
     good = records(SCHEDULING_INBOX, "default", node("n1"))[0]
     bad = types.SimpleNamespace(topic=SCHEDULING_INBOX, partition=0, offset=1, key=b"default", value=b"junk")
-    events, undecodable = run.decode([good, bad], TOPIC_IDS)
+    events, undecodable = run.decode([good, bad], READERS[SCHEDULING_INBOX])
     assert [e.kind for _, e in events] == ["Node"]
     assert [(u.partition, u.offset) for u in undecodable] == [(0, 1)]
 
@@ -80,7 +80,7 @@ def test_an_undecodable_record_is_reported_and_skipped():
 def test_node_replay_runs_one_partition_per_inbox_partition_and_filters_by_node():
     inbox = (records(NODE_INBOX, None, node("n1", "8"), node_metric("n1", "2", T0), partition=0)
              + records(NODE_INBOX, None, node("n2", "8"), node_metric("n2", "2", T0), partition=1))
-    events, _ = run.decode(inbox, TOPIC_IDS)
+    events, _ = run.decode(inbox, READERS[NODE_INBOX])
     caused = run.replay(run.NODE, events, node="n2")
     assert {c.event.causation.inbox_partition for c in caused} == {1}
     outputs = run.replayed_outputs(run.replay(run.NODE, events), concerns=run.subject_filter("n2"))

@@ -3,7 +3,7 @@ import pytest
 from streams.events import Causation, InboxEvent
 from streams.objects import ManifestError
 from streams.replay import run, whatif
-from tests.streams.replay.inbox import (NODE_INBOX, SCHEDULING_INBOX, T0, TOPIC_IDS, node, node_metric, pod,
+from tests.streams.replay.inbox import (NODE_INBOX, SCHEDULING_INBOX, T0, READERS, node, node_metric, pod,
                                         records, slo_config)
 
 PACK = """apiVersion: kubescheduler.config.k8s.io/v1
@@ -49,7 +49,7 @@ def test_the_config_replaces_every_config_event_and_is_injected_first_in_each_la
     inbox = (records(NODE_INBOX, None, node("n1"), slo_config(65), partition=0)
              + records(NODE_INBOX, None, node("n2"), partition=1))
     config = whatif.load_config(write(tmp_path, slo_config(40)), run.NODE)
-    events = whatif.with_config(run.decode(inbox, TOPIC_IDS)[0], config, run.NODE)
+    events = whatif.with_config(run.decode(inbox, READERS[NODE_INBOX])[0], config, run.NODE)
     configs = [(e.causation.inbox_partition, e.causation.inbox_offset, e.causation.source_topic)
                for _, e in events if e.kind == "ConfigMap"]
     assert configs == [(0, -1, whatif.WHAT_IF_SOURCE), (1, -1, whatif.WHAT_IF_SOURCE), (0, 1, "koord.configs")]
@@ -58,7 +58,7 @@ def test_the_config_replaces_every_config_event_and_is_injected_first_in_each_la
 
 def test_a_lower_reclaim_threshold_lowers_batch_cpu_by_the_margin(tmp_path):
     inbox = records(NODE_INBOX, None, slo_config(65), node("n1", "8"), node_metric("n1", "3", T0 + 1000))
-    events = run.decode(inbox, TOPIC_IDS)[0]
+    events = run.decode(inbox, READERS[NODE_INBOX])[0]
     config = whatif.load_config(write(tmp_path, slo_config(40)), run.NODE)
     diff = whatif.node_diff(run.replay(run.NODE, events), run.replay(run.NODE, whatif.with_config(events, config, run.NODE)))
     assert diff["nodes"]["n1"]["kubernetes.io/batch-cpu"]["last"] == -2000
@@ -99,7 +99,7 @@ def test_other_node_outputs_are_counted_per_run():
 
 def test_packing_places_pods_differently_and_fits_the_big_one(tmp_path):
     inbox = records(SCHEDULING_INBOX, "default", node("n1"), node("n2"), pod("a"), pod("b"), pod("c"), pod("big", "4"))
-    events = run.decode(inbox, TOPIC_IDS)[0]
+    events = run.decode(inbox, READERS[SCHEDULING_INBOX])[0]
     config = whatif.load_config(write(tmp_path, PACK), run.SCHEDULING)
     diff = whatif.scheduling_diff(run.replay(run.SCHEDULING, events),
                                   run.replay(run.SCHEDULING, whatif.with_config(events, config, run.SCHEDULING)))
