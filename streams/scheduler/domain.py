@@ -39,6 +39,7 @@ from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
 from streams.scheduler import config as scheduler_config
 from streams.scheduler import podinfo, registry
+from streams.scheduler.args import ArgsError
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle
 from streams.scheduler.framework import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, PodMutation, StatusReporter)
@@ -373,7 +374,7 @@ class SchedulingDomain:
             config = (scheduler_config.default_config() if event.deleted
                       else scheduler_config.parse_manifest(event.record["manifest"]))
             self._build_frameworks(config)
-        except scheduler_config.ConfigError as err:
+        except (scheduler_config.ConfigError, ArgsError) as err:
             out.dead_letter(f"KubeSchedulerConfiguration {event.key} rejected: {err}")
             return
         self.config_record = None if event.deleted else dict(event.record)

@@ -118,3 +118,14 @@ def test_restored_domain_keeps_the_configuration():
     domain, _ = run(scheduler_config(profile({"score": {"disabled": [{"name": "*"}]}})))
     restored = SchedulingDomain.restore("default", domain.entries())
     assert restored.config == domain.config
+
+
+def test_plugin_args_refused_when_the_plugin_is_built_are_dead_lettered_and_the_batch_goes_on():
+    """Args that parse but are refused by the plugin itself (an ``ArgsError`` raised while the frameworks are
+    built, not a ``ConfigError``) are a rejected configuration like any other; the pods after it are decided."""
+    bad = scheduler_config(profile(plugin_config=[{"name": "NodeResourcesFit",
+                                                   "args": {"scoringStrategy": {"type": "Bogus"}}}]))
+    domain, out = run(node("a"), bad, pod("after"))
+    letters = [r for n, r in out if n == "DeadLetter"]
+    assert len(letters) == 1 and "scoringStrategy.type must be LeastAllocated or MostAllocated" in letters[0]["reason"]
+    assert [(d["pod"]["name"], d["nodeName"]) for d in decisions(out)] == [("after", "a")]
