@@ -235,6 +235,22 @@ class DeadLetter(Base):
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
 
 
+class SourceCluster(Base):
+    """The single row naming the incarnation of the cluster and topics the read model was projected from
+    (``streams.broker.incarnation``): offsets, and the event ids derived from them, mean something only
+    within it, so a read model of another incarnation is set aside instead of being written on (see
+    ``state.incarnation``)."""
+
+    __tablename__ = "source_cluster"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    cluster_id: Mapped[str]
+    topic_ids: Mapped[dict[str, str]] = mapped_column(JSON, doc="Real topic name -> topic id.")
+    bootstrap: Mapped[str] = mapped_column(Text, doc="The bootstrap servers it was first projected from.")
+    recorded_ms: Mapped[int] = mapped_column(BigInteger)
+    last_record_ms: Mapped[int | None] = mapped_column(BigInteger, doc="Kafka timestamp of the newest record projected.")
+
+
 class SchemaVersion(Base):
     """The single row holding the read model's schema version (see state.db)."""
 

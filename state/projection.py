@@ -12,9 +12,17 @@ projection. Redelivery is harmless because every write is idempotent:
   content.
 
 Upserts use the dialect's `INSERT .. ON CONFLICT` (SQLite and PostgreSQL), one statement per
-table and kind of write. Records the read model cannot represent (unknown topic, unexpected
-schema, undecoded value, tombstone without key or on an event topic) are skipped and logged;
-dead-lettering them is the consumer's job, not the projection's.
+table and kind of write.
+
+Nothing is lost and nothing stops the projection: a record the read model cannot represent (the
+consumer found a problem with it, unknown topic, unexpected schema, undecoded value, key that is
+not UTF-8 on a latest-state topic, tombstone on an event topic, a field its row cannot be built
+from) becomes a dead-letter row with stage "projection" in the same transaction as the rest of its
+batch. When writing the batch fails, it is written again record by record, each in its own
+transaction, and a record whose write fails is dead-lettered instead; only an unreachable
+database (an OperationalError or InterfaceError) is raised, since that is no record's fault and
+the batch must then be retried, not dead-lettered. `apply` returns the dead letters it wrote so
+the consumer can count them.
 """
 
 import logging
@@ -24,6 +32,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from state.models import (
     Ack,
@@ -38,11 +47,19 @@ from state.models import (
     Pod,
     QuotaStatus,
 )
+from state.incarnation import note_last_record
 from state.topics import resolve_topics
+from streams.deadletter import dead_letter_record
 
 logger = logging.getLogger(__name__)
 
 Row = dict[str, Any]
+
+STAGE = "projection"
+"""The stage of the dead letters the projection records."""
+
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+"""Write errors that are the database's, not a record's: raised, never dead-lettered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +76,8 @@ class ProjectedRecord:
     schema: str | None
     value: dict[str, Any] | None
     raw: bytes | None
+    raw_key: bytes | None = None
+    problem: str | None = None
 
     @property
     def is_tombstone(self) -> bool:
@@ -281,7 +300,10 @@ def _actuation_ack_row(record: ProjectedRecord) -> Row:
 
 
 def _dead_letter_row(record: ProjectedRecord) -> Row:
-    value = record.value
+    return _dead_letter_values(record.value)
+
+
+def _dead_letter_values(value: Mapping[str, Any]) -> Row:
     return {
         "stage": value["stage"],
         "source_topic": value["sourceTopic"],
@@ -343,56 +365,127 @@ class Projector:
         self.topics = resolve_topics(topics)
         self._logical = {real: logical for logical, real in self.topics.items()}
 
-    def apply(self, batch: Sequence[ProjectedRecord]) -> int:
-        """Project `batch` in one transaction; return how many records were accepted (the rest
-        were skipped and logged). Applying the same batch again leaves the same rows."""
-        latest: dict[str, dict[str, ProjectedRecord]] = {}
-        events: dict[tuple[str, str], dict[tuple, Row]] = {}
-        accepted = 0
-        for record in batch:
-            logical = self._logical.get(record.topic)
-            reason = _reject_reason(logical, record)
-            if reason is not None:
-                logger.warning(
-                    "read model skips %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason
-                )
-                continue
-            accepted += 1
-            if logical in _LATEST_STATE:
-                newest = latest.setdefault(logical, {})
-                if record.key not in newest or newest[record.key].offset <= record.offset:
-                    newest[record.key] = record
-            else:
-                spec = _EVENTS[logical][record.schema]
-                row = spec.row(record)
-                events.setdefault((logical, record.schema), {}).setdefault(_primary_key(spec.table, row), row)
-        with self._engine.begin() as connection:
-            for logical, records in latest.items():
-                self._upsert_latest(connection, logical, records.values())
-            for (logical, kind), rows in events.items():
-                table = _EVENTS[logical][kind].table
-                statement = self._insert(table).on_conflict_do_nothing(
-                    index_elements=[column.name for column in table.primary_key]
-                )
-                connection.execute(statement, list(rows.values()))
-        return accepted
+    def apply(self, batch: Sequence[ProjectedRecord]) -> "Applied":
+        """Project `batch`, in one transaction unless that fails (then record by record); return how
+        many records were projected and the dead letters written for the rest. Applying the same
+        batch again leaves the same rows."""
+        prepared = [self._prepare(record) for record in batch]
+        try:
+            with self._engine.begin() as connection:
+                self._write(connection, prepared)
+        except DATABASE_UNAVAILABLE:
+            raise
+        except Exception as error:
+            logger.warning("read model could not write a batch of %d records (%s: %s); writing them one by one",
+                           len(prepared), type(error).__name__, error)
+            prepared = [self._write_alone(item) for item in prepared]
+        return Applied(sum(item.dead_letter is None for item in prepared),
+                       tuple(item.dead_letter for item in prepared if item.dead_letter is not None))
 
-    def _upsert_latest(self, connection: Connection, logical: str, records: Iterable[ProjectedRecord]) -> None:
+    def _prepare(self, record: ProjectedRecord) -> "_Prepared":
+        logical = self._logical.get(record.topic)
+        reason = _reject_reason(logical, record)
+        if reason is None:
+            try:
+                return _Prepared(record, logical, *self._row(logical, record))
+            except Exception as error:
+                reason = f"its row cannot be built: {type(error).__name__}: {error}"
+        return _rejected(record, logical, reason)
+
+    @staticmethod
+    def _row(logical: str, record: ProjectedRecord) -> tuple[Table, Row, bool]:
+        """The table, row and whether it is a latest-state upsert (else an event insert)."""
+        if logical in _LATEST_STATE:
+            spec = _LATEST_STATE[logical]
+            build = spec.tombstone_row if record.is_tombstone else spec.row
+            return spec.table, build(logical, record), True
+        spec = _EVENTS[logical][record.schema]
+        return spec.table, spec.row(record), False
+
+    def _write(self, connection: Connection, prepared: Sequence["_Prepared"]) -> None:
+        latest: dict[str, dict[tuple, _Prepared]] = {}
+        events: dict[Table, dict[tuple, Row]] = {}
+        for item in prepared:
+            if item.latest:
+                newest = latest.setdefault(item.logical, {})
+                key = _primary_key(item.table, item.row)
+                if key not in newest or newest[key].record.offset <= item.record.offset:
+                    newest[key] = item
+            else:
+                events.setdefault(item.table, {}).setdefault(_primary_key(item.table, item.row), item.row)
+        for logical, items in latest.items():
+            for tombstones in (False, True):
+                rows = [item.row for item in items.values() if item.record.is_tombstone == tombstones]
+                if rows:
+                    self._upsert_latest(connection, logical, rows)
+        for table, rows in events.items():
+            statement = self._insert(table).on_conflict_do_nothing(
+                index_elements=[column.name for column in table.primary_key])
+            connection.execute(statement, list(rows.values()))
+        if prepared:
+            note_last_record(connection, max(item.record.timestamp_ms for item in prepared))
+
+    def _write_alone(self, item: "_Prepared") -> "_Prepared":
+        """Write one prepared record in its own transaction; dead-letter it when that fails."""
+        try:
+            with self._engine.begin() as connection:
+                self._write(connection, [item])
+            return item
+        except DATABASE_UNAVAILABLE:
+            raise
+        except Exception as error:
+            if item.dead_letter is not None:
+                raise
+            rejected = _rejected(item.record, item.logical,
+                                 f"the read model cannot store it: {type(error).__name__}: {error}")
+            with self._engine.begin() as connection:
+                self._write(connection, [rejected])
+            return rejected
+
+    def _upsert_latest(self, connection: Connection, logical: str, rows: list[Row]) -> None:
         spec = _LATEST_STATE[logical]
-        records = list(records)
-        live = [spec.row(logical, record) for record in records if not record.is_tombstone]
-        deleted = [spec.tombstone_row(logical, record) for record in records if record.is_tombstone]
-        for rows in (live, deleted):
-            if not rows:
-                continue
-            statement = self._insert(spec.table)
-            updated = [name for name in rows[0] if name not in spec.key_columns]
-            statement = statement.on_conflict_do_update(
-                index_elements=list(spec.key_columns),
-                set_={name: statement.excluded[name] for name in updated},
-                where=spec.table.c.source_offset <= statement.excluded.source_offset,
-            )
-            connection.execute(statement, rows)
+        statement = self._insert(spec.table)
+        updated = [name for name in rows[0] if name not in spec.key_columns]
+        statement = statement.on_conflict_do_update(
+            index_elements=list(spec.key_columns),
+            set_={name: statement.excluded[name] for name in updated},
+            where=spec.table.c.source_offset <= statement.excluded.source_offset,
+        )
+        connection.execute(statement, rows)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one `Projector.apply` did: records projected, and the dead letters (DeadLetter record
+    layout, ``streams.deadletter``) written for the others."""
+
+    projected: int
+    dead_letters: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A record with the row it becomes: its own (`dead_letter` None) or, when rejected, a dead-letter row."""
+
+    record: ProjectedRecord
+    logical: str | None
+    table: Table
+    row: Row
+    latest: bool
+    dead_letter: dict[str, Any] | None = None
+
+
+def _rejected(record: ProjectedRecord, logical: str | None, reason: str) -> _Prepared:
+    key = record.raw_key if record.raw_key is not None else (record.key.encode() if record.key is not None else None)
+    letter = dead_letter_record(STAGE, record.topic, record.partition, record.offset, key, record.raw,
+                                _printable(reason), record.timestamp_ms)
+    logger.warning("read model dead-letters %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason)
+    return _Prepared(record, logical, DeadLetter.__table__, _dead_letter_values(letter), False, letter)
+
+
+def _printable(text: str) -> str:
+    """`text` without NUL characters, which PostgreSQL text columns refuse."""
+    return text.replace("\x00", "\\x00")
 
 
 def _primary_key(table: Table, row: Row) -> tuple:
@@ -401,9 +494,11 @@ def _primary_key(table: Table, row: Row) -> tuple:
 
 def _reject_reason(logical: str | None, record: ProjectedRecord) -> str | None:
     """Why the read model cannot represent `record`, or None when it can."""
+    if record.problem is not None:
+        return record.problem
     if logical in _LATEST_STATE:
         if record.key is None:
-            return "record without key"
+            return "key is not UTF-8" if record.raw_key is not None else "record without key"
         if record.is_tombstone:
             return None
         kinds = _LATEST_STATE[logical].kinds

@@ -9,6 +9,12 @@ Objects come back as the user applied them, with only what koordstream decided m
   and phase Pending. koordstream runs no kubelet, so a placed pod keeps the phase it was applied
   with, Pending by default, as a bound pod not yet started has in Kubernetes. Decisions about a
   previous pod with the same name (another uid) are ignored.
+- a placement on a node the read model does not hold as a live node is not shown as one: the pod
+  gets PodScheduled=False with reason NodeNotFound naming the decision and the node. The decision
+  itself is kept (`koord get decisions`, `koord explain`): decisions and nodes are on different
+  topics, so the projection may see a decision before its node, and a decision's shape cannot tell
+  a forged one from a genuine one (the ACLs that let only the worker write decisions can); showing
+  a pod on a node that does not exist is what must not happen.
 - a node's `status.capacity` / `status.allocatable` are overlaid with its latest NodeResource,
   formatted as Kubernetes quantity strings, and the annotations koordstream sets (e.g. the CPU
   normalization ratio) are merged into `metadata.annotations`; its NUMA-level batch resources, when
@@ -20,6 +26,10 @@ Objects come back as the user applied them, with only what koordstream decided m
 - an ElasticQuota carries its latest computed state as Koordinator shows it: the
   `quota.scheduling.koordinator.sh/runtime` and `.../request` annotations (JSON resource lists)
   and `status.used`.
+
+One stored row never breaks a view: a row whose manifest is not a JSON object with metadata (any
+producer may write one) comes back as a minimal object of its kind and name carrying the reason in
+the `koordstream.io/broken` annotation (`broken_reason`), and every other row is shown as usual.
 """
 
 import base64
@@ -37,6 +47,43 @@ POD_SCHEDULED = "PodScheduled"
 ZONE_RESOURCES_ANNOTATION = "koordstream.io/numa-zone-resources"
 """Node annotation with the NUMA-level batch resources: ``[{"name": zone, "resources": {name: quantity}}]``."""
 ZONE_RESOURCE_NAMES = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory")
+BROKEN_ANNOTATION = "koordstream.io/broken"
+"""Annotation of an object whose stored row cannot be shown: why."""
+NODE_NOT_FOUND = "NodeNotFound"
+
+
+def broken_reason(obj: dict[str, Any]) -> str | None:
+    """Why `obj` stands for a row that cannot be shown, None for a sound object."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations.get(BROKEN_ANNOTATION) if isinstance(annotations, dict) else None
+
+
+def _manifest(text: str | None) -> dict[str, Any]:
+    """The stored manifest as an object; ValueError when it is not a JSON object with metadata."""
+    if text is None:
+        raise ValueError("no manifest is stored")
+    try:
+        obj = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"stored manifest is not JSON ({error})") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        raise ValueError("stored manifest is not a JSON object with metadata")
+    for field in ("spec", "status"):
+        if obj.get(field) is not None and not isinstance(obj[field], dict):
+            raise ValueError(f"stored manifest's {field} is not an object")
+    return obj
+
+
+def _shown(kind: str, namespace: str | None, name: str, build) -> dict[str, Any]:
+    """`build()`, or when the stored row cannot be shown, a minimal `kind` object marked broken."""
+    try:
+        return build()
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as error:
+        reason = str(error) if isinstance(error, ValueError) else f"stored row cannot be shown: {error!r}"
+        metadata = {"name": name, **({"namespace": namespace} if namespace else {}),
+                    "annotations": {BROKEN_ANNOTATION: reason}}
+        return {"kind": kind, "metadata": metadata, "spec": {}, "status": {"phase": "Unknown"}}
 
 
 
@@ -50,8 +97,14 @@ def get_pods(engine: Engine, namespace: str | None = None, name: str | None = No
         filters.append(Pod.name == name)
     with Session(engine) as session:
         decisions = _latest_decisions(session, filters)
+        nodes = _live_node_names(session)
         pods = session.scalars(select(Pod).where(*filters).order_by(Pod.namespace, Pod.name)).all()
-        return [_pod_object(pod, decisions.get(pod.key)) for pod in pods]
+        return [_shown("Pod", pod.namespace, pod.name, lambda pod=pod: _pod_object(pod, decisions.get(pod.key), nodes))
+                for pod in pods]
+
+
+def _live_node_names(session: Session) -> set[str]:
+    return set(session.scalars(select(Node.name).where(Node.deleted.is_(False))))
 
 
 def _latest_decisions(session: Session, pod_filters: list) -> dict[str, Decision]:
@@ -70,8 +123,8 @@ def _latest_decisions(session: Session, pod_filters: list) -> dict[str, Decision
     return {decision.pod_key: decision for decision in session.scalars(latest)}
 
 
-def _pod_object(pod: Pod, decision: Decision | None) -> dict[str, Any]:
-    obj = json.loads(pod.manifest)
+def _pod_object(pod: Pod, decision: Decision | None, nodes: set[str]) -> dict[str, Any]:
+    obj = _manifest(pod.manifest)
     obj["metadata"]["namespace"] = pod.namespace
     status = obj["status"] = obj.get("status") or {}
     status["phase"] = status.get("phase") or "Pending"
@@ -85,6 +138,14 @@ def _pod_object(pod: Pod, decision: Decision | None) -> dict[str, Any]:
             "message": decision.message,
         }
         status["phase"] = "Pending"
+    elif decision.node_name is not None and decision.node_name not in nodes:
+        condition = {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": NODE_NOT_FOUND,
+            "message": f"decision {decision.decision_id} placed the pod on node {decision.node_name!r}, "
+                       f"which the read model does not hold as a live node",
+        }
     elif decision.node_name is not None:
         obj["spec"] = {**(obj.get("spec") or {}), "nodeName": decision.node_name}
         condition = {"type": POD_SCHEDULED, "status": "True"}
@@ -104,7 +165,8 @@ def get_nodes(engine: Engine, name: str | None = None) -> list[dict[str, Any]]:
     with Session(engine) as session:
         resources = _latest_node_resources(session, filters)
         nodes = session.scalars(select(Node).where(*filters).order_by(Node.name)).all()
-        return [_node_object(node, resources.get(node.name)) for node in nodes]
+        return [_shown("Node", None, node.name, lambda node=node: _node_object(node, resources.get(node.name)))
+                for node in nodes]
 
 
 def _latest_node_resources(session: Session, node_filters: list) -> dict[str, NodeResource]:
@@ -129,7 +191,7 @@ def _latest_node_resources(session: Session, node_filters: list) -> dict[str, No
 
 
 def _node_object(node: Node, resource: NodeResource | None) -> dict[str, Any]:
-    obj = json.loads(node.manifest)
+    obj = _manifest(node.manifest)
     if resource is None:
         return obj
     annotations = dict(resource.annotations)
@@ -159,11 +221,12 @@ def get_noderesourcetopologies(engine: Engine, name: str | None = None) -> list[
         objects = session.scalars(select(LatestObject).where(*filters).order_by(LatestObject.name)).all()
         names = [row.name for row in objects]
         resources = _latest_node_resources(session, [Node.name.in_(names)]) if names else {}
-        return [_topology_object(row, resources.get(row.name)) for row in objects]
+        return [_shown("NodeResourceTopology", None, row.name,
+                       lambda row=row: _topology_object(row, resources.get(row.name))) for row in objects]
 
 
 def _topology_object(row: LatestObject, resource: NodeResource | None) -> dict[str, Any]:
-    obj = json.loads(row.manifest)
+    obj = _manifest(row.manifest)
     batch = {zone["name"]: zone["resources"] for zone in (resource.zones if resource is not None else [])}
     for zone in obj.get("zones") or []:
         values = batch.get(zone.get("name"))
@@ -281,13 +344,15 @@ def get_elasticquotas(engine: Engine, namespace: str | None = None, name: str | 
             for row in session.scalars(select(LatestObject).where(
                 LatestObject.topic == "quotas", LatestObject.kind == "ElasticQuota", LatestObject.deleted.is_(False)))
         }
-        out = [_quota_object(status, objects.get(f"{status.namespace}/{status.name}")) for status in statuses]
+        out = [_shown("ElasticQuota", status.namespace, status.name,
+                      lambda status=status: _quota_object(status, objects.get(f"{status.namespace}/{status.name}")))
+               for status in statuses]
     return sorted(out, key=lambda q: (q["metadata"].get("namespace") or "", q["metadata"]["name"]))
 
 
 def _quota_object(status: QuotaStatus, applied: LatestObject | None) -> dict[str, Any]:
     if applied is not None:
-        obj = json.loads(applied.manifest)
+        obj = _manifest(applied.manifest)
     else:
         obj = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
                "metadata": {"name": status.name},
@@ -326,9 +391,13 @@ def top_nodes(engine: Engine) -> list[dict[str, Any]]:
     rows = []
     for node in get_nodes(engine):
         name = node["metadata"]["name"]
-        allocatable = resource_list((node.get("status") or {}).get("allocatable") or {})
+        broken = broken_reason(node)
+        try:
+            allocatable = resource_list((node.get("status") or {}).get("allocatable") or {})
+        except (ValueError, TypeError, AttributeError) as error:
+            allocatable, broken = {}, broken or f"stored allocatable cannot be read: {error}"
         rows.append({"name": name, "usage": metrics.get(name, {}).get("nodeUsage", {}),
-                     "requested": requested.get(name, {}), "allocatable": allocatable})
+                     "requested": requested.get(name, {}), "allocatable": allocatable, "broken": broken})
     return rows
 
 
@@ -337,6 +406,7 @@ def top_pods(engine: Engine, namespace: str | None = None) -> list[dict[str, Any
     filters = [Pod.deleted.is_(False)] + ([Pod.namespace == namespace] if namespace is not None else [])
     with Session(engine) as session:
         decisions = _latest_decisions(session, filters)
+        nodes = _live_node_names(session)
         pods = session.scalars(select(Pod).where(*filters).order_by(Pod.namespace, Pod.name)).all()
         metrics = _latest_node_metrics(session)
     usage = {(p["namespace"], p["name"]): p.get("usage", {})
@@ -345,7 +415,8 @@ def top_pods(engine: Engine, namespace: str | None = None) -> list[dict[str, Any
     for pod in pods:
         decision = decisions.get(pod.key)
         rows.append({"namespace": pod.namespace, "name": pod.name,
-                     "node": decision.node_name if decision is not None and decision.result in PLACED else None,
+                     "node": decision.node_name if decision is not None and decision.result in PLACED
+                     and decision.node_name in nodes else None,
                      "requests": (decision.requests if decision is not None else None) or {},
                      "usage": usage.get((pod.namespace, pod.name), {})})
     return rows

@@ -15,7 +15,7 @@ import json
 import click
 
 from state import queries
-from streams.cli import context
+from streams.cli.readmodel import open_for_view
 from streams.objects.quantity import format_quantity
 
 
@@ -27,7 +27,7 @@ from streams.objects.quantity import format_quantity
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 def explain(kind: str, name: str, namespace: str, history: int | None, output: str) -> None:
     """Explain a pod's scheduling decision or a node's batch/mid allocatable."""
-    engine = context.read_model()
+    engine = open_for_view()
     if kind == "pod":
         found = queries.explain_pod(engine, namespace, name, history or 3)
         missing = f'pod "{namespace}/{name}" not found in the read model'

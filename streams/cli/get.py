@@ -1,4 +1,9 @@
-"""``koord get`` (the read model) and ``koord watch decisions`` (the stream)."""
+"""``koord get`` (the read model) and ``koord watch decisions`` (the stream).
+
+A row the read model cannot show as an object (``state.queries.broken_reason``) is listed with
+status ``Broken`` and its reason (``-o wide``, and one warning line per row on stderr); a cell that
+cannot be computed from an object shows ``<broken>``: one bad row never hides the others.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from state import queries
 from streams import kafka
 from streams.cli import context
 from streams.cli.output import FORMATS, emit
+from streams.cli.readmodel import open_for_view
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.schemas import codec
 
@@ -23,13 +29,23 @@ def _condition(pod: dict, field: str) -> str:
     return ""
 
 
+BROKEN = "Broken"
+
+
+def _pod_status(pod: dict) -> str:
+    if queries.broken_reason(pod):
+        return BROKEN
+    return (pod.get("status") or {}).get("phase") or ("Scheduled" if pod["spec"].get("nodeName") else "Pending")
+
+
 POD_COLUMNS = (
     ("NAMESPACE", lambda p: p["metadata"].get("namespace", "")),
     ("NAME", lambda p: p["metadata"]["name"]),
-    ("STATUS", lambda p: (p.get("status") or {}).get("phase") or ("Scheduled" if p["spec"].get("nodeName") else "Pending")),
+    ("STATUS", _pod_status),
     ("NODE", lambda p: p["spec"].get("nodeName") or "<none>"),
 )
-POD_WIDE = (("REASON", lambda p: _condition(p, "reason")), ("MESSAGE", lambda p: _condition(p, "message")))
+POD_WIDE = (("REASON", lambda p: BROKEN if queries.broken_reason(p) else _condition(p, "reason")),
+            ("MESSAGE", lambda p: queries.broken_reason(p) or _condition(p, "message")))
 NODE_COLUMNS = (
     ("NAME", lambda n: n["metadata"]["name"]),
     ("CPU", lambda n: (n.get("status") or {}).get("allocatable", {}).get("cpu", "")),
@@ -76,6 +92,28 @@ DEADLETTER_COLUMNS = (
 )
 
 
+def _cell(column):
+    """`column` (header, function) whose function gives ``<broken>`` instead of raising on an odd object."""
+    header, function = column
+
+    def guarded(item: dict) -> str:
+        try:
+            return function(item)
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+            return "<broken>"
+
+    return header, guarded
+
+
+def _warn_broken(resource: str, items: list[dict]) -> None:
+    for item in items:
+        reason = queries.broken_reason(item)
+        if reason:
+            metadata = item["metadata"]
+            name = f"{metadata['namespace']}/{metadata['name']}" if metadata.get("namespace") else metadata["name"]
+            click.echo(f"warning: {resource} {name} is broken in the read model: {reason}", err=True)
+
+
 @click.command()
 @click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "noderesourcetopologies",
                                                "noderesourcetopology", "nrt", "elasticquotas", "elasticquota", "eq",
@@ -85,7 +123,7 @@ DEADLETTER_COLUMNS = (
 @click.option("-o", "--output", type=FORMATS, default="table")
 def get(resource: str, name: str | None, namespace: str | None, output: str) -> None:
     """Show pods, nodes, noderesourcetopologies, elasticquotas, decisions or dead letters from the read model."""
-    engine = context.read_model()
+    engine = open_for_view()
     if resource in ("pods", "pod", "po"):
         items = queries.get_pods(engine, namespace=namespace if namespace or not name else "default", name=name)
         columns, wide = POD_COLUMNS, POD_WIDE
@@ -103,7 +141,9 @@ def get(resource: str, name: str | None, namespace: str | None, output: str) -> 
         items, columns, wide = queries.get_deadletters(engine), DEADLETTER_COLUMNS, ()
     if name and not items and resource not in ("decisions",):
         raise click.ClickException(f'{resource} "{name}" not found')
-    emit(items, output, single=bool(name) and resource not in ("decisions",), columns=columns, wide_columns=wide)
+    _warn_broken(resource, items)
+    emit(items, output, single=bool(name) and resource not in ("decisions",),
+         columns=[_cell(column) for column in columns], wide_columns=[_cell(column) for column in wide])
 
 
 async def print_decisions(bootstrap: str, topology, fmt: str, from_beginning: bool, stop: asyncio.Event) -> None:

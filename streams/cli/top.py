@@ -2,7 +2,8 @@
 
 Reads the read model every ``--interval`` seconds and redraws; ``--once``
 prints one frame (for scripts). Columns show ``usage / requested /
-allocatable`` for cpu and memory, then batch and mid allocatable.
+allocatable`` for cpu and memory, then batch and mid allocatable. A node
+whose stored row cannot be read is listed as ``<name> (broken)``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 import click
 
 from state import queries
-from streams.cli import context
+from streams.cli.readmodel import open_for_view
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.objects.quantity import format_quantity
 
@@ -32,7 +33,7 @@ def node_rows(engine) -> list[list[str]]:
     for node in queries.top_nodes(engine):
         use, req, alloc = node["usage"], node["requested"], node["allocatable"]
         rows.append([
-            node["name"],
+            node["name"] + (" (broken)" if node.get("broken") else ""),
             f"{_q('cpu', use)}/{_q('cpu', req)}/{_q('cpu', alloc)}", _percent(use.get("cpu"), alloc.get("cpu")),
             f"{_q('memory', use)}/{_q('memory', req)}/{_q('memory', alloc)}",
             _percent(use.get("memory"), alloc.get("memory")),
@@ -63,7 +64,7 @@ def render(rows: list[list[str]]) -> str:
 @click.option("--once", is_flag=True, help="Print one frame and exit.")
 def top(what: str, namespace: str | None, interval: float, once: bool) -> None:
     """Live usage vs request vs allocatable (batch and mid included)."""
-    engine = context.read_model()
+    engine = open_for_view()
     while True:
         frame = render(node_rows(engine) if what == "nodes" else pod_rows(engine, namespace))
         if once:

@@ -118,6 +118,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
             logs.update({name: path for (name, _), path in zip(children, broker.logs)})
         topology = context.topology(config)
         asyncio.run(_apply_topics(bootstrap, topology))
+        _adopt_read_model(config, bootstrap, topology, embedded_broker)
         env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
         metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection", "simulator")}
@@ -183,6 +184,25 @@ def _run_until_stopped(bootstrap, topology, children, stop) -> int:
                 await asyncio.gather(printer, return_exceptions=True)
 
     return asyncio.run(loop())
+
+
+def _adopt_read_model(config, bootstrap: str, topology, embedded_broker: bool) -> None:
+    """Check the read model against this broker before the projection starts (``state.incarnation``),
+    saying so when it was of another cluster and a clean one is started."""
+    from state.incarnation import adopt
+    from streams.agents.projection import PROJECTED, broker_incarnation
+
+    names = topology.names()
+    current = asyncio.run(broker_incarnation(bootstrap, [names[logical] for logical in PROJECTED]))
+    adoption = adopt(config.resolved_database_url, current, bootstrap)
+    adoption.engine.dispose()
+    if adoption.replaced is None:
+        return
+    kept = f"the old one is kept at {adoption.kept_at}" if adoption.kept_at else "the old one was cleared"
+    if embedded_broker:
+        click.echo(f"the embedded broker of this KOORD_HOME is gone; starting a clean read model, {kept}", err=True)
+    else:
+        click.echo(adoption.describe(current, bootstrap), err=True)
 
 
 async def _apply_topics(bootstrap: str, topology) -> None:
@@ -252,14 +272,13 @@ def project(metrics_port: int | None, metrics_host: str) -> None:
 
     serve(metrics_port, metrics_host)
     config = context.settings()
-    engine = context.read_model(config)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await run_projection(context.bootstrap(config), context.topology(config), engine, stop)
+        await run_projection(context.bootstrap(config), context.topology(config), config.resolved_database_url, stop)
 
     asyncio.run(main())
 

@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from state.models import Base, Decision, Eviction, LatestObject, Node, Pod
 from state.projection import _EVENTS, _LATEST_STATE, Projector
-from state.queries import get_decisions, object_progress
+from state.queries import get_deadletters, get_decisions, get_pods, object_progress
 from state.topics import DEFAULT_TOPICS, LATEST_STATE_TOPICS
 
 
@@ -53,12 +53,12 @@ def test_projecting_a_batch_twice_leaves_the_same_rows(projector, read_model, re
         records.eviction("e-1", "default/batch", "node-a", 14, uid="uid-b"),
     ]
 
-    assert projector.apply(batch) == len(batch)
+    assert projector.apply(batch).projected == len(batch)
     once = snapshot(read_model)
-    assert projector.apply(batch) == len(batch)
+    assert projector.apply(batch).projected == len(batch)
 
     assert snapshot(read_model) == once
-    assert all(once[name] for name in Base.metadata.tables)
+    assert all(once[name] for name in Base.metadata.tables if name not in ("source_cluster",))
 
 
 @pytest.mark.parametrize(
@@ -147,11 +147,19 @@ def test_redelivered_decision_id_keeps_the_first_row(projector, read_model, reco
         pytest.param(lambda r: r.tombstone("koord.pods", None, 1), id="tombstone-without-key"),
     ],
 )
-def test_unrepresentable_records_are_skipped(projector, read_model, records, build):
+def test_unrepresentable_records_are_dead_lettered(projector, read_model, records, build):
     empty = snapshot(read_model)
+    record = build(records)
 
-    assert projector.apply([build(records)]) == 0
-    assert snapshot(read_model) == empty
+    applied = projector.apply([record])
+
+    assert applied.projected == 0
+    assert [(letter["stage"], letter["sourceTopic"], letter["sourceOffset"]) for letter in applied.dead_letters] == [
+        ("projection", record.topic, record.offset)]
+    assert {name: rows for name, rows in snapshot(read_model).items() if name != "dead_letters"} == {
+        name: rows for name, rows in empty.items() if name != "dead_letters"}
+    assert [(d["stage"], d["sourceTopic"], d["sourceOffset"]) for d in get_deadletters(read_model)] == [
+        ("projection", record.topic, record.offset)]
 
 
 def test_topic_mapping_selects_the_projected_topics(read_model, records):
@@ -159,7 +167,7 @@ def test_topic_mapping_selects_the_projected_topics(read_model, records):
     default_topic = records.pod("web", 1)
     renamed = records.record("prod.pods", "default/api", "Pod", records.pod("api", 2).value, 2)
 
-    assert projector.apply([default_topic, renamed]) == 1
+    assert projector.apply([default_topic, renamed]).projected == 1
     assert object_progress(read_model, "pods", "default/web") is None
     assert object_progress(read_model, "pods", "default/api") == (0, 2, False)
 
@@ -168,8 +176,8 @@ def test_evictions_share_the_decisions_topic_and_are_kept_once_per_decision_id(p
     eviction = records.eviction("e-1", "default/batch", "node-a", 3, uid="uid-b")
     batch = [records.decision("d-1", "default/batch", "Bound", 2, node_name="node-a"), eviction, eviction]
 
-    assert projector.apply(batch) == 3
-    assert projector.apply([eviction]) == 1
+    assert projector.apply(batch).projected == 3
+    assert projector.apply([eviction]).projected == 1
 
     with read_model.connect() as connection:
         evictions = connection.execute(select(Eviction.decision_id, Eviction.node_name, Eviction.pod_key,
@@ -203,3 +211,58 @@ def test_node_resource_topologies_are_latest_state_and_zones_are_projected(proje
     assert (row.key, row.kind, row.source_offset) == ("node-a", "NodeResourceTopology", 2)
     assert row.record["zones"][0]["resources"][1]["allocatable"] == 48_000
     assert projected == [{"name": "node-0", "resources": zones["node-0"]}]
+
+
+def test_a_key_that_is_not_utf8_is_dead_lettered_and_the_rest_of_the_batch_projected(projector, read_model, records):
+    bad = dataclasses.replace(records.pod("web", 1), key=None, raw_key=b"default/\xff\xfe")
+
+    applied = projector.apply([bad, records.pod("api", 2)])
+
+    assert applied.projected == 1
+    assert [pod["metadata"]["name"] for pod in get_pods(read_model)] == ["api"]
+    [letter] = get_deadletters(read_model)
+    assert (letter["stage"], letter["sourceTopic"], letter["sourcePartition"], letter["sourceOffset"]) == (
+        "projection", "koord.pods", 0, 1)
+    assert letter["reason"] == "key is not UTF-8"
+    assert letter["key"] == "default/\\xff\\xfe"
+
+
+def test_a_record_the_consumer_found_invalid_never_appears_as_an_object(projector, read_model, records):
+    invalid = dataclasses.replace(records.pod("web", 1), problem="requests.cpu: quantity must not be negative: -1")
+
+    applied = projector.apply([invalid])
+
+    assert applied.projected == 0 and get_pods(read_model) == []
+    assert object_progress(read_model, "pods", "default/web") is None
+    assert [letter["reason"] for letter in get_deadletters(read_model)] == [
+        "requests.cpu: quantity must not be negative: -1"]
+
+
+def test_a_record_whose_row_cannot_be_built_is_dead_lettered(projector, read_model, records):
+    pod = records.pod("web", 1)
+    without_metadata = dataclasses.replace(pod, value={k: v for k, v in pod.value.items() if k != "metadata"})
+
+    applied = projector.apply([without_metadata, records.pod("api", 2)])
+
+    assert applied.projected == 1
+    assert [pod["metadata"]["name"] for pod in get_pods(read_model)] == ["api"]
+    assert "its row cannot be built: KeyError" in get_deadletters(read_model)[0]["reason"]
+
+
+def test_a_record_the_database_refuses_is_dead_lettered_and_the_rest_of_its_batch_kept(projector, read_model,
+                                                                                        records):
+    """A write failing inside a batch's transaction makes the projector write record by record."""
+    refused = records.decision("d-2", "default/api", "Scheduled", 3, node_name="node-a", requests={"cpu": b"x"})
+    batch = [records.node("node-a", 1), records.decision("d-1", "default/web", "Scheduled", 2, node_name="node-a"),
+             refused, records.pod("web", 4), records.pod("web", 5, phase="Running")]
+
+    applied = projector.apply(batch)
+
+    assert applied.projected == 4
+    assert [(letter["sourceTopic"], letter["sourceOffset"]) for letter in applied.dead_letters] == [
+        ("koord.decisions", 3)]
+    assert "the read model cannot store it" in get_deadletters(read_model)[0]["reason"]
+    assert [d["decisionId"] for d in get_decisions(read_model)] == ["d-1"]
+    assert object_progress(read_model, "pods", "default/web") == (0, 5, False)
+    assert projector.apply(batch).projected == 4, "applying it again dead-letters the same record again"
+    assert len(get_deadletters(read_model)) == 1

@@ -1,6 +1,7 @@
 """Tests of state.queries: Kubernetes-shaped reads and the `apply --wait` progress checks."""
 
 import base64
+import dataclasses
 import json
 
 import pytest
@@ -9,6 +10,7 @@ from streams.objects.quantity import format_quantity
 
 from state.queries import (
     acknowledged,
+    broken_reason,
     get_deadletters,
     get_elasticquotas,
     get_decisions,
@@ -78,7 +80,7 @@ SCHEDULED = {"type": "PodScheduled", "status": "True"}
 def test_get_pods_merges_latest_decision(projector, read_model, records, pod, decisions, node_name, status):
     applied = records.pod("web", 1, **pod)
     projector.apply(
-        [applied]
+        [records.node("node-a", 0), records.node("node-b", 0, partition=1), applied]
         + [
             records.decision(f"d-{offset}", "default/web", result, offset, node_name=node, message=message, uid=uid)
             for result, offset, node, message, uid in decisions
@@ -91,6 +93,45 @@ def test_get_pods_merges_latest_decision(projector, read_model, records, pod, de
     assert got["spec"].get("nodeName") == node_name
     assert got["status"] == status
     assert (got["metadata"], got["spec"]["containers"]) == (manifest["metadata"], manifest["spec"]["containers"])
+
+
+def test_a_decision_naming_a_node_the_read_model_does_not_hold_places_no_pod(projector, read_model, records):
+    """A forged decision (or one projected before its node) must not show a pod on a node that does not exist."""
+    projector.apply([records.node("node-a", 1), records.tombstone("koord.nodes", "node-gone", 2),
+                     records.pod("web", 3), records.pod("api", 4), records.pod("old", 5),
+                     records.decision("d-1", "default/web", "Scheduled", 6, node_name="node-forged"),
+                     records.decision("d-2", "default/api", "Scheduled", 7, node_name="node-a"),
+                     records.decision("d-3", "default/old", "Scheduled", 8, node_name="node-gone")])
+
+    pods = {pod["metadata"]["name"]: pod for pod in get_pods(read_model)}
+
+    assert pods["api"]["spec"]["nodeName"] == "node-a"
+    for name, node in (("web", "node-forged"), ("old", "node-gone")):
+        assert "nodeName" not in pods[name]["spec"]
+        [condition] = pods[name]["status"]["conditions"]
+        assert (condition["status"], condition["reason"]) == ("False", "NodeNotFound")
+        assert node in condition["message"]
+    assert {row["name"]: row["node"] for row in top_pods(read_model)} == {"api": "node-a", "web": None, "old": None}
+    assert len(get_decisions(read_model)) == 3, "the decisions themselves are kept"
+
+
+@pytest.mark.parametrize("manifest", ["{not json", "[1, 2]", '{"kind": "Pod"}', '{"metadata": {}, "spec": "x"}'])
+def test_a_row_whose_manifest_cannot_be_shown_is_marked_broken_and_the_others_shown(projector, read_model, records,
+                                                                                      manifest):
+    bad = records.pod("bad", 1)
+    bad = dataclasses.replace(bad, value={**bad.value, "manifest": manifest})
+    node = records.node("node-b", 2)
+    node = dataclasses.replace(node, value={**node.value, "manifest": manifest})
+    projector.apply([bad, records.pod("good", 3), node, records.node("node-a", 4)])
+
+    pods = get_pods(read_model)
+    nodes = get_nodes(read_model)
+
+    assert [(pod["metadata"]["name"], broken_reason(pod) is not None) for pod in pods] == [
+        ("bad", True), ("good", False)]
+    assert pods[0]["metadata"]["namespace"] == "default" and pods[0]["kind"] == "Pod"
+    assert [(n["metadata"]["name"], broken_reason(n) is not None) for n in nodes] == [("node-a", False), ("node-b", True)]
+    assert [row["name"] for row in top_nodes(read_model)] == ["node-a", "node-b"]
 
 
 def test_get_pods_filters_sorts_and_hides_deleted(projector, read_model, records):

@@ -1,0 +1,93 @@
+"""Tests of streams.agents.projection's reading of consumed records: whatever a record holds, it becomes a
+ProjectedRecord, and one the router would reject carries the problem that makes it a dead letter."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from aiokafka.structs import ConsumerRecord
+
+from state.db import create_all, open_database, sqlite_url
+from state.projection import Projector
+from state.queries import get_deadletters, get_pods
+from streams.agents.projection import VALIDATED, to_projected
+from streams.objects import load_and_validate
+from streams.schemas import codec
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  containers: [{{name: main, image: nginx, resources: {{requests: {{cpu: 500m}}}}}}]
+"""
+
+
+def pod_record(name: str) -> dict:
+    [record] = load_and_validate("-", stdin_text=POD.format(name=name))
+    return copy.deepcopy(record.record)
+
+
+def message(offset: int, key: bytes | None, value: bytes | None, topic: str = "koord.pods") -> ConsumerRecord:
+    return ConsumerRecord(topic, 0, offset, 1_700_000_000_000 + offset, 0, key, value, None,
+                          len(key or b""), len(value or b""), [])
+
+
+def projected(msg: ConsumerRecord):
+    source_id = msg.topic.removeprefix("koord.")
+    return to_projected(msg, source_id if source_id in VALIDATED else None)
+
+
+def test_a_valid_pod_has_no_problem():
+    record = projected(message(1, b"default/web", codec.encode("Pod", pod_record("web"))))
+
+    assert (record.key, record.schema, record.problem) == ("default/web", "Pod", None)
+
+
+def negative(record: dict) -> dict:
+    record["requests"]["cpu"] = -1
+    return record
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), [
+    pytest.param(b"default/\xff", codec.encode("Pod", pod_record("web")), "key is not UTF-8", id="non-utf8-key"),
+    pytest.param(None, codec.encode("Pod", pod_record("web")), "record has no key", id="no-key"),
+    pytest.param(b"default/web", b"\xc3\x01garbage", "undecodable record", id="undecodable"),
+    pytest.param(b"default/web", b"\x00", "undecodable record", id="not-avro"),
+    pytest.param(b"default/web", codec.encode("Pod", negative(pod_record("web"))),
+                 "requests.cpu: quantity must not be negative: -1", id="negative-request"),
+    pytest.param(b"default/other", codec.encode("Pod", pod_record("web")), "does not name the object", id="wrong-key"),
+])
+def test_a_record_the_router_rejects_carries_its_problem(key, value, problem):
+    record = projected(message(1, key, value))
+
+    assert problem in record.problem
+    assert (record.raw_key, record.raw) == (key, value)
+
+
+def test_a_key_that_is_not_utf8_on_a_topic_the_router_does_not_read_is_no_problem():
+    ack = {"aggregate": "inbox-node", "outputIds": [], "timestamp": 1, "causation": {
+        "inboxTopic": "koord.inbox.node", "inboxPartition": 0, "inboxOffset": 1, "sourceTopic": "koord.pods",
+        "sourcePartition": 0, "sourceOffset": 1}}
+
+    record = projected(message(1, b"\xff", codec.encode("Ack", ack), topic="koord.acks"))
+
+    assert (record.key, record.raw_key, record.problem) == (None, b"\xff", None)
+
+
+def test_a_batch_with_rejected_records_projects_only_the_valid_ones(tmp_path):
+    """The failures the review found: a key that is not UTF-8 stopped the projection, and a pod the
+    router rejected appeared in `koord get pods`."""
+    engine = open_database(sqlite_url(tmp_path / "koord.db"))
+    create_all(engine)
+    batch = [message(1, b"default/\xff", codec.encode("Pod", pod_record("web"))),
+             message(2, b"default/bad", codec.encode("Pod", negative(pod_record("bad")))),
+             message(3, b"default/next", codec.encode("Pod", pod_record("next")))]
+
+    applied = Projector(engine).apply([projected(m) for m in batch])
+
+    assert applied.projected == 1
+    assert [pod["metadata"]["name"] for pod in get_pods(engine)] == ["next"]
+    assert [(d["stage"], d["sourceOffset"]) for d in get_deadletters(engine)] == [("projection", 1), ("projection", 2)]
+    engine.dispose()
