@@ -19,6 +19,14 @@ which aiokafka does not ship, so its v0 is defined below): in KRaft mode the con
 Metadata or DescribeCluster answer is a random live broker (clients cannot reach controllers), so
 aiokafka's ``describe_cluster()["controller_id"]`` changes from one connection to the next and names
 the active controller only by chance.
+
+A cluster may instead be started secured (:class:`Scram`, off by default): clients and brokers
+authenticate with SASL/SCRAM on the broker listener, with credentials written into the metadata log at
+format time (``--add-scram``, KIP-900: SCRAM credentials live in that log, so the first ones cannot be
+created through a broker that does not yet accept anyone), and ``StandardAuthorizer`` enforces ACLs with
+the admin as the only super user. The controller listener uses SASL/PLAIN, whose users are the JAAS
+config's own: Kafka has no SCRAM on the controller listener, since the credentials live in the very
+metadata log the controllers serve.
 """
 
 from __future__ import annotations
@@ -166,6 +174,58 @@ def free_ports(count: int) -> list[int]:
         return [sock.getsockname()[1] for sock in socks]
 
 
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+SCRAM_LISTENER = "SASL_PLAINTEXT"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scram:
+    """A secured cluster: SASL/SCRAM users, the admin among them as the only super user, and
+    ``StandardAuthorizer``, under which a principal without an ACL may do nothing."""
+
+    admin: str = "admin"
+    admin_password: str = "admin-secret"
+    users: tuple[tuple[str, str], ...] = ()
+    """(name, password) of the other users; principals ``User:<name>``."""
+    mechanism: str = "SCRAM-SHA-256"
+
+    def client_auth(self, user: str | None = None) -> dict:
+        """aiokafka keyword arguments to connect as ``user`` (default: the admin)."""
+        user = user or self.admin
+        passwords = {self.admin: self.admin_password, **dict(self.users)}
+        return {"security_protocol": SCRAM_LISTENER, "sasl_mechanism": self.mechanism,
+                "sasl_plain_username": user, "sasl_plain_password": passwords[user]}
+
+    def properties(self, node: "KafkaNode") -> dict:
+        """The node properties that differ from a plaintext cluster's."""
+        scram_login = "org.apache.kafka.common.security.scram.ScramLoginModule"
+        plain_login = "org.apache.kafka.common.security.plain.PlainLoginModule"
+        admin, password = self.admin, self.admin_password
+        return {
+            "inter.broker.listener.name": SCRAM_LISTENER,
+            "listener.security.protocol.map": f"CONTROLLER:SASL_PLAINTEXT,{SCRAM_LISTENER}:SASL_PLAINTEXT",
+            "listeners": f"{SCRAM_LISTENER}://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"{SCRAM_LISTENER}://127.0.0.1:{node.port}",
+            "sasl.mechanism.inter.broker.protocol": self.mechanism,
+            f"listener.name.{SCRAM_LISTENER.lower()}.sasl.enabled.mechanisms": self.mechanism,
+            f"listener.name.{SCRAM_LISTENER.lower()}.{self.mechanism.lower()}.sasl.jaas.config":
+                f'{scram_login} required username="{admin}" password="{password}";',
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config":
+                f'{plain_login} required username="{admin}" password="{password}" user_{admin}="{password}";',
+            "authorizer.class.name": AUTHORIZER,
+            "super.users": f"User:{admin}",
+            "allow.everyone.if.no.acl.found": "false",
+        }
+
+    def format_arguments(self) -> list[str]:
+        """``kafka-storage format`` arguments that write every user's SCRAM credential into the metadata log."""
+        users = ((self.admin, self.admin_password), *self.users)
+        return [arg for name, password in users
+                for arg in ("--add-scram", f"{self.mechanism}=[name={name},password={password}]")]
+
+
 @dataclasses.dataclass
 class KafkaNode:
     node_id: int
@@ -193,6 +253,8 @@ class KafkaCluster:
     nodes: list[KafkaNode]
     libs: Path
     kind: str = "kafka"
+    scram: Scram | None = None
+    """Set: the cluster is secured (:class:`Scram`); unset: plaintext and no authorizer."""
 
     @property
     def bootstrap(self) -> str:
@@ -231,15 +293,18 @@ class KafkaCluster:
             "share.coordinator.state.topic.replication.factor": replication,
             "share.coordinator.state.topic.min.isr": isr,
         }
+        if self.scram is not None:
+            values.update(self.scram.properties(node))
         return "".join(f"{key}={value}\n" for key, value in values.items())
 
     def format(self) -> None:
         for node in self.nodes:
             node.directory.mkdir(parents=True, exist_ok=True)
             (node.directory / "server.properties").write_text(self._properties(node))
+            scram = self.scram.format_arguments() if self.scram is not None else []
             result = subprocess.run(
                 self._java("kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", CLUSTER_ID,
-                           "-c", str(node.directory / "server.properties"), heap="-Xmx256m"),
+                           "-c", str(node.directory / "server.properties"), *scram, heap="-Xmx256m"),
                 capture_output=True, text=True)
             if result.returncode != 0:
                 raise RuntimeError(f"formatting Kafka node {node.node_id} failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
@@ -275,7 +340,7 @@ class KafkaCluster:
                 self.start_node(node)
             for node in self.nodes:
                 self.wait_started(node)
-            wait_brokers(self.bootstrap, len(self.nodes))
+            wait_brokers(self.bootstrap, len(self.nodes), auth=self.scram.client_auth() if self.scram else None)
         except BaseException:
             self.stop()
             raise
@@ -353,7 +418,8 @@ class KafkaCluster:
         """``request``'s answer from the first live node that gives one (a restarting node may refuse)."""
 
         async def ask(node: KafkaNode) -> dict:
-            conn = await create_conn("127.0.0.1", node.port, request_timeout_ms=5000)
+            auth = self.scram.client_auth() if self.scram is not None else {}
+            conn = await create_conn("127.0.0.1", node.port, request_timeout_ms=5000, **auth)
             try:
                 return (await conn.send(request)).to_object()
             finally:
@@ -389,20 +455,24 @@ class KafkaCluster:
         self.stop()
 
 
-def cluster(directory: Path, nodes: int = 1) -> KafkaCluster:
-    """A cluster of ``nodes`` under ``directory`` on free ports, not yet started (see :meth:`KafkaCluster.start`)."""
+def cluster(directory: Path, nodes: int = 1, scram: Scram | None = None) -> KafkaCluster:
+    """A cluster of ``nodes`` under ``directory`` on free ports, not yet started (see :meth:`KafkaCluster.start`);
+    secured with SASL/SCRAM and ACLs when ``scram`` is given."""
     libs = kafka_libs()
     ports = free_ports(2 * nodes)
     return KafkaCluster(
-        [KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], directory / f"kafka-{i + 1}") for i in range(nodes)], libs)
+        [KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], directory / f"kafka-{i + 1}") for i in range(nodes)], libs,
+        scram=scram)
 
 
-def wait_brokers(bootstrap: str, count: int, timeout: float = START_TIMEOUT_S) -> None:
-    """Until a metadata request through ``bootstrap`` lists ``count`` brokers."""
+def wait_brokers(bootstrap: str, count: int, timeout: float = START_TIMEOUT_S, auth: dict | None = None) -> None:
+    """Until a metadata request through ``bootstrap`` (with aiokafka security settings ``auth``) lists
+    ``count`` brokers."""
     from aiokafka.admin import AIOKafkaAdminClient
 
     async def brokers() -> int:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=3000)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap.split(","), request_timeout_ms=3000,
+                                    **(auth or {}))
         try:
             await admin.start()
             return len((await admin.describe_cluster())["brokers"])

@@ -1,12 +1,17 @@
-"""``koord topics apply|list``: the topology file against the broker."""
+"""``koord topics apply|list``: the topology file against the broker.
+
+``apply`` also applies the ACLs of ``deploy/acls.yaml`` (``streams.acls``) when the broker has an
+authorizer, and says so when it has none."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import click
 
+from streams import acls as access
 from streams import topology as topo
 from streams.cli import context
 from streams.kafka import admin_client
@@ -19,22 +24,47 @@ def topics() -> None:
 
 @topics.command("apply")
 @click.option("--dry-run", is_flag=True, help="Report what would be created; change nothing.")
-def apply_cmd(dry_run: bool) -> None:
-    """Create the missing topics and report drift."""
+@click.option("--acls", "acl_file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="Who may write what, applied when the broker has an authorizer "
+                   "[default: acls.yaml beside the topology file, if there is one]")
+def apply_cmd(dry_run: bool, acl_file: Path | None) -> None:
+    """Create the missing topics and ACLs; report drift."""
     config = context.settings()
     topology = context.topology(config)
+    acl_file = acl_file or access.beside(config.topology_file)
+    want = None
+    if acl_file.exists():
+        try:
+            want = access.bindings(access.load_roles(acl_file), topology)
+        except access.AclError as error:
+            raise click.ClickException(str(error)) from None
 
     async def run():
         async with admin_client(context.bootstrap(config)) as admin:
-            return await topo.apply(admin, topology, dry_run=dry_run)
+            plan = await topo.apply(admin, topology, dry_run=dry_run)
+            if want is None:
+                return plan, access.AclPlan(applied=False, reason=f"there is no {acl_file}")
+            return plan, await access.apply(admin, want, dry_run=dry_run)
 
-    plan = asyncio.run(run())
+    try:
+        plan, acl_plan = asyncio.run(run())
+    except access.AclError as error:
+        raise click.ClickException(str(error)) from None
     verb = "would create" if dry_run else "created"
     for spec in plan.create:
         click.echo(f"{verb} {spec.name} (partitions {spec.partitions}, replication {spec.replication_factor})")
     for line in plan.drift:
         click.echo(f"drift {line}")
     click.echo(f"{len(plan.in_sync)} in sync, {len(plan.create)} {verb}, {len(plan.drift)} drifted")
+    if not acl_plan.applied:
+        click.echo(f"ACLs NOT applied: {acl_plan.reason}")
+        return
+    for binding in acl_plan.create:
+        click.echo(f"{verb} ACL {binding}")
+    for binding in acl_plan.extra:
+        click.echo(f"ACL not in {acl_file.name} (left in place): {binding}")
+    click.echo(f"ACLs: {len(acl_plan.present)} present, {len(acl_plan.create)} {verb}, "
+               f"{len(acl_plan.extra)} not in {acl_file.name}")
 
 
 @topics.command("list")
