@@ -14,7 +14,8 @@ record becomes a dead letter instead of a crashed stream.
 ``Settings.processing_guarantee`` is Faust's: under ``exactly_once`` (real
 Kafka only) each batch's outputs, table writes and offsets commit in one
 transaction, with the changes to Faust's scheme that
-``streams.agents.transactions`` explains.
+``streams.agents.transactions`` explains. An agent that fails stops the
+worker (``streams.agents.supervisor``) rather than being restarted in place.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, insta
 from streams.agents.transactions import (EXACTLY_ONCE_COMMIT_INTERVAL_S, install_commit_gate,
                                          install_commit_on_revocation, install_committed_highwaters,
                                          install_committed_offsets)
+from streams.agents.supervisor import StopTheWorker
 from streams.broker.security import credentials
 from streams.faust_seek_fix import install_faust_seek_fix
 from streams.faust_take_fix import install_faust_take_fix
@@ -88,6 +90,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         table_standby_replicas=0,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
         processing_guarantee=settings.processing_guarantee,
+        agent_supervisor=StopTheWorker,
         **({"broker_commit_interval": EXACTLY_ONCE_COMMIT_INTERVAL_S} if exactly_once else {}),
     )
     install_faust_sensor(app)
