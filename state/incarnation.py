@@ -51,9 +51,10 @@ class Recorded:
 
 @dataclasses.dataclass(frozen=True)
 class Adoption:
-    """What `adopt` found: the engine to write with, whether the read model is new or was started
-    clean (the projection then reads its topics from the beginning), and the read model it replaced
-    with where that one is kept (None on PostgreSQL, where it was cleared)."""
+    """What `adopt` found: the engine to write with, whether the read model holds no record yet (new,
+    started clean, or adopted by `koord up` just before: the projection then reads its topics from
+    the beginning, whatever its consumer group committed), and the read model it replaced with where
+    that one is kept (None on PostgreSQL, where it was cleared)."""
 
     engine: Engine
     fresh: bool
@@ -114,7 +115,7 @@ def adopt(url: str | URL, current: Incarnation, bootstrap: str) -> Adoption:
             with engine.begin() as connection:
                 connection.execute(update(SourceCluster).where(SourceCluster.id == 1).values(
                     topic_ids=dict(merged(found.incarnation, current).topic_ids)))
-        return Adoption(engine, fresh=False)
+        return Adoption(engine, fresh=found.last_record_ms is None)
     path = _sqlite_file(engine.url)
     if path is None:
         _record(engine, current, bootstrap, clear=True)

@@ -84,6 +84,8 @@ def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, b
             click.echo(f"koordstream is up in the background (pid {proc.pid}), bootstrap {state['bootstrap']}")
             if state["broker_kind"] == "tansu" and state["embedded"]:
                 click.echo(EMBEDDED_WARNING)
+            if state.get("read_model_notice"):
+                click.echo(state["read_model_notice"])
             click.echo(f"logs in {home}; `koord status`, `koord watch decisions`, `koord down`")
             return
         if proc.poll() is not None:
@@ -118,7 +120,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
             logs.update({name: path for (name, _), path in zip(children, broker.logs)})
         topology = context.topology(config)
         asyncio.run(_apply_topics(bootstrap, topology))
-        _adopt_read_model(config, bootstrap, topology, embedded_broker)
+        notice = _adopt_read_model(config, bootstrap, topology, embedded_broker)
         env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
         metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection", "simulator")}
@@ -137,7 +139,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
                                           "--seed", str(seed), "--metrics-port", str(metrics["simulator"])),
                 home / "simulator.log", env)))
         state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "broker_kind": broker_kind,
-                 "ready": True,
+                 "ready": True, "read_model_notice": notice,
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
                  "processes": {name: {"pid": proc.pid, "log": str(Path(logs.get(name, home / f"{name}.log")).resolve())}
                                for name, proc in children}}
@@ -186,9 +188,10 @@ def _run_until_stopped(bootstrap, topology, children, stop) -> int:
     return asyncio.run(loop())
 
 
-def _adopt_read_model(config, bootstrap: str, topology, embedded_broker: bool) -> None:
-    """Check the read model against this broker before the projection starts (``state.incarnation``),
-    saying so when it was of another cluster and a clean one is started."""
+def _adopt_read_model(config, bootstrap: str, topology, embedded_broker: bool) -> str | None:
+    """Check the read model against this broker before the projection starts (``state.incarnation``);
+    when it was of another cluster and a clean one is started, say so (on stderr, and returned for
+    ``--detach`` to print)."""
     from state.incarnation import adopt
     from streams.agents.projection import PROJECTED, broker_incarnation
 
@@ -197,12 +200,14 @@ def _adopt_read_model(config, bootstrap: str, topology, embedded_broker: bool) -
     adoption = adopt(config.resolved_database_url, current, bootstrap)
     adoption.engine.dispose()
     if adoption.replaced is None:
-        return
+        return None
     kept = f"the old one is kept at {adoption.kept_at}" if adoption.kept_at else "the old one was cleared"
     if embedded_broker:
-        click.echo(f"the embedded broker of this KOORD_HOME is gone; starting a clean read model, {kept}", err=True)
+        notice = f"the embedded broker of this KOORD_HOME is gone; starting a clean read model, {kept}"
     else:
-        click.echo(adoption.describe(current, bootstrap), err=True)
+        notice = adoption.describe(current, bootstrap)
+    click.echo(notice, err=True)
+    return notice
 
 
 async def _apply_topics(bootstrap: str, topology) -> None:

@@ -26,6 +26,9 @@ def test_a_new_read_model_records_the_incarnation_and_is_fresh(database_url):
         assert (found.incarnation, found.bootstrap, found.last_record_ms) == (OLD, "127.0.0.1:9092", None)
     finally:
         adoption.engine.dispose()
+    again = adopt(database_url, OLD, "127.0.0.1:9092")
+    again.engine.dispose()
+    assert again.fresh and again.replaced is None, "nothing projected yet: still read from the beginning"
 
 
 def test_the_same_incarnation_keeps_the_read_model_and_learns_new_topics(database_url, records):
