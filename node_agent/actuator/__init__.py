@@ -9,7 +9,7 @@ Files (one concern each; one backend per mechanism):
 ``limits.py``      safe ranges (Koordinator's floors) and v1/v2 conversions
 ``files.py``       read-before-write, skip-if-equal, restore-on-failure file writes
 ``backend.py``     the backend protocol: plan, execute, read back
-``cgroup.py``      target directories, clamping and LS protection for both versions
+``cgroup.py``      target directories, range checks and LS protection for both versions
 ``cgroupv1.py``    v1 files per subsystem
 ``cgroupv2.py``    unified files (cpu.max, cpu.weight, memory.max, ...)
 ``coresched.py``   core-scheduling cookies of a pod's tasks (prctl PR_SCHED_CORE)

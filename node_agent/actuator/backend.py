@@ -1,7 +1,7 @@
 """The extension point of the actuator: one backend per mechanism (no backend logic here).
 
 A backend turns a verified target and its values into a :class:`Plan` (reads
-the host, clamps, decides what to write; raises ``verify.Rejected`` before
+the host, checks value ranges, decides what to write; raises ``verify.Rejected`` before
 any write), carries the plan out (:meth:`Backend.execute`, restoring the
 previous values if a step fails), and reads the values in force back from the
 kernel in canonical setting names (:meth:`Backend.read_back`).

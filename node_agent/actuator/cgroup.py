@@ -1,13 +1,13 @@
-"""What the two cgroup backends share: target directories, value clamping, the protected LS tier.
+"""What the two cgroup backends share: target directories, value range checks, the protected LS tier.
 
 Targets (``streams.actuation``): ``qos`` LSR/LS -> the kubepods root, BE -> its
 besteffort tier; ``pod`` -> the pod's directory in whichever kube-QoS tier
 holds it; ``container`` -> the container's directory (its scope under the
 systemd driver); ``hostapp`` -> the validated relative ``cgroup.path``.
 
-Values are clamped by ``limits.py``. The kubepods root holds every pod, so on
-the LSR/LS ``qos`` targets only settings that cannot starve LS pods are
-accepted: quota and memory limit ``-1``, ``cpu.idle`` 0, ``cpu.bvt_warp_ns`` >= 0,
+Values are checked by ``limits.py`` (out of range: ``bad-value``, never
+clamped). The kubepods root holds every pod, so on the LSR/LS ``qos``
+targets only settings that cannot starve LS pods are accepted: quota and memory limit ``-1``, ``cpu.idle`` 0, ``cpu.bvt_warp_ns`` >= 0,
 no cpuset (``protected-target`` otherwise). The version modules
 (``cgroupv1.py``, ``cgroupv2.py``) say which files carry each setting.
 
@@ -38,7 +38,7 @@ from streams.actuation import (CGROUP_SETTINGS, CORE_SCHED_GROUP, CPU_BURST, CPU
 from streams.koordinator.classes import QOS_LS, QOS_LSR
 
 Desired = dict[str, object]
-"""Canonical setting -> clamped value (int, or a frozenset of CPUs for cpuset.cpus)."""
+"""Canonical setting -> checked value (int, or a frozenset of CPUs for cpuset.cpus)."""
 
 
 class CgroupBackend:
@@ -145,7 +145,7 @@ class CgroupBackend:
         return found
 
     def normalize(self, rel: str, values: dict[str, str]) -> Desired:
-        """The clamped values; Rejected(bad-value) for text that is not a value of its setting."""
+        """The checked values; Rejected(bad-value) for text that is not a value of its setting or is out of range."""
         try:
             return self._normalize(rel, values)
         except limits.ValueProblem as err:
@@ -157,27 +157,25 @@ class CgroupBackend:
         desired: Desired = {}
         period = ints.get(CPU_PERIOD)
         if period is not None:
-            desired[CPU_PERIOD] = period = limits.clamp_period(period)
+            desired[CPU_PERIOD] = period = limits.check_period(period)
         else:
             period = self.read_current(rel, CPU_PERIOD) or limits.DEFAULT_CFS_PERIOD_US
         if CPU_QUOTA in ints:
-            desired[CPU_QUOTA] = limits.clamp_quota(ints[CPU_QUOTA], period)
+            desired[CPU_QUOTA] = limits.check_quota(ints[CPU_QUOTA], period)
         if CPU_BURST in ints:
             quota = desired.get(CPU_QUOTA, self.read_current(rel, CPU_QUOTA))
-            desired[CPU_BURST] = limits.clamp_burst(ints[CPU_BURST], limits.UNLIMITED if quota is None else quota)
+            desired[CPU_BURST] = limits.check_burst(ints[CPU_BURST], limits.UNLIMITED if quota is None else quota)
         if CPU_SHARES in ints:
-            desired[CPU_SHARES] = limits.clamp_shares(ints[CPU_SHARES])
+            desired[CPU_SHARES] = limits.check_shares(ints[CPU_SHARES])
         if CPU_IDLE in ints:
-            if ints[CPU_IDLE] not in (0, 1):
-                raise limits.ValueProblem(f"{CPU_IDLE} must be 0 or 1, got {ints[CPU_IDLE]}")
-            desired[CPU_IDLE] = ints[CPU_IDLE]
+            desired[CPU_IDLE] = limits.within(CPU_IDLE, ints[CPU_IDLE], 0, 1)
         if CPU_BVT_WARP in ints:
-            desired[CPU_BVT_WARP] = limits.clamp(ints[CPU_BVT_WARP], limits.MIN_BVT, limits.MAX_BVT)
+            desired[CPU_BVT_WARP] = limits.check_bvt(ints[CPU_BVT_WARP])
         if MEMORY_LIMIT in ints:
-            desired[MEMORY_LIMIT] = limits.clamp_memory(ints[MEMORY_LIMIT])
+            desired[MEMORY_LIMIT] = limits.check_memory(ints[MEMORY_LIMIT])
         if CPUSET_CPUS in values:
             allowed = self.allowed_cpus(rel.rpartition("/")[0])
-            desired[CPUSET_CPUS] = limits.clamp_cpuset(limits.parse_cpulist(values[CPUSET_CPUS]), allowed)
+            desired[CPUSET_CPUS] = limits.check_cpuset(limits.parse_cpulist(values[CPUSET_CPUS]), allowed)
         return desired
 
 

@@ -19,15 +19,22 @@ Floors and ranges come from Koordinator where it has one (pinned in
 - ``cpu.bvt_warp_ns`` -1 .. 2 (group identity); ``cpu.idle`` 0 or 1.
 - ``cpuset.cpus``: at least ``min(2, cpus available)`` CPUs (cpusuppress'
   ``beMinCPUSetCores``), never outside the parent's set.
-- Memory limit: ``-1`` or at least 64 MiB. Koordinator has no floor here; 64 MiB
+- Memory limit: ``-1`` or 64 MiB .. 2^62 bytes. Koordinator has no floor here; 64 MiB
   is koordstream's, below it a container runtime's own shim and the pause
   process are at risk.
 - Percents (resctrl) 0 .. 100; MBA at least the host's ``min_bandwidth``.
 - Network rates: at least 1 Mbit/s per class (HTB cannot shape reliably below
   that on a busy link); requests fit in the total, limits between request and total.
 
-Numbers out of range are clamped (the acknowledgement reports the value in
-force); text that is not a number is rejected.
+A requested value outside its range is refused (``bad-value``), never clamped
+or widened: the agent runs as root, and a value the planner did not mean
+(memory ``-5``, quota ``10``) must not become another one (unlimited, the
+floor). ``-1`` is the only negative that means unlimited. Two roundings stay
+because the kernel makes them anyway on write: a memory limit is rounded
+down to a page (tighter, never looser), an Intel MBA percent up to the
+host's ``bandwidth_gran`` (resctrl rounds it up the same way); the
+acknowledgement reports the value in force. Text that is not a number is
+refused too.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ MAX_RATE_BPS = 400_000_000_000
 
 
 class ValueProblem(ValueError):
-    """A value that cannot be clamped into shape (not a number, an empty cpuset, ...)."""
+    """A value that is not a value of its setting, or lies outside its safe range (refused, never clamped)."""
 
 
 def parse_int(name: str, text: str) -> int:
@@ -68,55 +75,75 @@ def parse_int(name: str, text: str) -> int:
 
 
 def clamp(value: int, low: int, high: int) -> int:
+    """For values the agent derives itself (an HTB quantum), never for a requested one."""
     return max(low, min(high, value))
+
+
+def within(name: str, value: int, low: int, high: int) -> int:
+    """``value`` when ``low <= value <= high``; ValueProblem naming the range otherwise."""
+    if not low <= value <= high:
+        raise ValueProblem(f"{name}={value} is outside {low}..{high}")
+    return value
 
 
 def quota_floor_us(period_us: int) -> int:
     return max(KERNEL_MIN_QUOTA_US, math.ceil(period_us * BE_MIN_QUOTA_CORES))
 
 
-def clamp_period(period_us: int) -> int:
-    return clamp(period_us, MIN_CFS_PERIOD_US, MAX_CFS_PERIOD_US)
+def check_period(period_us: int) -> int:
+    return within("cpu.cfs_period_us", period_us, MIN_CFS_PERIOD_US, MAX_CFS_PERIOD_US)
 
 
-def clamp_quota(quota_us: int, period_us: int) -> int:
-    """``-1`` for any negative quota (unlimited), else within [floor, 4096 CPUs]."""
-    if quota_us < 0:
+def check_quota(quota_us: int, period_us: int) -> int:
+    """``-1`` (unlimited) or within [floor, 4096 CPUs] of ``period_us``; any other negative is refused."""
+    if quota_us == UNLIMITED:
         return UNLIMITED
-    return clamp(quota_us, quota_floor_us(period_us), period_us * MAX_QUOTA_CPUS)
+    return within(f"cpu.cfs_quota_us (period {period_us})", quota_us, quota_floor_us(period_us),
+                  period_us * MAX_QUOTA_CPUS)
 
 
-def clamp_burst(burst_us: int, quota_us: int) -> int:
+def check_burst(burst_us: int, quota_us: int) -> int:
+    """0 .. the validator's maximum, and not above ``quota_us`` when the quota is limited."""
     high = MAX_BURST_US if quota_us < 0 else min(MAX_BURST_US, quota_us)
-    return clamp(burst_us, 0, high)
+    return within(f"cpu.cfs_burst_us (quota {quota_us})", burst_us, 0, high)
 
 
-def clamp_shares(shares: int) -> int:
-    return clamp(shares, MIN_SHARES, MAX_SHARES)
+def check_shares(shares: int) -> int:
+    return within("cpu.shares", shares, MIN_SHARES, MAX_SHARES)
+
+
+def check_bvt(warp: int) -> int:
+    return within("cpu.bvt_warp_ns", warp, MIN_BVT, MAX_BVT)
 
 
 def shares_to_weight(shares: int) -> int:
-    """koordlet's ConvertCPUSharesToWeight on the clamped shares."""
-    return MIN_WEIGHT + (clamp_shares(shares) - MIN_SHARES) * 9999 // 262142
+    """koordlet's ConvertCPUSharesToWeight; ``shares`` must be in range (``check_shares``)."""
+    return MIN_WEIGHT + (check_shares(shares) - MIN_SHARES) * 9999 // 262142
 
 
 def weight_to_shares(weight: int) -> int:
+    """The shares a weight the kernel holds stands for (reading back, never a write)."""
     return MIN_SHARES + (clamp(weight, MIN_WEIGHT, MAX_WEIGHT) - MIN_WEIGHT) * 262142 // 9999
 
 
-def clamp_memory(limit_bytes: int) -> int:
-    """``-1`` for any negative or huge limit; else at least the floor, rounded down to a page as the kernel does."""
-    if limit_bytes < 0 or limit_bytes >= MAX_MEMORY_LIMIT_BYTES:
+def check_memory(limit_bytes: int) -> int:
+    """``-1`` (unlimited) or within [64 MiB, 2^62) rounded down to a page as the kernel does; else refused."""
+    if limit_bytes == UNLIMITED:
         return UNLIMITED
-    return max(limit_bytes, MIN_MEMORY_LIMIT_BYTES) // PAGE_SIZE * PAGE_SIZE
+    within("memory limit", limit_bytes, MIN_MEMORY_LIMIT_BYTES, MAX_MEMORY_LIMIT_BYTES - 1)
+    return limit_bytes // PAGE_SIZE * PAGE_SIZE
 
 
 def memory_from_kernel(value: int) -> int:
     return UNLIMITED if value < 0 or value >= MAX_MEMORY_LIMIT_BYTES else value
 
 
-def clamp_percent(percent: int) -> int:
-    return clamp(percent, 0, 100)
+def check_percent(name: str, percent: int, low: int = 0) -> int:
+    return within(name, percent, low, 100)
+
+
+def check_rate(name: str, rate_bps: int, low: int = MIN_RATE_BPS, high: int = MAX_RATE_BPS) -> int:
+    return within(name, rate_bps, low, high)
 
 
 def parse_cpulist(text: str) -> frozenset[int]:
@@ -149,11 +176,14 @@ def format_cpulist(cpus: frozenset[int] | set[int]) -> str:
     return ",".join(parts)
 
 
-def clamp_cpuset(wanted: frozenset[int], allowed: frozenset[int] | None) -> frozenset[int]:
-    """``wanted`` within ``allowed`` (the parent's set); at least min(2, |allowed|) CPUs or ValueProblem."""
-    cpus = wanted & allowed if allowed is not None else wanted
+def check_cpuset(wanted: frozenset[int], allowed: frozenset[int] | None) -> frozenset[int]:
+    """``wanted`` when it lies within ``allowed`` (the parent's set) and has at least min(2, |allowed|) CPUs;
+    ValueProblem otherwise (a CPU outside the parent's set is refused, not dropped)."""
+    outside = wanted - allowed if allowed is not None else frozenset()
+    if outside:
+        raise ValueProblem(f"cpuset {format_cpulist(wanted)!r} names CPUs {format_cpulist(outside)} outside the "
+                           f"parent's {format_cpulist(allowed)}")
     floor = BE_MIN_CPUSET_CPUS if allowed is None else min(BE_MIN_CPUSET_CPUS, len(allowed))
-    if len(cpus) < max(floor, 1):
-        raise ValueProblem(f"cpuset {format_cpulist(wanted)!r} leaves {len(cpus)} CPUs of the allowed "
-                           f"{format_cpulist(allowed) if allowed is not None else 'set'}; the floor is {floor}")
-    return cpus
+    if len(wanted) < max(floor, 1):
+        raise ValueProblem(f"cpuset {format_cpulist(wanted)!r} has {len(wanted)} CPUs; the floor is {max(floor, 1)}")
+    return wanted

@@ -13,10 +13,11 @@ gets, for the resources the actuation names::
 CAT mask (``CalculateCatL3MaskValue``): the host's ``info/L3/cbm_mask`` must be
 all ones; ``ways = bitlen(cbm)``, ``startWay = ceil(ways x start / 100)``,
 ``endWay = ceil(ways x end / 100)``, ``mask = (1 << endWay) - (1 << startWay)``
-(lowercase hex). ``end`` must exceed ``start`` after clamping to 0..100.
+(lowercase hex). Both percents must be within 0..100 and ``end`` must exceed ``start`` (else refused).
 
-MBA: Intel writes a percent rounded **up** to ``info/MB/bandwidth_gran``
-(koordlet: to a multiple of 10), at least ``info/MB/min_bandwidth``; AMD
+MBA: a percent below ``info/MB/min_bandwidth`` (at least 1) or above 100 is
+refused. Intel writes it rounded **up** to ``info/MB/bandwidth_gran`` (koordlet:
+to a multiple of 10; the kernel rounds the same way); AMD
 (``AuthenticAMD``) writes ``2048`` (unlimited) for 100 % and
 ``trunc(160 x percent / 100)`` otherwise.
 
@@ -100,7 +101,7 @@ class ResctrlInfo:
         if self.amd:
             return AMD_MB_UNLIMITED if percent >= 100 else AMD_MB_MAX * percent // 100
         gran = max(self.bandwidth_gran, 1)
-        return limits.clamp(math.ceil(percent / gran) * gran, max(self.min_bandwidth, 1), 100)
+        return min(math.ceil(percent / gran) * gran, 100)
 
     def mb_percent(self, value: int) -> int:
         if self.amd:
@@ -183,7 +184,8 @@ class ResctrlBackend:
                 if not info.mb_ids:
                     unsupported[MB_PERCENT] = "no MBA on this host (MB schemata missing)"
                 else:
-                    percent = limits.clamp(limits.parse_int(MB_PERCENT, values[MB_PERCENT]), 1, 100)
+                    percent = limits.check_percent(MB_PERCENT, limits.parse_int(MB_PERCENT, values[MB_PERCENT]),
+                                                   low=max(info.min_bandwidth, 1))
                     wanted["MB"] = {i: str(info.mb_value(percent)) for i in info.mb_ids}
             pods = self._pods(values)
             if target.kind == contract.TARGET_POD and pods and pods != (target.pod_uid,):
@@ -219,9 +221,9 @@ class ResctrlBackend:
         if start is None or end is None:
             first = next(iter(current.get("L3", {}).values()), None)
             known = mask_percents(int(first, 16), info.cbm.bit_length()) if first else None
-        start_value = limits.clamp_percent(limits.parse_int(L3_START, start)) if start is not None else \
+        start_value = limits.check_percent(L3_START, limits.parse_int(L3_START, start)) if start is not None else \
             (known[0] if known else 0)
-        end_value = limits.clamp_percent(limits.parse_int(L3_END, end)) if end is not None else \
+        end_value = limits.check_percent(L3_END, limits.parse_int(L3_END, end)) if end is not None else \
             (known[1] if known else 100)
         return start_value, end_value
 

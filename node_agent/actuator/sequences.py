@@ -52,6 +52,15 @@ class SequenceStore:
         """The last applied sequence for ``key``, or the floor when the target is not remembered."""
         return self._last.get(key, self.floor)
 
+    def remembers(self, key: str) -> bool:
+        return key in self._last
+
+    def reset(self) -> None:
+        """Forget every sequence and the floor (persisted): the actuations topic they came from is gone."""
+        self._last.clear()
+        self.floor = -1
+        self._save()
+
     def record(self, key: str, sequence: int) -> None:
         self._last.pop(key, None)
         self._last[key] = sequence

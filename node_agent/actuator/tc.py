@@ -14,11 +14,12 @@ actuation contract yet; whoever classifies adds filters under ``1:``.
 
 A value not in the actuation keeps the one in force (a first setup needs
 ``total_bps``; missing requests default to the 1 Mbit/s floor and limits to
-the total). Clamps (``limits.py``): total within [1 Mbit/s, 400 Gbit/s];
-requests at least 1 Mbit/s and together within the total, L0 first, then L1,
-then L2 (a class never guarantees away what a higher one was given); each
-limit between its request and the total. HTB keeps rates in bytes per
-second, so values are rounded down to a multiple of 8 bit/s. Replacing a
+the total). Ranges (``limits.py``), checked on the values that would be in
+force (asked for, or kept): total within [1 Mbit/s, 400 Gbit/s]; each
+request at least 1 Mbit/s and the requests together within the total; each
+limit between its request and the total. A value outside them is refused
+(``bad-value``), never clamped. HTB keeps rates in bytes per second, so
+values are rounded down to a multiple of 8 bit/s. Replacing a
 non-HTB root qdisc (e.g. ``mq`` on a multi-queue NIC) serialises egress
 through one queue: that is the cost of shaping.
 
@@ -137,17 +138,10 @@ class TcBackend:
         total = asked.get(TOTAL_BPS, current[PARENT].rate_bps if PARENT in current else None)
         if total is None:
             raise Rejected(BAD_VALUE, f"{TOTAL_BPS} is needed to set up {self.interface} the first time")
-        total = _bytes_exact(limits.clamp(total, limits.MIN_RATE_BPS, limits.MAX_RATE_BPS))
-        wanted: dict[str, HtbClass] = {PARENT: HtbClass(total, total, None, None)}
-        left = total
-        for name in NET_CLASSES:
-            had = current.get(CLASS_IDS[name])
-            request = asked.get(f"{name}{REQUEST_BPS_SUFFIX}", had.rate_bps if had else limits.MIN_RATE_BPS)
-            limit = asked.get(f"{name}{LIMIT_BPS_SUFFIX}", had.ceil_bps if had else total)
-            request = _bytes_exact(limits.clamp(request, limits.MIN_RATE_BPS, max(left, limits.MIN_RATE_BPS)))
-            left = max(left - request, 0)
-            limit = _bytes_exact(limits.clamp(limit, request, total))
-            wanted[CLASS_IDS[name]] = HtbClass(request, limit, PRIORITIES[name], PARENT)
+        try:
+            wanted = self._wanted(asked, current, total)
+        except limits.ValueProblem as err:
+            raise Rejected(BAD_VALUE, str(err)) from None
         steps = []
         if not ours:
             steps.append(("qdisc", "replace", "dev", self.interface, "root", "handle", HANDLE, "htb", "default",
@@ -159,6 +153,24 @@ class TcBackend:
             steps.append(self._class_command("replace", handle, cls))
         actions = [" ".join([*self.command, *step]) for step in steps]
         return Plan(target, tuple(TC_SETTINGS), actions, payload=dict(steps=steps, ours=ours, current=current))
+
+    @staticmethod
+    def _wanted(asked: dict[str, int], current: dict[str, HtbClass], total: int) -> dict[str, HtbClass]:
+        """The classes after this actuation; ValueProblem when a value in force would be out of range."""
+        total = _bytes_exact(limits.check_rate(TOTAL_BPS, total))
+        wanted: dict[str, HtbClass] = {PARENT: HtbClass(total, total, None, None)}
+        requested = 0
+        for name in NET_CLASSES:
+            had = current.get(CLASS_IDS[name])
+            request = asked.get(f"{name}{REQUEST_BPS_SUFFIX}", had.rate_bps if had else limits.MIN_RATE_BPS)
+            limit = asked.get(f"{name}{LIMIT_BPS_SUFFIX}", had.ceil_bps if had else total)
+            request = _bytes_exact(limits.check_rate(f"{name}{REQUEST_BPS_SUFFIX}", request, high=total))
+            limit = _bytes_exact(limits.check_rate(f"{name}{LIMIT_BPS_SUFFIX}", limit, low=request, high=total))
+            requested += request
+            wanted[CLASS_IDS[name]] = HtbClass(request, limit, PRIORITIES[name], PARENT)
+        if requested > total:
+            raise limits.ValueProblem(f"the requests ({requested} bit/s together) exceed {TOTAL_BPS}={total}")
+        return wanted
 
     def _class_command(self, verb: str, handle: str, cls: HtbClass) -> tuple[str, ...]:
         parent = ("parent", HANDLE) if handle == PARENT else ("parent", PARENT)

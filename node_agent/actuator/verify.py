@@ -17,11 +17,15 @@ Checks, in this order (the first failing one is the reason):
    contract's ``SETTINGS`` (``unknown-setting``). A known setting the host
    cannot apply is not refused here: the backend reports it unsupported;
 7. the sequence is above the last one applied for the same
-   (targetKind, targetId, mechanism) (``stale-sequence``; replays land here).
+   (targetKind, targetId, mechanism): equal to it is ``duplicate`` (a replay
+   of the actuation already applied, whose acknowledgement stands), below it
+   ``stale-sequence``.
 
 The backends add ``bad-value``, ``protected-target`` and
-``target-not-found`` while planning, still before any write. A rejected
-actuation writes nothing and does not move the sequence.
+``target-not-found`` while planning, still before any write; anything else
+that goes wrong before a write (an OSError reading the host, a bug) is
+``internal-error`` (``actuator.py``). A rejected actuation writes nothing
+and does not move the sequence.
 """
 
 from __future__ import annotations
@@ -42,12 +46,14 @@ MECHANISM_NOT_FOR_TARGET = "mechanism-not-for-target"
 BAD_TARGET = "bad-target"
 UNKNOWN_SETTING = "unknown-setting"
 STALE_SEQUENCE = "stale-sequence"
+DUPLICATE = "duplicate"
+INTERNAL_ERROR = "internal-error"
 BAD_VALUE = "bad-value"
 PROTECTED_TARGET = "protected-target"
 TARGET_NOT_FOUND = "target-not-found"
 REASONS = (MALFORMED, WRONG_NODE, UNSIGNED, BAD_SIGNATURE, UNKNOWN_TARGET_KIND, UNKNOWN_MECHANISM,
-           MECHANISM_NOT_FOR_TARGET, BAD_TARGET, UNKNOWN_SETTING, STALE_SEQUENCE, BAD_VALUE, PROTECTED_TARGET,
-           TARGET_NOT_FOUND)
+           MECHANISM_NOT_FOR_TARGET, BAD_TARGET, UNKNOWN_SETTING, STALE_SEQUENCE, DUPLICATE, BAD_VALUE,
+           PROTECTED_TARGET, TARGET_NOT_FOUND, INTERNAL_ERROR)
 
 MECHANISM_TARGETS = contract.MECHANISM_TARGETS
 SETTINGS = contract.SETTINGS
@@ -117,6 +123,9 @@ class Verifier:
         if not set(values) - {contract.HOSTAPP_PATH}:
             raise Rejected(BAD_VALUE, "no settings to apply")
         last = self.sequences.last(target.key)
+        if record["sequence"] == last and self.sequences.remembers(target.key):
+            raise Rejected(DUPLICATE, f"sequence {last} was already applied for {kind}/{record['targetId']}/"
+                                      f"{mechanism}; this is a replay of it")
         if record["sequence"] <= last:
             raise Rejected(STALE_SEQUENCE, f"sequence {record['sequence']} is not above {last}, the last applied "
                                            f"for {kind}/{record['targetId']}/{mechanism}")

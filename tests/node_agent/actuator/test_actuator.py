@@ -24,7 +24,7 @@ def test_apply_writes_reads_back_and_acknowledges(v1_tree, tmp_path):
         actuation({"cpu.cfs_quota_us": "50000", "cpu.shares": "2"}, sequence=3, decision="plan-7"))
     assert ack == {"actuationId": "plan-7", "nodeName": NODE, "sequence": 3, "applied": True,
                    "values": {"cpu.cfs_quota_us": "50000", "cpu.shares": "2"}, "error": None,
-                   "timestamp": 1_700_000_000_500}
+                   "timestamp": 1_700_000_000_500, "status": "applied"}
     assert v1_tree.read("cpu", "kubepods/besteffort", "cpu.cfs_quota_us") == "50000"
     assert latency_count() == observed + 1
     assert json.loads((tmp_path / "state/actuation-sequences.json").read_text())["last"][0][1] == 3

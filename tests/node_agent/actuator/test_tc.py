@@ -1,4 +1,4 @@
-"""The tc backend with a fake ``tc`` that keeps HTB state: commands, clamping, idempotence, restore."""
+"""The tc backend with a fake ``tc`` that keeps HTB state: commands, range checks, idempotence, restore."""
 
 import subprocess
 
@@ -94,13 +94,26 @@ def test_second_apply_changes_nothing():
     assert len(plan.actions) == 1 and back["L2.limit_bps"] == "40000000" and back["L1.request_bps"] == "30000000"
 
 
-def test_requests_fit_in_the_total_in_priority_order():
-    _, _, back = apply(TcBackend("eth0", runner=FakeTc()), {
-        "total_bps": "100000000", "L0.request_bps": "80000000", "L1.request_bps": "50000000",
-        "L2.request_bps": "50000000", "L2.limit_bps": "999999999999", "L1.limit_bps": "1"})
-    assert (back["L0.request_bps"], back["L1.request_bps"], back["L2.request_bps"]) == ("80000000", "20000000",
-                                                                                        "1000000")
-    assert (back["L2.limit_bps"], back["L1.limit_bps"]) == ("100000000", "20000000")
+@pytest.mark.parametrize("values", [
+    {"total_bps": "100000000", "L0.request_bps": "80000000", "L1.request_bps": "50000000"},
+    {"total_bps": "100000000", "L2.limit_bps": "999999999999"},
+    {"total_bps": "100000000", "L1.request_bps": "20000000", "L1.limit_bps": "1"},
+    {"total_bps": "999999"}, {"total_bps": "100000000", "L2.request_bps": "1"},
+], ids=["requests-above-total", "limit-above-total", "limit-below-request", "total-below-floor", "request-below-floor"])
+def test_rates_out_of_range_are_refused_not_clamped(values):
+    tc = FakeTc()
+    with pytest.raises(Rejected) as rejected:
+        TcBackend("eth0", runner=tc).plan(NODE, values)
+    assert rejected.value.reason == BAD_VALUE
+
+
+def test_a_smaller_total_is_refused_while_the_classes_in_force_need_more():
+    tc = FakeTc()
+    backend = TcBackend("eth0", runner=tc)
+    apply(backend, {"total_bps": "100000000", "L0.request_bps": "60000000"})
+    with pytest.raises(Rejected) as rejected:
+        backend.plan(NODE, {"total_bps": "50000000"})
+    assert rejected.value.reason == BAD_VALUE
 
 
 def test_first_setup_needs_a_total():

@@ -49,7 +49,7 @@ CASES = {
     "core-sched-on-the-be-tier": (actuation({"core_sched.group": "g"}), verify.UNKNOWN_SETTING, None),
     "garbage-value": (actuation({"cpu.cfs_quota_us": "1; rm -rf /"}), verify.BAD_VALUE, None),
     "no-settings": (actuation({}), verify.BAD_VALUE, None),
-    "quota-on-ls": (actuation({"cpu.cfs_quota_us": "1000"}, target="LS"), verify.PROTECTED_TARGET, None),
+    "quota-on-ls": (actuation({"cpu.cfs_quota_us": "50000"}, target="LS"), verify.PROTECTED_TARGET, None),
     "missing-pod": (actuation({"cpu.shares": "2"}, kind="pod", target="bbbbbbbb-0000-0000-0000-000000000001"),
                     verify.TARGET_NOT_FOUND, None),
     "malformed": ({**actuation({"cpu.shares": "2"}), "sequence": "7"}, verify.MALFORMED, None),
@@ -83,15 +83,19 @@ def test_refused_with_reason_and_nothing_written(any_tree, tmp_path, monkeypatch
     assert codec.decode(codec.encode("ActuationAck", ack))[1] == ack
 
 
-def test_replayed_and_older_sequences_are_stale_even_after_a_restart(v1_tree, tmp_path):
+def test_replayed_and_older_sequences_are_refused_even_after_a_restart(v1_tree, tmp_path):
+    """The replay of the applied actuation is a ``duplicate`` (its ack marked so), an older one stale."""
     state = tmp_path / "state"
     record = contract.sign(actuation({"cpu.cfs_quota_us": "50000"}, sequence=5), KEY)
     assert make_actuator(v1_tree, key=KEY, state_dir=state).apply(record)["applied"] is True
     restarted = make_actuator(v1_tree, key=KEY, state_dir=state)
     before = snapshot(v1_tree.root)
-    for replay in (record, contract.sign(actuation({"cpu.cfs_quota_us": "90000"}, sequence=4), KEY)):
+    for replay, reason in ((record, verify.DUPLICATE),
+                           (contract.sign(actuation({"cpu.cfs_quota_us": "90000"}, sequence=4), KEY),
+                            verify.STALE_SEQUENCE)):
         ack = restarted.apply(replay)
-        assert not ack["applied"] and ack["error"].startswith(f"rejected ({verify.STALE_SEQUENCE})")
+        assert not ack["applied"] and ack["error"].startswith(f"rejected ({reason})")
+        assert ack["status"] == ("duplicate" if reason == verify.DUPLICATE else "rejected")
     assert snapshot(v1_tree.root) == before
     newer = contract.sign(actuation({"cpu.cfs_quota_us": "90000"}, sequence=6), KEY)
     assert restarted.apply(newer)["values"] == {"cpu.cfs_quota_us": "90000"}
