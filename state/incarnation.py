@@ -28,7 +28,7 @@ from pathlib import Path
 from sqlalchemy import Engine, delete, insert, select, text, update
 from sqlalchemy.engine import URL, make_url
 
-from state.db import create_all, open_database
+from state.db import SchemaVersionError, create_all, open_database
 from state.models import Base, SchemaVersion, SourceCluster
 from streams.broker.incarnation import Incarnation
 
@@ -53,8 +53,9 @@ class Recorded:
 class Adoption:
     """What `adopt` found: the engine to write with, whether the read model holds no record yet (new,
     started clean, or adopted by `koord up` just before: the projection then reads its topics from
-    the beginning, whatever its consumer group committed), and the read model it replaced with where
-    that one is kept (None on PostgreSQL, where it was cleared)."""
+    the beginning, whatever its consumer group committed), and when a clean one was started, why,
+    the incarnation it replaced (None for a SQLite file of another schema version) and where the old
+    one is kept (None on PostgreSQL, where it was cleared)."""
 
     engine: Engine
     fresh: bool
@@ -64,9 +65,11 @@ class Adoption:
 
     def describe(self, current: Incarnation, bootstrap: str) -> str:
         """One line for the log, or '' when nothing was replaced."""
-        if self.replaced is None:
+        if self.reason is None:
             return ""
         kept = f"the old one is kept at {self.kept_at}" if self.kept_at else "the old one was cleared"
+        if self.replaced is None:
+            return f"the read model {self.reason}; starting a clean read model, {kept}"
         return (f"the read model was of {self.replaced.describe()}, not of {current.describe()} at {bootstrap} "
                 f"({self.reason}); starting a clean read model, {kept}")
 
@@ -102,9 +105,24 @@ def merged(old: Incarnation, new: Incarnation) -> Incarnation:
 
 def adopt(url: str | URL, current: Incarnation, bootstrap: str) -> Adoption:
     """Open the read model at `url` for projecting the topics of `current`: record `current` in a new
-    read model, keep one of the same incarnation, start a clean one in place of one of another."""
+    read model, keep one of the same incarnation, start a clean one in place of one of another. A
+    SQLite file of another schema version is set aside the same way (it holds nothing the topics do
+    not); on PostgreSQL that stays a SchemaVersionError, as dropping tables is the operator's call."""
     engine = open_database(url)
-    create_all(engine)
+    try:
+        create_all(engine)
+    except SchemaVersionError as error:
+        path = _sqlite_file(engine.url)
+        if path is None:
+            engine.dispose()
+            raise
+        kept = _set_aside(engine, path, f"schema-v{error.found}")
+        engine = open_database(url)
+        create_all(engine)
+        _record(engine, current, bootstrap, clear=False)
+        found_text = "no schema version" if error.found is None else f"schema version {error.found}"
+        return Adoption(engine, fresh=True, kept_at=str(kept),
+                        reason=f"had {found_text}, this koordstream uses {error.expected}")
     found = recorded(engine)
     if found is None:
         _record(engine, current, bootstrap, clear=False)
@@ -120,7 +138,7 @@ def adopt(url: str | URL, current: Incarnation, bootstrap: str) -> Adoption:
     if path is None:
         _record(engine, current, bootstrap, clear=True)
         return Adoption(engine, fresh=True, replaced=found, reason=reason)
-    kept = _set_aside(engine, path, found.incarnation)
+    kept = _set_aside(engine, path, f"{found.incarnation.cluster_id}.{found.incarnation.token()}")
     engine = open_database(url)
     create_all(engine)
     _record(engine, current, bootstrap, clear=False)
@@ -154,17 +172,18 @@ def _sqlite_file(url: URL) -> Path | None:
     return Path(url.database)
 
 
-def _set_aside(engine: Engine, path: Path, old: Incarnation) -> Path:
-    """Rename the SQLite file at `path` (with its WAL and shared-memory files) to a name carrying the
-    cluster id and token of `old`; return the new path."""
+def _set_aside(engine: Engine, path: Path, label: str) -> Path:
+    """Rename the SQLite file at `path` (with its WAL and shared-memory files) to a name carrying
+    `label` (what it was: its cluster id and incarnation token, or its schema version); return the
+    new path."""
     with engine.connect() as connection:
         connection.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
     engine.dispose()
-    label = re.sub(r"[^A-Za-z0-9_-]", "_", old.cluster_id) or "unknown"
-    target = path.with_name(f"{path.stem}.{label}.{old.token()}{path.suffix}")
+    label = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+    target = path.with_name(f"{path.stem}.{label}{path.suffix}")
     number = 1
     while target.exists():
-        target = path.with_name(f"{path.stem}.{label}.{old.token()}.{number}{path.suffix}")
+        target = path.with_name(f"{path.stem}.{label}.{number}{path.suffix}")
         number += 1
     path.rename(target)
     for suffix in ("-wal", "-shm"):

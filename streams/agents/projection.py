@@ -113,7 +113,7 @@ async def run_projection(bootstrap: str, topology: Topology, database_url: str, 
     topics = [names[logical] for logical in PROJECTED]
     current = await broker_incarnation(bootstrap, topics)
     adoption = await asyncio.to_thread(read_model_incarnation.adopt, database_url, current, bootstrap)
-    if adoption.replaced is not None:
+    if adoption.reason is not None:
         log.warning("%s", adoption.describe(current, bootstrap))
     engine = adoption.engine
     projector = Projector(engine, topics={logical: names[logical] for logical in PROJECTED})

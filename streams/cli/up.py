@@ -33,6 +33,8 @@ from streams.topology import apply as apply_topology
 EMBEDDED_WARNING = "The embedded broker (Tansu) keeps topics in memory only: `koord down` loses them."
 BROKER_NAMES = {"tansu": "embedded Tansu", "kafka": "local Apache Kafka"}
 READY_TIMEOUT_S = 90
+CONSUMER_SAMPLE_S = 4.0
+"""``koord status``: longer than Faust's commit interval (2.8 s), so a consumer between commits is not stuck."""
 
 
 @click.command()
@@ -106,6 +108,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     children: list[tuple[str, subprocess.Popen]] = []
+    managed: list[supervision.Child] = []
     state_path = home / context.STATE_FILE
     broker = None
     logs: dict[str, object] = {}
@@ -124,20 +127,19 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
         env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
         metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection", "simulator")}
-        children.append(("worker", supervision.spawn(
-            supervision.koord_command("worker", "--metrics-port", str(metrics["worker"])), home / "worker.log", env)))
-        children.append(("projection", supervision.spawn(
-            supervision.koord_command("project", "--metrics-port", str(metrics["projection"])),
-            home / "projection.log", env)))
+        managed = [supervision.Child.start("worker", supervision.koord_command(
+            "worker", "--metrics-port", str(metrics["worker"])), home / "worker.log", env)]
+        managed.append(supervision.Child.start("projection", supervision.koord_command(
+            "project", "--metrics-port", str(metrics["projection"])), home / "projection.log", env))
         if bridge:
             kubeconfig, mode = bridge
-            children.append(("bridge", supervision.spawn(
-                supervision.koord_command("bridge", "--kubeconfig", kubeconfig, "--mode", mode), home / "bridge.log", env)))
+            managed.append(supervision.Child.start("bridge", supervision.koord_command(
+                "bridge", "--kubeconfig", kubeconfig, "--mode", mode), home / "bridge.log", env))
         if nodes > 0:
-            children.append(("simulator", supervision.spawn(
-                supervision.koord_command("simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node),
-                                          "--seed", str(seed), "--metrics-port", str(metrics["simulator"])),
-                home / "simulator.log", env)))
+            managed.append(supervision.Child.start("simulator", supervision.koord_command(
+                "simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed),
+                "--metrics-port", str(metrics["simulator"])), home / "simulator.log", env))
+        children += [(child.name, child.proc) for child in managed]
         state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "broker_kind": broker_kind,
                  "ready": True, "read_model_notice": notice,
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
@@ -148,9 +150,10 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
                 state["processes"][name]["metrics"] = f"http://127.0.0.1:{port}/metrics"
         state_path.write_text(json.dumps(state, indent=2))
         _banner(state)
-        return _run_until_stopped(bootstrap, topology, children, stop)
+        brokers = [(name, proc) for name, proc in children if name.startswith("broker")]
+        return _run_until_stopped(bootstrap, topology, brokers, managed, stop, state, state_path)
     finally:
-        supervision.stop([proc for name, proc in reversed(children) if not name.startswith("broker")])
+        supervision.stop([child.proc for child in reversed(managed)])
         if broker is not None:
             broker.stop()
         state_path.unlink(missing_ok=True)
@@ -166,16 +169,26 @@ def _banner(state: dict) -> None:
     click.echo(f"logs in {state['home']}; Ctrl-C stops everything. Decisions follow:", err=True)
 
 
-def _run_until_stopped(bootstrap, topology, children, stop) -> int:
+def _run_until_stopped(bootstrap, topology, brokers, managed, stop, state: dict, state_path: Path) -> int:
+    """Print decisions until a signal; start again a child that exits (``supervision.Child``), recording
+    its new pid, restarts and failure in the state file; stop everything if a broker process exits."""
+
     async def loop() -> int:
         stopped = asyncio.Event()
         printer = asyncio.create_task(print_decisions(bootstrap, topology, "table", False, stopped))
         try:
             while stop["signal"] is None:
-                for name, proc in children:
+                for name, proc in brokers:
                     if proc.poll() is not None:
-                        click.echo(f"{name} exited with code {proc.returncode}; stopping", err=True)
+                        click.echo(f"{name} exited with code {proc.returncode}; stopping everything", err=True)
                         return 1
+                for child in managed:
+                    if child.exited():
+                        click.echo(child.restart_or_give_up(time.monotonic()), err=True)
+                        state["processes"][child.name].update(
+                            pid=child.proc.pid, restarts=state["processes"][child.name].get("restarts", 0)
+                            + (child.failed is None), failed=child.failed)
+                        state_path.write_text(json.dumps(state, indent=2))
                 await asyncio.sleep(0.3)
             return 0
         finally:
@@ -192,17 +205,21 @@ def _adopt_read_model(config, bootstrap: str, topology, embedded_broker: bool) -
     """Check the read model against this broker before the projection starts (``state.incarnation``);
     when it was of another cluster and a clean one is started, say so (on stderr, and returned for
     ``--detach`` to print)."""
+    from state.db import SchemaVersionError
     from state.incarnation import adopt
     from streams.agents.projection import PROJECTED, broker_incarnation
 
     names = topology.names()
     current = asyncio.run(broker_incarnation(bootstrap, [names[logical] for logical in PROJECTED]))
-    adoption = adopt(config.resolved_database_url, current, bootstrap)
+    try:
+        adoption = adopt(config.resolved_database_url, current, bootstrap)
+    except SchemaVersionError as error:
+        raise click.ClickException(str(error)) from None
     adoption.engine.dispose()
-    if adoption.replaced is None:
+    if adoption.reason is None:
         return None
     kept = f"the old one is kept at {adoption.kept_at}" if adoption.kept_at else "the old one was cleared"
-    if embedded_broker:
+    if embedded_broker and adoption.replaced is not None:
         notice = f"the embedded broker of this KOORD_HOME is gone; starting a clean read model, {kept}"
     else:
         notice = adoption.describe(current, bootstrap)
@@ -231,17 +248,22 @@ def down() -> None:
 
 @click.command()
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
-def status(output: str) -> None:
-    """Report the running processes and the bootstrap servers in use."""
+@click.option("--interval", default=CONSUMER_SAMPLE_S, show_default=True,
+              help="Seconds between the two samples of the consumer groups' offsets (when records are waiting).")
+def status(output: str, interval: float) -> None:
+    """Report the running processes, whether the consumers keep up, and the bootstrap servers in use."""
     config = context.settings()
     state = context.up_state(config.home)
     running = bool(state and supervision.pid_alive(state["pid"]))
-    report = {"running": running, "bootstrap": (state or {}).get("bootstrap") or config.broker,
+    bootstrap = (state or {}).get("bootstrap") or config.broker
+    report = {"running": running, "bootstrap": bootstrap,
               "embedded": bool(state and state.get("embedded")),
               "broker_kind": (state or {}).get("broker_kind") or config.resolved_broker_kind,
               "database_url": (state or {}).get("database_url") or config.resolved_database_url,
-              "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"])}
-                            for name, proc in ((state or {}).get("processes") or {}).items()} if running else {}}
+              "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"]) and not proc.get("failed")}
+                            for name, proc in ((state or {}).get("processes") or {}).items()} if running else {},
+              "consumers": _consumers(bootstrap, context.topology(config), interval) if running or config.broker
+              else {}}
     if output == "json":
         click.echo(json.dumps(report, indent=2))
         return
@@ -251,7 +273,26 @@ def status(output: str) -> None:
     click.echo(f"read model: {report['database_url']}")
     for name, proc in report["processes"].items():
         metrics = f"  metrics {proc['metrics']}" if proc.get("metrics") else ""
-        click.echo(f"  {name:<11} pid {proc['pid']:<8} {'alive' if proc['alive'] else 'DEAD'}  log {proc['log']}{metrics}")
+        health = "FAILED" if proc.get("failed") else "alive" if proc["alive"] else "DEAD"
+        restarts = f" (restarted {proc['restarts']}x)" if proc.get("restarts") else ""
+        click.echo(f"  {name:<11} pid {proc['pid']:<8} {health}{restarts}  log {proc['log']}{metrics}")
+        if proc.get("failed"):
+            click.echo(f"    {proc['failed']}")
+    for name, verdict in report["consumers"].items():
+        click.echo(f"  consumers of {name:<11} {verdict}")
+
+
+def _consumers(bootstrap: str | None, topology, interval: float) -> dict[str, str]:
+    """Whether the worker's and the projection's consumer groups keep up (``streams.consumers``)."""
+    from streams.agents.projection import GROUP_ID
+    from streams.consumers import progress
+
+    groups = {"worker": topology.app_id, "projection": GROUP_ID}
+    try:
+        found = asyncio.run(asyncio.wait_for(progress(bootstrap, list(groups.values()), topology, interval), interval + 20))
+    except Exception as error:
+        return {name: f"unknown: the broker did not answer ({type(error).__name__})" for name in groups}
+    return {name: verdict.describe() for name, verdict in zip(groups, found)}
 
 
 @click.command()

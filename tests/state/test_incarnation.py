@@ -2,12 +2,13 @@
 
 from pathlib import Path
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
 
-from state.db import open_database
+from state.db import SCHEMA_VERSION, SchemaVersionError, create_all, open_database
 from state.incarnation import adopt, difference, recorded
-from state.models import Pod
+from state.models import Pod, SchemaVersion
 from state.projection import Projector
 from state.queries import get_pods
 from streams.broker.incarnation import Incarnation
@@ -81,3 +82,23 @@ def test_difference_names_what_changed():
     assert difference(OLD, Incarnation(OLD.cluster_id, OLD.topic_ids[:1])) == \
         "topics koord.pods were re-created or deleted"
     assert difference(Incarnation("c"), Incarnation("c", OLD.topic_ids)) is None, "topics without ids are no difference"
+
+
+def test_a_sqlite_read_model_of_another_schema_version_is_set_aside_and_postgresql_refused(database_url, records):
+    engine = open_database(database_url)
+    create_all(engine)
+    with engine.begin() as connection:
+        connection.execute(update(SchemaVersion).values(version=SCHEMA_VERSION - 1))
+    engine.dispose()
+
+    if make_url(database_url).get_backend_name() != "sqlite":
+        with pytest.raises(SchemaVersionError):
+            adopt(database_url, OLD, "b:1")
+        return
+    adoption = adopt(database_url, OLD, "b:1")
+    try:
+        assert adoption.fresh and Path(adoption.kept_at).name == f"koord.schema-v{SCHEMA_VERSION - 1}.db"
+        assert f"had schema version {SCHEMA_VERSION - 1}" in adoption.describe(OLD, "b:1")
+        assert recorded(adoption.engine).incarnation == OLD
+    finally:
+        adoption.engine.dispose()

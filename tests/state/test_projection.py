@@ -266,3 +266,18 @@ def test_a_record_the_database_refuses_is_dead_lettered_and_the_rest_of_its_batc
     assert object_progress(read_model, "pods", "default/web") == (0, 5, False)
     assert projector.apply(batch).projected == 4, "applying it again dead-letters the same record again"
     assert len(get_deadletters(read_model)) == 1
+
+
+def test_a_manifest_with_a_nul_character_never_costs_the_rest_of_its_batch(projector, read_model, records):
+    """PostgreSQL text refuses NUL (SQLite stores it): on either, the other records of the batch are projected."""
+    nul = records.pod("nul", 1)
+    nul = dataclasses.replace(nul, value={**nul.value, "manifest": nul.value["manifest"].replace("nginx", "ngi\x00nx")})
+
+    applied = projector.apply([nul, records.pod("api", 2)])
+
+    names = [pod["metadata"]["name"] for pod in get_pods(read_model)]
+    if read_model.dialect.name == "postgresql":
+        assert (applied.projected, names) == (1, ["api"])
+        assert [d["sourceOffset"] for d in get_deadletters(read_model)] == [1]
+    else:
+        assert (applied.projected, names) == (2, ["api", "nul"])
