@@ -32,6 +32,7 @@ from streams.agents.supervisor import StopTheWorker
 from streams.broker.security import credentials
 from streams.faust_seek_fix import install_faust_seek_fix
 from streams.faust_take_fix import install_faust_take_fix
+from streams.limits import PRODUCER_MAX_BYTES
 from streams.metrics import install_faust_sensor
 from streams.settings import Settings
 from streams.topology import Topology
@@ -89,6 +90,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         web_enabled=False,
         table_standby_replicas=0,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
+        producer_max_request_size=PRODUCER_MAX_BYTES,
         processing_guarantee=settings.processing_guarantee,
         agent_supervisor=StopTheWorker,
         **({"broker_commit_interval": EXACTLY_ONCE_COMMIT_INTERVAL_S} if exactly_once else {}),

@@ -1,7 +1,8 @@
 """Kafka clients for the CLI and the non-Faust processes (aiokafka).
 
 One place builds client settings, so the TLS/SASL configuration applies to
-every client alike.
+every client alike, and one place builds producers, so every one of them refuses a
+record over ``streams.limits`` with ``MessageSizeTooLargeError`` instead of losing it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from typing import AsyncIterator, Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.structs import RecordMetadata
 
+from streams import limits
 from streams.broker.security import aiokafka_auth
 from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS, pace_fetches
 from streams.settings import Settings
@@ -39,8 +42,10 @@ async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
 @contextlib.asynccontextmanager
 async def producer(bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
     """An ``acks=all`` producer; on Kafka also idempotent, so a send retried after a broker failover is
-    written once (Tansu has no idempotent producers: InitProducerId fails there)."""
+    written once (Tansu has no idempotent producers: InitProducerId fails there). A send of a record
+    over ``limits.PRODUCER_MAX_BYTES`` raises ``MessageSizeTooLargeError`` and sends nothing."""
     client = AIOKafkaProducer(**client_settings(bootstrap), acks="all", linger_ms=5,
+                              max_request_size=limits.PRODUCER_MAX_BYTES,
                               enable_idempotence=not Settings.from_env().tansu)
     await client.start()
     try:
@@ -51,7 +56,14 @@ async def producer(bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
 
 async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None]],
                   headers: Sequence[tuple[str, bytes]] = ()) -> list[RecordMetadata]:
-    """Send (topic, key, value) records in order, each with ``headers``; return where each landed."""
+    """Send (topic, key, value) records in order, each with ``headers``; return where each landed.
+
+    All or nothing for size: a record over ``limits.RECORD_MAX_BYTES`` raises MessageSizeTooLargeError
+    before any record is sent."""
+    for topic, key, value in records:
+        reason = limits.too_big(value, key, headers)
+        if reason:
+            raise MessageSizeTooLargeError(f"{topic} {key}: {reason}; nothing was sent")
     async with producer(bootstrap) as client:
         futures = [await client.send(topic, key=key.encode(), value=value, headers=list(headers) or None)
                    for topic, key, value in records]

@@ -1,13 +1,14 @@
 """``koord apply`` and ``koord delete``: Kubernetes objects onto the source topics.
 
-Every document is validated before anything is produced, so an invalid file
-applies nothing. What the CLI produces carries the ``koord-ack`` header, so
-every aggregate that processes it answers with an Ack listing the outputs it
-caused. ``--wait`` returns once, for each applied object, the read model
-holds that version of the object, an Ack from every aggregate the router
-sent it to, and every output those Acks list. Progress is read from the
-stream (source offsets, Acks), never from consumer lag
-(``streams.broker.tansu_workarounds`` says why).
+Every document is validated, and its record checked against the record size
+limit (``streams.limits``), before anything is produced, so an invalid or
+oversized document anywhere in the input applies nothing. What the CLI
+produces carries the ``koord-ack`` header, so every aggregate that processes
+it answers with an Ack listing the outputs it caused. ``--wait`` returns
+once, for each applied object, the read model holds that version of the
+object, an Ack from every aggregate the router sent it to, and every output
+those Acks list. Progress is read from the stream (source offsets, Acks),
+never from consumer lag (``streams.broker.tansu_workarounds`` says why).
 
 Source topics are consumed independently, so a Pod may reach the scheduler
 before the Node applied just above it; it is then Unschedulable until a
@@ -34,6 +35,8 @@ from streams.objects.kinds import lookup
 from streams.schemas import codec
 
 POLL_S = 0.1
+ACK_HEADERS = [(ACK_HEADER, b"1")]
+"""The headers of every record the CLI produces; they count towards its size."""
 
 
 @click.command()
@@ -44,7 +47,7 @@ POLL_S = 0.1
 def apply(source: str, dry_run: bool, wait: bool, timeout: float) -> None:
     """Apply Kubernetes-form objects (YAML or JSON, multi-document)."""
     try:
-        records = load_and_validate(source)
+        records = load_and_validate(source, headers=ACK_HEADERS)
     except ManifestError as error:
         raise click.ClickException(str(error)) from None
     if dry_run:
@@ -57,7 +60,7 @@ def apply(source: str, dry_run: bool, wait: bool, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     for phase in filter(None, phases):
         sent = [(names[r.topic], r.key, codec.encode(r.schema, r.record)) for r in phase]
-        placed = asyncio.run(produce(context.bootstrap(config), sent, headers=[(ACK_HEADER, b"1")]))
+        placed = asyncio.run(produce(context.bootstrap(config), sent, headers=ACK_HEADERS))
         for record in phase:
             click.echo(f"{record.kind.lower()}/{record.key} applied")
         if wait:
@@ -86,7 +89,7 @@ def delete(kind: str | None, name: str | None, source: str | None, namespace: st
     config = context.settings()
     names = context.topology(config).names()
     placed = asyncio.run(produce(context.bootstrap(config), [(names[topic], key, None) for _, topic, key in targets],
-                                 headers=[(ACK_HEADER, b"1")]))
+                                 headers=ACK_HEADERS))
     for target_kind, _, key in targets:
         click.echo(f"{target_kind.lower()}/{key} deleted")
     if wait:

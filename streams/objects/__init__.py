@@ -3,6 +3,7 @@
 - ``quantity``: Kubernetes quantities as exact numbers and canonical integers.
 - ``documents``: files, directories and stdin into positioned documents.
 - ``records``: documents into validated ObjectRecords (topic, key, record).
+- ``size``: a record over the record size limit, and the field that makes it big.
 - ``kinds``: the registry of supported kinds, one module per kind.
 - ``delete``: the topic and key of ``koord delete KIND NAME``.
 """

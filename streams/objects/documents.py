@@ -84,10 +84,19 @@ def _read(path: Path) -> str:
 
 
 def _parse(label: str, text: str) -> list[tuple[int, Any]]:
-    """(line, body) of each non-empty document, Lists expanded."""
-    if text.lstrip().startswith("{"):
-        return _parse_json(label, text)
-    return _parse_yaml(label, text)
+    """(line, body) of each non-empty document, Lists expanded. Both parsers recurse once or more per
+    level of nesting, so a document nested deeper than Python's recursion limit is refused, as is an
+    integer longer than Python converts (``sys.get_int_max_str_digits``)."""
+    try:
+        if text.lstrip().startswith("{"):
+            return _parse_json(label, text)
+        return _parse_yaml(label, text)
+    except RecursionError:
+        raise ManifestError(f"{label}: nested too deeply to read (lists and objects inside each other)") from None
+    except ValueError as err:
+        if "integer string conversion" not in str(err):
+            raise
+        raise ManifestError(f"{label}: a number has more than {sys.get_int_max_str_digits():,} digits") from None
 
 
 def _parse_yaml(label: str, text: str) -> list[tuple[int, Any]]:

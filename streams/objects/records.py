@@ -1,7 +1,8 @@
 """Documents to Avro-ready object records: ``to_record`` for one, ``load_and_validate`` for a whole apply.
 
-An apply is all or nothing: ``load_and_validate`` converts every document and,
-if any is bad, raises one ManifestError listing every problem of every bad
+An apply is all or nothing: ``load_and_validate`` converts every document and
+checks that its record fits the record size limit (``streams.objects.size``);
+if any is bad, it raises one ManifestError listing every problem of every bad
 document, so a broken file applies nothing. Each problem is one
 self-contained line::
 
@@ -13,12 +14,14 @@ import json
 import os
 from dataclasses import dataclass
 
+from streams.limits import Headers
 from streams.objects.documents import STDIN, STDIN_LABEL, Document, load_documents
 from streams.objects.errors import ManifestError
 from streams.objects.fields import FieldReader, type_name
 from streams.objects.kind import KindSpec
 from streams.objects.kinds import KINDS, lookup, supported
 from streams.objects.metadata import read_metadata
+from streams.objects.size import size_problem
 
 
 @dataclass(frozen=True)
@@ -66,17 +69,26 @@ def _named(body: dict, spec) -> dict:
     return {**body, "metadata": {**(meta if isinstance(meta, dict) else {}), "name": spec.default_name}}
 
 
-def load_and_validate(source: str | os.PathLike, *, stdin_text: str | None = None) -> list[ObjectRecord]:
-    """The records of every document of ``source``; ManifestError lists every bad one and nothing is returned."""
+def load_and_validate(source: str | os.PathLike, *, stdin_text: str | None = None,
+                      headers: Headers = ()) -> list[ObjectRecord]:
+    """The records of every document of ``source``; ManifestError lists every bad one and nothing is returned.
+
+    A record sent with ``headers`` that would exceed the record size limit is a problem of its document."""
     documents = load_documents(source, stdin_text=stdin_text)
     if not documents:
         raise ManifestError(f"{STDIN_LABEL if str(source) == STDIN else source}: no objects to apply")
     records, problems = [], []
     for doc in documents:
         try:
-            records.append(to_record(doc))
+            record = to_record(doc)
         except ManifestError as err:
             problems.extend(err.problems)
+            continue
+        too_big = size_problem(record.schema, record.key, record.record, doc.body, headers)
+        if too_big:
+            problems.append(f"{doc.location}: document {doc.index} ({record.kind} {record.key}): {too_big}")
+        else:
+            records.append(record)
     if problems:
         raise ManifestError(problems)
     return records

@@ -127,3 +127,27 @@ def test_non_utf8_file_is_an_error(tmp_path):
     path.write_bytes(b"kind: Pod\nname: caf\xe9\n")
     with pytest.raises(ManifestError, match="not UTF-8 text"):
         load_documents(path)
+
+
+DEPTH = 5_000_000
+"""Levels of nesting of a 10 MB file of brackets."""
+
+
+@pytest.mark.parametrize("name, text", [
+    ("deep.yaml", "a: " + "[" * DEPTH + "]" * DEPTH + "\n"),
+    ("deep.json", '{"a": ' + "[" * DEPTH + "]" * DEPTH + "}"),
+], ids=["yaml", "json"])
+def test_a_ten_megabyte_nest_is_a_manifest_error(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ManifestError, match=rf"^{path}: nested too deeply to read"):
+        load_documents(path)
+
+
+@pytest.mark.parametrize("text", [
+    '{"kind": "Pod", "metadata": {"generation": ' + "9" * 5000 + "}}",
+    "kind: Pod\nmetadata: {generation: " + "9" * 5000 + "}\n",
+], ids=["json", "yaml"])
+def test_an_integer_of_thousands_of_digits_is_a_manifest_error(text):
+    with pytest.raises(ManifestError, match=r"^<stdin>: a number has more than 4,300 digits$"):
+        load_documents("-", stdin_text=text)
