@@ -36,10 +36,11 @@ import base64
 import json
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select
+from sqlalchemy import Engine, and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from state.models import Ack, DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
+from state.projection import STAGE as PROJECTION_STAGE
 from streams.objects.quantity import format_quantity, resource_list
 from state.topics import LATEST_STATE_TOPICS
 
@@ -281,11 +282,13 @@ def _decision_record(decision: Decision) -> dict[str, Any]:
 
 
 def get_deadletters(engine: Engine) -> list[dict[str, Any]]:
-    """DeadLetters in the Avro record layout, oldest first. `key` is shown as UTF-8 text (Kafka
+    """DeadLetters in the Avro record layout, oldest first; those of one source record by stage, the
+    projection's (the last reader) last. `key` is shown as UTF-8 text (Kafka
     keys are names; invalid bytes are backslash-escaped) and `payload` as base64, the usual
     text form of binary data in Kubernetes-style output (like a Secret's data)."""
     statement = select(DeadLetter).order_by(
-        DeadLetter.timestamp_ms, DeadLetter.source_topic, DeadLetter.source_partition, DeadLetter.source_offset
+        DeadLetter.timestamp_ms, DeadLetter.source_topic, DeadLetter.source_partition, DeadLetter.source_offset,
+        case((DeadLetter.stage == PROJECTION_STAGE, 1), else_=0), DeadLetter.stage,
     )
     with Session(engine) as session:
         return [

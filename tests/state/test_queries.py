@@ -381,3 +381,14 @@ def test_acknowledged_counts_one_ack_per_partition_of_a_broadcast(projector, rea
                      records.inbox_ack("inbox-node", source, 2, inbox_partition=1)])
     assert acknowledged(read_model, *source, {"inbox-node": 2})
     assert not acknowledged(read_model, *source, {"inbox-node": 4})
+
+
+def test_dead_letters_of_one_record_list_the_projection_last(projector, read_model, records):
+    """The router and the projection both reject an invalid source record: the router's comes first."""
+    invalid = dataclasses.replace(records.pod("bad", 7), problem="metadata.name is empty")
+    projector.apply([invalid, records.dead_letter(7, stage="router"), records.dead_letter(7, stage="inbox-node")])
+
+    letters = get_deadletters(read_model)
+
+    assert [(d["stage"], d["sourceTopic"], d["sourceOffset"]) for d in letters] == [
+        ("inbox-node", "koord.pods", 7), ("router", "koord.pods", 7), ("projection", "koord.pods", 7)]
