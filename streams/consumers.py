@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 
 from streams import kafka
+from streams.topology import Topology
 
 Offsets = dict[tuple[str, int], tuple[int, int]]
 """(topic, partition) -> (committed offset, end offset) of one group."""
@@ -51,10 +52,14 @@ def judge(group: str, first: Offsets, second: Offsets) -> Progress:
     return Progress(group, "stuck" if stuck else "lagging", sum(waiting.values()), stuck)
 
 
-async def sample(bootstrap: str, group: str) -> Offsets:
-    """The committed and end offsets of every partition ``group`` has committed on."""
+async def sample(bootstrap: str, group: str, topology: Topology) -> Offsets:
+    """The committed and end offsets of every partition of ``topology`` that ``group`` has committed on.
+    (The partitions are named: Tansu drops the connection on an OffsetFetch for all of a group's.)"""
+    from aiokafka.structs import TopicPartition
+
+    everything = [TopicPartition(spec.name, partition) for spec in topology.topics for partition in range(spec.partitions)]
     async with kafka.admin_client(bootstrap) as admin:
-        committed = await admin.list_consumer_group_offsets(group)
+        committed = await admin.list_consumer_group_offsets(group, partitions=everything)
     partitions = sorted((tp.topic, tp.partition) for tp, meta in committed.items() if meta.offset >= 0)
     if not partitions:
         return {}
@@ -68,12 +73,12 @@ async def sample(bootstrap: str, group: str) -> Offsets:
     return {tp: (by_tp[tp], ends[tp]) for tp in partitions}
 
 
-async def progress(bootstrap: str, groups: list[str], interval_s: float) -> list[Progress]:
+async def progress(bootstrap: str, groups: list[str], topology: Topology, interval_s: float) -> list[Progress]:
     """Each group's verdict from two samples ``interval_s`` apart (one, when nothing is waiting). The
     interval must exceed the groups' commit interval (Faust commits every 2.8 s by default)."""
-    first = [await sample(bootstrap, group) for group in groups]
+    first = [await sample(bootstrap, group, topology) for group in groups]
     if all(end <= committed for offsets in first for committed, end in offsets.values()):
         return [judge(group, offsets, offsets) for group, offsets in zip(groups, first)]
     await asyncio.sleep(interval_s)
-    second = [await sample(bootstrap, group) for group in groups]
+    second = [await sample(bootstrap, group, topology) for group in groups]
     return [judge(group, a, b) for group, a, b in zip(groups, first, second)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -17,9 +18,9 @@ from streams import supervision
 pytestmark = pytest.mark.integration
 
 
-def koord(env, *args, check=True):
+def koord(env, *args, check=True, input_text=None):
     result = subprocess.run([sys.executable, "-m", "streams.cli", *args], capture_output=True, text=True,
-                            env=env, timeout=120)
+                            env=env, timeout=120, input=input_text)
     if check and result.returncode != 0:
         raise AssertionError(f"koord {' '.join(args)}: {result.stdout}\n{result.stderr}")
     return result
@@ -51,3 +52,42 @@ def test_up_detach_status_down(tmp_path, broker_kind):
     assert not any(supervision.pid_alive(p["pid"]) for p in status["processes"].values())
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", int(port)))
+
+
+def test_status_reports_a_stuck_worker_and_up_restarts_a_killed_one(tmp_path, broker_kind):
+    """A frozen worker (SIGSTOP) is alive but decides nothing: ``koord status`` says its consumers are stuck.
+    Killed, ``koord up`` starts it again, and the new worker decides what waited (committed offsets)."""
+    from tests.integration.test_flow import node_yaml, pod_yaml
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KOORD_")}
+    env["KOORD_HOME"] = str(tmp_path / "home")
+    koord(env, "up", "--detach", "--nodes", "0", "--broker", broker_kind)
+    try:
+        koord(env, "apply", "-f", "-", "--wait", input_text=node_yaml("n1") + "---\n" + pod_yaml("before", "1"))
+        deadline, status = time.monotonic() + 30, {}
+        while time.monotonic() < deadline and status.get("consumers", {}).get("worker") != "caught up":
+            status = json.loads(koord(env, "status", "-o", "json").stdout)
+        assert status["consumers"]["worker"] == "caught up", status["consumers"]
+        worker = status["processes"]["worker"]["pid"]
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            koord(env, "apply", "-f", "-", input_text="---\n".join(pod_yaml(f"waiting-{i}", "0.1") for i in range(3)))
+            stuck = json.loads(koord(env, "status", "-o", "json").stdout)
+            assert stuck["consumers"]["worker"].startswith("STUCK: "), stuck["consumers"]
+            assert stuck["processes"]["worker"]["alive"]
+        finally:
+            os.kill(worker, signal.SIGKILL)
+            os.kill(worker, signal.SIGCONT)
+        deadline = time.monotonic() + 90
+        placed = set()
+        while time.monotonic() < deadline and len(placed) < 3:
+            pods = json.loads(koord(env, "get", "pods", "-o", "json").stdout)["items"]
+            placed = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")} - {"before"}
+            time.sleep(0.5)
+        assert placed == {f"waiting-{i}" for i in range(3)}
+        after = json.loads(koord(env, "status", "-o", "json").stdout)
+        assert after["processes"]["worker"]["pid"] != worker
+        assert after["processes"]["worker"]["restarts"] == 1 and after["processes"]["worker"]["alive"]
+        assert "worker exited with code -9; started it again" in (Path(env["KOORD_HOME"]) / "up.log").read_text()
+    finally:
+        koord(env, "down", check=False)
