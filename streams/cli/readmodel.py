@@ -16,6 +16,7 @@ import click
 from sqlalchemy import Engine
 
 from state import incarnation as read_model_incarnation
+from state.db import SchemaVersionError
 from streams.agents.projection import broker_incarnation
 from streams.cli import context
 from streams.settings import Settings
@@ -25,9 +26,13 @@ BROKER_TIMEOUT_S = 5.0
 
 
 def open_for_view(config: Settings | None = None) -> Engine:
-    """The read model, after printing a warning on stderr if it may not describe the live cluster."""
+    """The read model, after printing a warning on stderr if it may not describe the live cluster; a
+    read model of another schema version is an error message, not a traceback."""
     config = config or context.settings()
-    engine = context.read_model(config)
+    try:
+        engine = context.read_model(config)
+    except SchemaVersionError as error:
+        raise click.ClickException(str(error)) from None
     warning = staleness(engine, config)
     if warning:
         click.echo(f"warning: {warning}", err=True)

@@ -10,8 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from sqlalchemy import update
 
-from state.db import create_all, open_database, sqlite_url
+from state.db import SCHEMA_VERSION, create_all, open_database, sqlite_url
+from state.models import SchemaVersion
 from state.projection import Projector
 from streams.broker.embedded import free_loopback_port
 from tests.state.conftest import Records
@@ -66,3 +68,16 @@ def test_every_format_and_view_answers(env):
     assert "bad" in koord(env, "top", "pods", "--once").stdout
     assert "Latest decision: Scheduled on node-a" in koord(env, "explain", "pod", "bad").stdout
     assert "Node node-b" in koord(env, "explain", "node", "node-b").stdout
+
+
+def test_a_read_model_of_another_schema_version_is_an_error_message(env):
+    engine = open_database(env["KOORD_DATABASE_URL"])
+    with engine.begin() as connection:
+        connection.execute(update(SchemaVersion).values(version=SCHEMA_VERSION - 1))
+    engine.dispose()
+
+    result = subprocess.run([sys.executable, "-m", "streams.cli", "get", "pods"], capture_output=True, text=True,
+                            env=env, timeout=60)
+
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"has schema version {SCHEMA_VERSION - 1}" in result.stderr
