@@ -56,24 +56,20 @@ VALIDATED = frozenset(PROJECTED) & frozenset(routing.KIND_BY_SOURCE)
 def to_projected(message, source_id: str | None = None) -> ProjectedRecord:
     """The record of a consumed `message`, with the problem that makes it a dead letter, if any.
 
-    `source_id` is the topology id of a topic the router validates (see VALIDATED), else None; on
-    the other topics the key names nothing the read model keeps, so one that is not UTF-8 is only
+    `source_id` is the topology id of a topic the router validates (see VALIDATED), else None: its
+    key and record are checked as the router checks them (``validation.text_key``, ``problems``).
+    On the other topics the key names nothing the read model keeps, so one that is not UTF-8 is only
     left out (`key` None, `raw_key` kept). Never raises: whatever goes wrong reading the record
     becomes its problem."""
     key, problem, schema, value = None, None, None, None
     try:
-        key = None if message.key is None else message.key.decode()
-    except UnicodeDecodeError:
+        key, key_problem = validation.text_key(message.key)
         if source_id is not None:
-            problem = f"key is not UTF-8: {message.key[:64]!r}"
-    try:
+            problem = key_problem
         if message.value is not None:
             schema, value = codec.decode(message.value)
-        if source_id is not None and problem is None:
-            if key is None:
-                problem = "record has no key (the key must name the object)"
-            elif value is not None:
-                problem = "; ".join(validation.problems(source_id, key, schema, value)) or None
+        if source_id is not None and problem is None and value is not None:
+            problem = "; ".join(validation.problems(source_id, key, schema, value)) or None
     except codec.CodecError as error:
         problem = problem or f"undecodable record: {error}"
     except Exception as error:

@@ -102,7 +102,7 @@ def test_hostile_records_are_dead_lettered_and_the_next_pod_is_projected(tmp_pat
         assert projection.poll() is None, (home / "projection.log").read_text()[-3000:]
         assert [pod["metadata"]["name"] for pod in pods] == ["next"]
         reasons = {letter["key"]: letter["reason"] for letter in letters}
-        assert reasons["default/\\xff\\xfe"].startswith("key is not UTF-8")
+        assert "key is not UTF-8" in reasons["default/\\xff\\xfe"]
         assert "quantity must not be negative" in reasons["default/bad"]
         assert "does not name the object" in reasons["default/someone-else"]
         assert reasons["default/garbage"].startswith("undecodable record")
