@@ -3,11 +3,10 @@
 Floors and ranges come from Koordinator where it has one (pinned in
 ``tests/node_agent/actuator/test_limits.py``):
 
-- CFS quota: ``-1`` (unlimited) or at least ``max(1000 us, ceil(period x 0.02))``.
-  1000 us is the kernel's minimum quota (and koordlet's MilliCPUToQuota
-  floor); 0.02 cores is cpusuppress' ``beMinQuota`` (2000 us per 100 ms
-  period), so a suppressed BE tier always keeps 2 % of a CPU. Capped at
-  4096 CPUs' worth of the period.
+- CFS quota: ``-1`` (unlimited) or at least 1000 us, the kernel's minimum
+  quota (and koordlet's MilliCPUToQuota floor: a 10m limit is 1000 us).
+  Capped at 4096 CPUs' worth of the period. How much a suppressed BE tier
+  keeps (cpusuppress' ``beMinQuota``) is the planner's policy, not a bound here.
 - CFS period: the kernel's range, 1000 us .. 1 s; default 100000 us.
 - ``cpu.shares`` 2 .. 262144 (kernel MIN/MAX_SHARES); ``cpu.weight`` 1 .. 10000,
   converted as koordlet's ``ConvertCPUSharesToWeight``::
@@ -39,13 +38,10 @@ refused too.
 
 from __future__ import annotations
 
-import math
 
 DEFAULT_CFS_PERIOD_US = 100_000
 MIN_CFS_PERIOD_US, MAX_CFS_PERIOD_US = 1_000, 1_000_000
 KERNEL_MIN_QUOTA_US = 1_000
-BE_MIN_QUOTA_CORES = 0.02
-"""cpusuppress' beMinQuota (2000 us) over the default 100000 us period."""
 MAX_QUOTA_CPUS = 4096
 UNLIMITED = -1
 
@@ -86,10 +82,6 @@ def within(name: str, value: int, low: int, high: int) -> int:
     return value
 
 
-def quota_floor_us(period_us: int) -> int:
-    return max(KERNEL_MIN_QUOTA_US, math.ceil(period_us * BE_MIN_QUOTA_CORES))
-
-
 def check_period(period_us: int) -> int:
     return within("cpu.cfs_period_us", period_us, MIN_CFS_PERIOD_US, MAX_CFS_PERIOD_US)
 
@@ -98,7 +90,7 @@ def check_quota(quota_us: int, period_us: int) -> int:
     """``-1`` (unlimited) or within [floor, 4096 CPUs] of ``period_us``; any other negative is refused."""
     if quota_us == UNLIMITED:
         return UNLIMITED
-    return within(f"cpu.cfs_quota_us (period {period_us})", quota_us, quota_floor_us(period_us),
+    return within(f"cpu.cfs_quota_us (period {period_us})", quota_us, KERNEL_MIN_QUOTA_US,
                   period_us * MAX_QUOTA_CPUS)
 
 

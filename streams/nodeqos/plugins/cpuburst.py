@@ -7,6 +7,9 @@ node's ``cpu-burst-config`` strategy.
 - Static burst (policies ``cpuBurstOnly``, ``auto``): ``cfs_burst_us = limit_cores * cpuBurstPercent / 100
   * 100000 = limit_milli * cpuBurstPercent``; 0 for other policies or without a cpu limit. The pod value is
   the sum over its containers, i.e. computed on the pod's cpu limit (containers without a limit add 0).
+  Then capped at the pod's quota in force (the scaled quota of this plan, else ``base``): Linux refuses
+  ``burst > quota`` (``tg_set_cfs_bandwidth``: EINVAL), so koordlet's default of 1000 % is written as 100 %
+  of the quota on an upstream kernel, and the node agent refuses a value above it rather than lowering it.
 - Share pool (every plan): ``poolTotal = CPUs*1000 - sum(cpu requests of LSE/LSR pods)``,
   ``poolUsage = nodeUsage - sum(usage of LSE/LSR/BE pods)``, ``ratio = poolUsage / poolTotal`` (1 when the
   total is <= 0): **overload** if ``ratio >= t``, **cooling** if ``0.9 t <= ratio < t``, else **idle**
@@ -139,13 +142,17 @@ class CPUBurst:
             strategy = _pod_strategy(node_strategy, pod.annotation(ANNOTATION_CPU_BURST))
             if strategy is None:
                 continue
-            values = {CPU_BURST: str(static_burst(pod.limit_cpu, strategy.policy, strategy.cpu_burst_percent))}
             target = (TARGET_POD, pod.uid, MECHANISM_CGROUP)
             previous = snapshot.previous.get(target, {})
+            base = max(pod.limit_cpu * CFS_PERIOD // 1000, MIN_QUOTA)
+            quota = base
+            values = {}
             if pod.limit_cpu > 0 and (strategy.policy in (BURST_CFS_QUOTA_ONLY, BURST_AUTO) or CPU_QUOTA in previous):
-                base = max(pod.limit_cpu * CFS_PERIOD // 1000, MIN_QUOTA)
                 current = int(previous.get(CPU_QUOTA, base))
                 operation = quota_operation(strategy.policy, None, state)
-                values[CPU_QUOTA] = str(burst_quota(pod.limit_cpu, current, operation, strategy.cfs_quota_burst_percent))
-            settings.append(Setting(*target, values))
+                quota = burst_quota(pod.limit_cpu, current, operation, strategy.cfs_quota_burst_percent)
+                values[CPU_QUOTA] = str(quota)
+            burst = static_burst(pod.limit_cpu, strategy.policy, strategy.cpu_burst_percent)
+            values[CPU_BURST] = str(min(burst, quota))
+            settings.append(Setting(*target, dict(sorted(values.items()))))
         return Plan(tuple(settings))

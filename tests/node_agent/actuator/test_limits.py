@@ -17,8 +17,8 @@ def test_weight_to_shares_ends(weight, shares):
 
 
 def test_floors_from_koordinator():
-    assert limits.quota_floor_us(100_000) == 2000  # cpusuppress beMinQuota
-    assert limits.quota_floor_us(10_000) == 1000  # kernel / MilliCPUToQuota floor
+    assert limits.KERNEL_MIN_QUOTA_US == 1000  # kernel / MilliCPUToQuota floor: a 10m limit
+    assert limits.check_quota(1000, 100_000) == 1000
     assert limits.BE_MIN_CPUSET_CPUS == 2  # beMinCPUSetCores
     assert (limits.MIN_SHARES, limits.MAX_SHARES, limits.MIN_WEIGHT, limits.MAX_WEIGHT) == (2, 262144, 1, 10000)
     assert limits.MAX_BURST_US == 100 * 10 * 100_000
@@ -46,7 +46,7 @@ def test_memory_is_page_rounded_within_its_range():
 @pytest.mark.parametrize("check, args", [
     (limits.check_memory, (-5,)), (limits.check_memory, (-2,)), (limits.check_memory, (1,)),
     (limits.check_memory, ((64 << 20) - 1,)), (limits.check_memory, (1 << 62,)), (limits.check_memory, (1 << 63,)),
-    (limits.check_quota, (-5, 100_000)), (limits.check_quota, (0, 100_000)), (limits.check_quota, (1999, 100_000)),
+    (limits.check_quota, (-5, 100_000)), (limits.check_quota, (0, 100_000)), (limits.check_quota, (999, 100_000)),
     (limits.check_quota, (100_000 * 4096 + 1, 100_000)), (limits.check_period, (999,)),
     (limits.check_period, (1_000_001,)), (limits.check_period, (-1,)), (limits.check_burst, (-1, -1)),
     (limits.check_burst, (50_001, 50_000)), (limits.check_burst, (limits.MAX_BURST_US + 1, -1)),

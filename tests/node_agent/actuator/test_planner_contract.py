@@ -108,9 +108,7 @@ def test_every_planned_setting_passes_the_actuators_verification(strategy, key):
 
 def test_every_planned_cgroup_setting_is_applied_or_reported_unsupported_never_rejected(tmp_path):
     """On a fake v1 tree holding every pod and host application (no bvt file, a kernel without core
-    scheduling): nothing the planner emits is refused but a ``cpu.cfs_burst_us`` above the quota of the same
-    actuation (the cpuburst strategy's static burst, koordlet's limit x cpuBurstPercent); the kernel refuses
-    burst > quota and the agent no longer clamps it down. What the host lacks is named in the ack."""
+    scheduling): nothing the planner emits is refused. What the host lacks is named in the ack."""
     class NoCoreSched:
         def unsupported(self):
             return "no core scheduling"
@@ -131,10 +129,7 @@ def test_every_planned_cgroup_setting_is_applied_or_reported_unsupported_never_r
                               "mechanism": setting.mechanism, "values": dict(setting.values), "signature": None,
                               "causation": {"inboxTopic": "t", "inboxPartition": 0, "inboxOffset": 0},
                               "timestamp": 0})
-        if (ack["error"] or "").startswith("rejected"):
-            assert ack["error"].startswith("rejected (bad-value): cpu.cfs_burst_us"), (setting, ack)
-            assert int(setting.values["cpu.cfs_burst_us"]) > int(setting.values["cpu.cfs_quota_us"]), (setting, ack)
-            continue
+        assert not (ack["error"] or "").startswith("rejected"), (setting, ack)
         unsupported = {name for name in setting.values if f"unsupported {name}:" in (ack["error"] or "")}
         assert unsupported <= {contract.CPU_BVT_WARP, contract.CORE_SCHED_GROUP}, (setting, ack)
         assert ack["applied"] == bool(set(setting.values) - unsupported - {contract.HOSTAPP_PATH}), (setting, ack)
