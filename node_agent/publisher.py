@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from aiokafka import AIOKafkaProducer
 
 from node_agent import metrics
-from streams import kafka
+from streams import kafka, limits
 from streams.objects import Document, to_record
 from streams.schemas import codec
 from streams.settings import Settings
@@ -84,7 +84,7 @@ class Publisher:
         self._rng = random.Random(seed)
         self._factory = producer_factory or (lambda: AIOKafkaProducer(
             **kafka.client_settings(bootstrap), acks="all", linger_ms=5, request_timeout_ms=10_000,
-            enable_idempotence=not Settings.from_env().tansu))
+            max_request_size=limits.PRODUCER_MAX_BYTES, enable_idempotence=not Settings.from_env().tansu))
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()

@@ -213,6 +213,9 @@ class ActuationAck(Base):
     sequence: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     node_name: Mapped[str] = mapped_column(index=True)
     applied: Mapped[bool]
+    status: Mapped[str | None]
+    """applied, partial, unsupported, failed, rejected, duplicate or dry-run (None from older agents). The
+    first ack of an actuation is kept: a ``duplicate`` (a replay refused) never replaces the applied one's."""
     values: Mapped[dict[str, str]] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
@@ -233,6 +236,9 @@ class DeadLetter(Base):
     payload: Mapped[bytes | None] = mapped_column(LargeBinary)
     reason: Mapped[str] = mapped_column(Text)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
+    left_out: Mapped[dict | None] = mapped_column(JSON)
+    """Size and SHA-256 of the key or payload a DeadLetter left out to stay within the size limit
+    (``streams.deadletter``): ``{"keySize": ..., "keySha256": ..., "payloadSize": ..., "payloadSha256": ...}``."""
 
 
 class SourceCluster(Base):

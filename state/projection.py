@@ -292,6 +292,7 @@ def _actuation_ack_row(record: ProjectedRecord) -> Row:
         "sequence": value["sequence"],
         "node_name": value["nodeName"],
         "applied": value["applied"],
+        "status": value.get("status"),
         "values": dict(value.get("values", {})),
         "error": value.get("error"),
         "timestamp_ms": value["timestamp"],
@@ -313,7 +314,12 @@ def _dead_letter_values(value: Mapping[str, Any]) -> Row:
         "payload": value.get("payload"),
         "reason": value["reason"],
         "timestamp_ms": value["timestamp"],
+        "left_out": {field: value[field] for field in LEFT_OUT if value.get(field) is not None} or None,
     }
+
+
+LEFT_OUT = ("keySize", "keySha256", "payloadSize", "payloadSha256")
+"""The DeadLetter fields that stand for a key or payload left out (``streams.deadletter``)."""
 
 
 def _objects(*kinds: str) -> _LatestState:

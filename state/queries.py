@@ -40,6 +40,7 @@ from sqlalchemy import Engine, and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from state.models import Ack, DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
+from state.projection import LEFT_OUT
 from state.projection import STAGE as PROJECTION_STAGE
 from streams.objects.quantity import format_quantity, resource_list
 from state.topics import LATEST_STATE_TOPICS
@@ -301,6 +302,7 @@ def get_deadletters(engine: Engine) -> list[dict[str, Any]]:
                 "reason": letter.reason,
                 "stage": letter.stage,
                 "timestamp": letter.timestamp_ms,
+                **{field: (letter.left_out or {}).get(field) for field in LEFT_OUT},
             }
             for letter in session.scalars(statement)
         ]

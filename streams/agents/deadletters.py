@@ -8,7 +8,9 @@ from streams.schemas import codec
 
 async def send_dead_letter(batches, topic, stage: str, message, reason: str) -> None:
     """Through ``batches`` (a ``streams.agents.transactions.Batches``): under exactly-once in the
-    transaction of the partition ``message`` was read from."""
+    transaction of the partition ``message`` was read from. Keyed by the bad record's reference, as the
+    cores' dead letters are (``outputs.output_key``): its own key may be what is wrong with it."""
     record = dead_letter(stage, message.topic, message.partition, message.offset, message.key,
                          message.value, reason, int(message.timestamp * 1000))
-    await batches.send(topic, message.key, codec.encode("DeadLetter", record), (message.topic, message.partition))
+    reference = f"{message.topic}/{message.partition}/{message.offset}".encode()
+    await batches.send(topic, reference, codec.encode("DeadLetter", record), (message.topic, message.partition))

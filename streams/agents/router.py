@@ -3,7 +3,9 @@
 Each source record is decoded and checked once here; a good one is wrapped
 unchanged in an InboxEvent (with its topic, partition, offset and timestamp)
 and sent to every inbox that needs it (``streams.routing``); a bad one goes
-to the dead-letter topic with its reason. Records are taken in batches, and
+to the dead-letter topic with its reason (one over the record size limit,
+``streams.limits``, too: forwarded in its envelope it would be too big to
+send). Records are taken in batches, and
 a batch's forwards are delivered before Faust acknowledges its records, so
 a crash re-forwards rather than loses (the aggregates drop re-forwarded
 events by source offset).
@@ -25,7 +27,7 @@ import logging
 
 import faust
 
-from streams import routing, validation
+from streams import limits, routing, validation
 from streams.app import raw_topic
 from streams.agents.deadletters import send_dead_letter
 from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
@@ -86,6 +88,7 @@ def _asks_ack(headers) -> bool:
 def _check(source_id: str, message) -> tuple[str | None, str | None, dict | None, str | None]:
     """(key, kind, record, None) of a good source record, or a reason as the last item."""
     key, problem = validation.text_key(message.key)
+    problem = problem or limits.too_big(message.value, message.key, message.headers)
     if problem:
         return None, None, None, problem
     if message.value is None:

@@ -82,10 +82,42 @@ def test_garbage_goes_to_dead_letters_and_the_stream_keeps_going(cluster):
     assert scheduled(pod)["status"] == "True"
     letters = _eventually(lambda: [d for d in cluster.koord_json("get", "deadletters")["items"]
                                    if d["sourceTopic"] == pods_topic and d["sourceOffset"] == placed.offset
-                                   and d["sourcePartition"] == placed.partition])
-    assert letters[0]["stage"] == "router"
+                                   and d["sourcePartition"] == placed.partition and d["stage"] == "router"])
     assert "undecodable record" in letters[0]["reason"]
     assert cluster.worker_metric("koord_dead_letters_total", stage="router", topic=pods_topic) >= counted + 1
+
+
+def test_a_source_record_over_the_size_limit_is_dead_lettered_with_its_digest_and_the_stream_keeps_going(cluster):
+    """A record the broker takes but that would be too big forwarded in its envelope (``streams.limits``),
+    written by a producer other than koordstream's: the router dead-letters it with its size and digest
+    instead of its payload, and the next pod is decided."""
+    import hashlib
+
+    from aiokafka import AIOKafkaProducer
+
+    from streams import limits
+
+    pods_topic = cluster.topology.name("pods")
+    value = b"x" * (limits.RECORD_MAX_BYTES + 100)
+
+    async def send_raw():
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, max_request_size=limits.PRODUCER_MAX_BYTES)
+        await producer.start()
+        try:
+            return await (await producer.send(pods_topic, key=b"default/huge", value=value))
+        finally:
+            await producer.stop()
+
+    placed = asyncio.run(send_raw())
+    cluster.koord("apply", "-f", "-", "--wait", input="---\n".join([node_yaml("big-node"),
+                                                                      pod_yaml("after-huge", "100m", "big")]))
+    assert scheduled(cluster.koord_json("get", "pods", "after-huge", "-n", "big"))["status"] == "True"
+    letters = _eventually(lambda: [d for d in cluster.koord_json("get", "deadletters")["items"]
+                                   if (d["sourceTopic"], d["sourcePartition"], d["sourceOffset"])
+                                   == (pods_topic, placed.partition, placed.offset) and d["stage"] == "router"])
+    assert "over the 1,044,480-byte limit of a record" in letters[0]["reason"]
+    assert letters[0]["payloadSize"] == len(value)
+    assert letters[0]["payloadSha256"] == hashlib.sha256(value).hexdigest()
 
 
 def test_decision_decodes_with_an_independent_client_and_plain_fastavro(cluster):

@@ -2,6 +2,7 @@
 
 import base64
 import dataclasses
+import hashlib
 import json
 
 import pytest
@@ -268,6 +269,7 @@ def test_get_deadletters_shows_payload_as_base64(projector, read_model, records)
             "reason": "CodecError: unknown fingerprint",
             "stage": "router",
             "timestamp": 1_700_000_000_000 + offset,
+            "keySize": None, "keySha256": None, "payloadSize": None, "payloadSha256": None,
         }
         for offset, key, payload in [(7, "default/web", base64.b64encode(b"\xc3\x01\xff").decode()), (8, None, None)]
     ]
@@ -381,6 +383,19 @@ def test_acknowledged_counts_one_ack_per_partition_of_a_broadcast(projector, rea
                      records.inbox_ack("inbox-node", source, 2, inbox_partition=1)])
     assert acknowledged(read_model, *source, {"inbox-node": 2})
     assert not acknowledged(read_model, *source, {"inbox-node": 4})
+
+
+def test_a_dead_letter_that_left_its_payload_out_shows_its_size_and_digest(projector, read_model, records):
+    from streams.deadletter import dead_letter_record
+
+    huge = b"x" * 2_000_000
+    letter = dead_letter_record("router", "koord.pods", 0, 9, b"default/huge", huge, "too big", 1_700_000_000_009)
+    record = records.dead_letter(9)
+    projector.apply([dataclasses.replace(record, value=letter)])
+    [shown] = get_deadletters(read_model)
+    assert shown["payload"] is None and shown["payloadSize"] == 2_000_000
+    assert shown["payloadSha256"] == hashlib.sha256(huge).hexdigest()
+    assert shown["key"] == "default/huge" and shown["keySize"] is None
 
 
 def test_dead_letters_of_one_record_list_the_projection_last(projector, read_model, records):
