@@ -8,6 +8,10 @@ A write the API server refuses for good (403 names the verb and resource, 404, 4
 counted, not retried; an unreachable server or a 5xx is retried with backoff without committing. An
 Eviction refused with 429 (a PodDisruptionBudget) is kept in the checkpoint and tried again every
 ``eviction_retry_s`` until it succeeds or no longer applies.
+
+Every record read is checked first: one that does not decode, is not a record this topic carries, or
+that the handling code fails on becomes a dead letter (stage ``bridge``) with its reason, and the
+bridge reads on; a decision naming a node the cluster does not have is skipped (``writes``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from streams.bridge import writes
 from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
+from streams.bridge.convert import STAGE
 from streams.bridge.view import ClusterView
+from streams.deadletter import dead_letter
 from streams.schemas import codec
 
 log = logging.getLogger(__name__)
@@ -34,10 +40,14 @@ WRITES = Counter("koord_bridge_writes", "Writes the bridge made or skipped", ["w
 POLL_MS = 500
 
 
+ACTED_ON = ("SchedulingDecision", "Eviction", "NodeResource")
+
+
 class Actuator:
     def __init__(self, api: KubeApi, consumer: AIOKafkaConsumer, checkpoint: Checkpoint, view: ClusterView,
-                 config: BridgeConfig) -> None:
+                 config: BridgeConfig, producer=None, dead_letters: str | None = None) -> None:
         self.api, self.consumer, self.checkpoint, self.view, self.config = api, consumer, checkpoint, view, config
+        self.producer, self.dead_letters = producer, dead_letters
         self._next_eviction_retry = 0.0
 
     async def run(self) -> None:
@@ -47,13 +57,31 @@ class Actuator:
             for records in batches.values():
                 for message in records:
                     if message.value is not None:
-                        await self._retrying(self.handle, *codec.decode(message.value))
+                        await self._guarded(message)
             if batches:
                 await self.consumer.commit()
             if time.monotonic() >= self._next_eviction_retry:
                 self._next_eviction_retry = time.monotonic() + self.config.eviction_retry_s
                 for record in self.checkpoint.refused_evictions():
                     await self._retrying(self.handle, "Eviction", record)
+
+    async def _guarded(self, message) -> None:
+        """Handle one record; what cannot be decoded or handled becomes its dead letter."""
+        try:
+            schema, record = codec.decode(message.value)
+            if schema not in ACTED_ON:
+                raise ValueError(f"a {schema} record is not one the bridge acts on ({', '.join(ACTED_ON)})")
+            await self._retrying(self.handle, schema, record)
+        except Exception as error:
+            reason = f"{type(error).__name__}: {error}"
+            log.error("%s[%d]@%d dead-lettered: %s", message.topic, message.partition, message.offset, reason)
+            WRITES.labels("record", "dead-lettered").inc()
+            if self.producer is not None and self.dead_letters is not None:
+                letter = dead_letter(STAGE, message.topic, message.partition, message.offset, message.key,
+                                     message.value, reason, message.timestamp)
+                reference = f"{message.topic}/{message.partition}/{message.offset}".encode()
+                await self.producer.send_and_wait(self.dead_letters, codec.encode("DeadLetter", letter),
+                                                  key=reference)
 
     async def _retrying(self, call, *args) -> None:
         """``call(*args)`` until the API server answers; a refusal for good is logged."""
@@ -76,7 +104,8 @@ class Actuator:
     async def handle(self, schema: str, record: dict) -> None:
         if schema == "SchedulingDecision":
             key = f"{record['pod']['namespace']}/{record['pod']['name']}"
-            write = writes.plan_scheduling(record, self.view.pods.get(key), self.config.scheduler_name)
+            write = writes.plan_scheduling(record, self.view.pods.get(key), self.config.scheduler_name,
+                                           self.view.nodes)
         elif schema == "NodeResource":
             write = writes.plan_node_resources(record, self.view.nodes.get(record["nodeName"]))
         elif schema == "Eviction":

@@ -44,7 +44,8 @@ async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> N
                 consumer = kafka.consumer(bootstrap, [topics["decisions"], topics["noderesources"]],
                                           config.consumer_group, from_beginning=True)
                 await consumer.start()
-                tasks.append(asyncio.create_task(Actuator(api, consumer, checkpoint, view, config).run(),
+                tasks.append(asyncio.create_task(Actuator(api, consumer, checkpoint, view, config, producer,
+                                                          topics["deadletters"]).run(),
                                                  name="actuator"))
             stopped = asyncio.create_task(stop.wait())
             done, _ = await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)

@@ -128,8 +128,11 @@ def _same_pod(pod: PodView | None, uid: str | None) -> str | None:
     return None
 
 
-def plan_scheduling(decision: Mapping, pod: PodView | None, scheduler_name: str) -> Write | Skip:
-    """The write a SchedulingDecision asks for, or why there is none."""
+def plan_scheduling(decision: Mapping, pod: PodView | None, scheduler_name: str,
+                    nodes: Mapping[str, NodeView] | None = None) -> Write | Skip:
+    """The write a SchedulingDecision asks for, or why there is none. With ``nodes`` (the watched view), a
+    binding to a node the cluster does not have is refused: the API server would accept it and leave the pod
+    on no kubelet."""
     result = decision["result"]
     if result not in (SCHEDULED, UNSCHEDULABLE):
         return Skip(f"a {result} decision asks for no write")
@@ -143,6 +146,8 @@ def plan_scheduling(decision: Mapping, pod: PodView | None, scheduler_name: str)
             return Skip(f"already bound to {node}")
         if pod.node_name:
             return Skip(f"bound to {pod.node_name} by another client; koordstream chose {node}")
+        if nodes is not None and node not in nodes:
+            return Skip(f"node {node} does not exist in the cluster")
         annotations = {DECISION_ANNOTATION: decision["decisionId"]}
         if status := (decision.get("annotations") or {}).get(ANNOTATION_RESOURCE_STATUS):
             annotations[ANNOTATION_RESOURCE_STATUS] = status

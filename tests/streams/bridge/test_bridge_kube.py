@@ -263,6 +263,40 @@ def test_active_mode_binds_pods_and_marks_the_unplaceable(setup):
     assert any(e["involvedObject"]["name"] == "active-huge" and e["reason"] == "FailedScheduling" for e in events)
 
 
+def test_garbage_and_a_decision_for_a_node_that_does_not_exist_neither_stop_nor_fool_the_bridge(setup):
+    """On the decisions topic: undecodable bytes (a dead letter of stage bridge) and a decision binding a real
+    pod to a node the cluster does not have (skipped: the API server would accept that binding). A pod
+    created after both is still bound."""
+    import asyncio
+
+    from streams.kafka import produce
+    from streams.schemas import codec
+    from streams.topology import load_topology
+
+    if setup.bridge is None or setup.bridge.poll() is not None:
+        setup.start_bridge("active")
+    setup.create(PODS, pod("stranded", cpu="512"))
+    stranded = wait_for(lambda: setup.get(f"{PODS}/stranded"), "the stranded pod")
+    decisions = load_topology().name("decisions")
+    forged = {"decisionId": "forged-0", "pod": {"namespace": "default", "name": "stranded",
+                                                "uid": stranded["metadata"]["uid"]},
+              "result": "Scheduled", "nodeName": "ghost-node", "timestamp": 0,
+              "causation": {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": 0,
+                            "sourceTopic": "koord.pods", "sourcePartition": 0, "sourceOffset": 0}}
+    garbage, _ = asyncio.run(produce(setup.cluster.bootstrap, [
+        (decisions, "default/garbage", b"\x00 not a decision"),
+        (decisions, "default/stranded", codec.encode("SchedulingDecision", forged))]))
+    setup.create_node("after-garbage-node", "8", "16Gi")
+    setup.create(PODS, pod("after-garbage"))
+    assert wait_for(lambda: bound_node(setup, "after-garbage"), "after-garbage to be bound")
+    engine = setup.engine()
+    letter = wait_for(lambda: next((d for d in queries.get_deadletters(engine) if d["stage"] == "bridge"
+                                    and d["sourceTopic"] == decisions and d["sourceOffset"] == garbage.offset), None),
+                      "the bridge's dead letter of the garbage")
+    assert "CodecError" in letter["reason"]
+    assert bound_node(setup, "stranded") is None
+
+
 def test_node_status_shows_batch_and_mid_allocatable_from_a_node_metric(setup):
     config = yaml.safe_load(COLOCATION_CONFIG)
     setup.create("/api/v1/namespaces/koordinator-system/configmaps", config)

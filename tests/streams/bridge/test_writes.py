@@ -40,6 +40,12 @@ def test_plan_scheduling(case, record, view, expected):
     assert writes.plan_scheduling(record, view, OURS) == expected
 
 
+def test_a_binding_to_a_node_the_cluster_does_not_have_is_refused():
+    nodes = {"n2": object()}
+    assert writes.plan_scheduling(decision(), pod(), OURS, nodes) == Skip("node n1 does not exist in the cluster")
+    assert isinstance(writes.plan_scheduling(decision(node="n2"), pod(), OURS, nodes), Bind)
+
+
 def test_node_resources_as_koord_manager_writes_them():
     record = {"allocatable": {"cpu": 4000, "kubernetes.io/batch-cpu": 25000, "kubernetes.io/batch-memory": 33 * 10**9}}
     node = writes.NodeView("n1", {}, {})
