@@ -16,6 +16,7 @@ Kafka only) each batch's outputs, table writes and offsets commit in one
 transaction, with the changes to Faust's scheme that
 ``streams.agents.transactions`` explains. An agent that fails stops the
 worker (``streams.agents.supervisor``) rather than being restarted in place.
+What Faust's own code needed changed is in ``streams.faustcompat``.
 """
 
 from __future__ import annotations
@@ -24,14 +25,10 @@ import gc
 
 import faust
 
-from streams.broker.tansu_workarounds import install_faust_fetch_wait_fix, install_faust_highwater_fix
-from streams.agents.transactions import (EXACTLY_ONCE_COMMIT_INTERVAL_S, install_commit_gate,
-                                         install_commit_on_revocation, install_committed_highwaters,
-                                         install_committed_offsets)
+from streams import faustcompat
 from streams.agents.supervisor import StopTheWorker
+from streams.agents.transactions import EXACTLY_ONCE_COMMIT_INTERVAL_S, batch_gate
 from streams.broker.security import credentials
-from streams.faust_seek_fix import install_faust_seek_fix
-from streams.faust_take_fix import install_faust_take_fix
 from streams.limits import PRODUCER_MAX_BYTES
 from streams.metrics import install_faust_sensor
 from streams.settings import Settings
@@ -65,15 +62,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         raise UnsupportedGuarantee(
             "KOORD_PROCESSING_GUARANTEE=exactly_once needs Kafka transactions, which the embedded broker (Tansu) "
             "does not have; use a Kafka broker (KOORD_BROKER_KIND=kafka) or at_least_once")
-    if settings.tansu:
-        install_faust_highwater_fix()
-        install_faust_fetch_wait_fix()
-    install_faust_seek_fix()
-    install_faust_take_fix()
-    install_commit_gate()
-    install_commit_on_revocation()
-    install_committed_highwaters()
-    install_committed_offsets()
+    faustcompat.install(tansu=settings.tansu, commit_gate=batch_gate)
     gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
         topology.app_id,
@@ -103,7 +92,3 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     node.register(app, topology)
     ticks.register(app, topology)
     return app
-
-
-def raw_topic(app: faust.App, name: str) -> faust.TopicT:
-    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")

@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import weakref
 from typing import AsyncIterator, Callable, Iterator
 
 from streams import kafka, routing, validation
 from streams.agents.deadletters import send_dead_letter
 from streams.deadletter import dead_letter_record
 from streams.events import Causation, InboxEvent
+from streams.faustcompat.events import make_current, mark_acked
 from streams.metrics import INBOX_SKIPPED
 from streams.schemas import codec
 from streams.topology import Topology
@@ -168,7 +168,7 @@ def uncommitted_on_failure(events: list) -> Iterator[None]:
         yield
     except BaseException:
         for event in events:
-            event.message.acked = True
+            mark_acked(event.message)
         raise
 
 
@@ -178,7 +178,7 @@ class DeliveryOrder:
     The pure core's decisions are those of the inbox order; replay assumes it. Going back is normal
     (after a seek, records are read again and the core drops them as seen); a jump forward within one
     consumer generation means records were passed over and will be processed late, out of order. That
-    happened through a Faust race that ``streams.faust_seek_fix`` closes; this makes any other cause
+    happened through a Faust race that ``streams.faustcompat.seek`` closes; this makes any other cause
     visible (log and ``koord_inbox_skipped_total``) instead of silent.
 
     A ``read_committed`` consumer (exactly-once) never sees the offsets that transaction markers and
@@ -232,16 +232,12 @@ async def inbox_batches(stream, reader: InboxReader, ends: SourceEnds, dead_lett
 def write_as(faust_event) -> None:
     """Make ``faust_event`` the current event for the table writes that follow.
 
-    Faust sends a table write to the changelog partition of the current event
-    (a context variable). After a batch, the writes of each partition are made
-    with one of that partition's events current. Only the context variable is
-    set: ``Stream._set_current_event`` would also change the stream's own
-    ``current_event``, which ``take_events`` reads while buffering the next
-    batch, and an event would be lost.
+    Faust sends a table write to the changelog partition of the current event.
+    After a batch, the writes of each partition are made with one of that
+    partition's events current, set so that the stream buffering the next batch
+    loses no event (``streams.faustcompat.events.make_current``).
     """
-    from faust.streams import _current_event
-
-    _current_event.set(weakref.ref(faust_event))
+    make_current(faust_event)
 
 
 def forget_on_rebalance(app, cache: dict) -> None:

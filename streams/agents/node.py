@@ -22,8 +22,9 @@ from aiokafka.partitioner import DefaultPartitioner
 from streams.agents.inbox import (InboxReader, SourceEnds, bootstrap_of, forget_on_rebalance, handle_guarded,
                                   inbox_batches, inbox_incarnation, write_as)
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
-from streams.app import raw_topic
+from streams.faustcompat.tables import raw_changelog
 from streams.metrics import (
     NODE_USAGE, PER_NODE_ENABLED, PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats)
 from streams.nodeaggregate.partition import CONFIG_KEY, NodePartition
@@ -55,10 +56,8 @@ def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-node")
     outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
     table = app.Table("node-state", partitions=inbox_spec.partitions)
-    table.value_serializer = "raw"
-    table.changelog_topic = table._new_changelog_topic()
-    """Values are ``dump_state`` bytes (and the config record), so the changelog carries them raw;
-    Faust has no constructor argument for a table's value serializer, hence the override."""
+    # Values are dump_state bytes (and the config record): the changelog carries them raw.
+    raw_changelog(table)
     batches = Batches(app)
     batches.track_changelog(table)
     partitions: dict[int, NodePartition] = {}

@@ -14,7 +14,7 @@ That dedupe keeps only the highest source offset per source partition, which
 is exact as long as every router instance forwards a partition in offset
 order without gaps from wherever it starts: copies from two instances may
 interleave, but a record is never first seen after a later one. Faust broke
-that after rebalances; ``streams.faust_seek_fix`` is what restores it.
+that after rebalances; ``streams.faustcompat.seek`` is what restores it.
 
 Under exactly-once the forwards of a source record join the transaction its
 offset commits in (``streams.agents.transactions``), so a crash re-forwards
@@ -28,9 +28,9 @@ import logging
 import faust
 
 from streams import limits, routing, validation
-from streams.app import raw_topic
 from streams.agents.deadletters import send_dead_letter
 from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
+from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.schemas import codec
 from streams.topology import Topology

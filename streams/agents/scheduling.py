@@ -21,8 +21,8 @@ import faust
 from streams.agents.inbox import (InboxReader, SourceEnds, bootstrap_of, forget_on_rebalance, handle_guarded,
                                   inbox_batches, inbox_incarnation, write_as)
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
-from streams.app import raw_topic
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats
 from streams.scheduler.domain import SchedulingDomain
 from streams.topology import Topology

@@ -15,8 +15,8 @@ import time
 
 import faust
 
+from streams.agents.topics import raw_topic
 from streams.agents.transactions import send_outside_transactions
-from streams.app import raw_topic
 from streams.schemas import codec
 from streams.topology import Topology
 

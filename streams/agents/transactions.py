@@ -15,7 +15,7 @@ partitions. Three things in it do not fit agents that batch and send with ``forc
    its offset commits in (:meth:`Batches.send`).
 2. The commit runs on a timer, in the middle of a batch as likely as between two: the outputs already
    sent commit without the offsets of their events, and a crash then makes them twice. Here commits
-   (``Consumer.force_commit``, patched by :func:`install_commit_gate`) wait for a :class:`BatchGate`:
+   (``Consumer.force_commit``, patched by ``streams.faustcompat.commits``) wait for a :class:`BatchGate`:
    no batch of any agent is between its first send and its acknowledgement while offsets are chosen
    and committed, and batches wait while a commit runs.
 3. Table writes reach the producer through Faust's send buffer, after the commit has been decided:
@@ -24,19 +24,19 @@ partitions. Three things in it do not fit agents that batch and send with ``forc
 4. Table recovery takes a changelog's highwater from ``last_stable_offset``, which aiokafka knows only
    once it has fetched from the partition: a worker starting or taking over read -1 and restored
    nothing (found by the kill -9 test: the restarted worker had forgotten every node).
-   :func:`install_committed_highwaters` asks the broker instead (ListOffsets, read_committed: the
-   last stable offset); Faust's recovery already ends at it when markers hide the last offsets.
+   ``streams.faustcompat.highwaters`` asks the broker instead (ListOffsets, read_committed: the last
+   stable offset); Faust's recovery already ends at it when markers hide the last offsets.
 5. The offset to commit is the end of the first run of consecutive acknowledged offsets, bridged
    only over gaps Faust noticed in a way that misses some: after an assignment or seek, or after
    offset 0. A ``read_committed`` consumer never sees the offsets of markers and aborted records,
    so a partition's commits could stop short (seen in the kill -9 test: the router's committed
    offset on ``koord.decisions`` stayed behind, and the next owner forwarded decisions again).
    Each partition is consumed by one agent that acknowledges its batches in delivery order, so
-   every acknowledged offset ends a processed prefix: :func:`install_committed_offsets` commits
-   after the highest.
+   every acknowledged offset ends a processed prefix: ``streams.faustcompat.commits`` commits after
+   the highest.
 6. A rebalance revokes every partition, and Faust forgets their uncommitted acknowledgements before
    it commits; a worker that keeps a partition keeps its transaction, with the outputs of events it
-   then reads again. :func:`install_commit_on_revocation` commits before Faust forgets.
+   then reads again. ``streams.faustcompat.commits`` commits before Faust forgets.
 
 Outputs become visible to ``read_committed`` readers at the next commit, so under exactly-once the
 worker commits every ``EXACTLY_ONCE_COMMIT_INTERVAL_S``; each hop (router, aggregate) adds up to that.
@@ -54,6 +54,7 @@ import faust
 from faust.types.enums import ProcessingGuarantee
 
 from streams.agents.inbox import uncommitted_on_failure
+from streams.faustcompat.tables import on_changelog_send
 
 log = logging.getLogger(__name__)
 
@@ -184,16 +185,8 @@ class Batches:
 
     def track_changelog(self, table: faust.Table) -> None:
         """Make the batch wait, under exactly-once, for the changelog writes of ``table`` it made."""
-        if not self.exactly_once:
-            return
-        send_changelog, pending = table.send_changelog, self._changelog
-
-        def tracked(*args, **kwargs):
-            future = send_changelog(*args, **kwargs)
-            pending.append(future)
-            return future
-
-        table.send_changelog = tracked
+        if self.exactly_once:
+            on_changelog_send(table, self._changelog.append)
 
 
 async def send_outside_transactions(app: faust.App, topic: faust.TopicT, key: bytes, value: bytes) -> None:
@@ -205,113 +198,3 @@ async def send_outside_transactions(app: faust.App, topic: faust.TopicT, key: by
     else:
         await topic.send(key=key, value=value, force=True)
 
-
-def install_committed_highwaters() -> None:
-    """Make Faust's aiokafka driver ask the broker for the changelog highwaters under exactly-once
-    (idempotent)."""
-    from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
-
-    if not getattr(AIOKafkaConsumerThread, "_koord_committed_highwaters", False):
-        ask_for_highwaters(AIOKafkaConsumerThread)
-
-
-def ask_for_highwaters(cls: type) -> None:
-    """Wrap ``_highwaters`` of ``cls``, a class with Faust's aiokafka consumer-thread interface: under
-    exactly-once, the end offsets its ``read_committed`` consumer gets from the broker."""
-    original = cls._highwaters
-
-    async def _highwaters(self, partitions):
-        if not self.consumer.in_transaction:
-            return await original(self, partitions)
-        return await self._ensure_consumer().end_offsets(list(partitions))
-
-    cls._highwaters = _highwaters
-    cls._koord_committed_highwaters = True
-
-
-def install_committed_offsets() -> None:
-    """Make Faust's consumer commit after the highest acknowledged offset under exactly-once
-    (idempotent)."""
-    from faust.transport.consumer import Consumer
-
-    if not getattr(Consumer, "_koord_committed_offsets", False):
-        commit_after_highest_ack(Consumer)
-
-
-def commit_after_highest_ack(cls: type) -> None:
-    """Wrap ``_new_offset`` of ``cls``, a class with Faust's consumer interface (``_acked``,
-    ``_acked_index``, ``_gap`` per partition): under exactly-once the offset after the highest
-    acknowledged one, with the partition's acknowledgements and gaps forgotten."""
-    original = cls._new_offset
-
-    def _new_offset(self, tp):
-        if not self.in_transaction:
-            return original(self, tp)
-        acked = self._acked[tp]
-        if not acked:
-            return None
-        offset = max(acked) + 1
-        acked.clear()
-        self._acked_index[tp].clear()
-        self._gap.pop(tp, None)
-        return offset
-
-    cls._new_offset = _new_offset
-    cls._koord_committed_offsets = True
-
-
-def install_commit_gate() -> None:
-    """Make Faust's consumer commit through the app's :class:`BatchGate` under exactly-once (idempotent)."""
-    from faust.transport.consumer import Consumer
-
-    if not getattr(Consumer, "_koord_commit_gate", False):
-        gate_commits(Consumer)
-
-
-def gate_commits(cls: type) -> None:
-    """Wrap ``force_commit`` of ``cls``, a class with Faust's consumer interface: it chooses the offsets
-    to commit and commits them, so the whole of it runs with the gate taken."""
-    original = cls.force_commit
-
-    async def force_commit(self, *args, **kwargs):
-        if not self.in_transaction:
-            return await original(self, *args, **kwargs)
-        gate = batch_gate(self.app)
-        async with gate.commit():
-            if gate.broken:
-                return False
-            return await original(self, *args, **kwargs)
-
-    cls.force_commit = force_commit
-    cls._koord_commit_gate = True
-
-
-def install_commit_on_revocation() -> None:
-    """Make Faust's consumer commit before it forgets the acknowledgements of revoked partitions under
-    exactly-once (idempotent)."""
-    from faust.transport.consumer import Consumer
-
-    if not getattr(Consumer, "_koord_commit_on_revocation", False):
-        commit_before_revocation(Consumer)
-
-
-def commit_before_revocation(cls: type) -> None:
-    """Wrap ``on_partitions_revoked`` of ``cls``, a class with Faust's consumer interface (its
-    ``force_commit`` gated by :func:`gate_commits`): under exactly-once, commit first.
-
-    Faust's revocation drops the acknowledgements not yet committed before anything commits them; the
-    outputs of those events stay in the open transactions. A worker that gets the partitions back keeps
-    their producers and transactions, reads the events again from the committed offsets, and its next
-    commit publishes both outputs (the kill -9 test: the restarted worker, alone after the survivor
-    stopped, forwarded three pods twice across the rebalance). Committing first publishes the outputs
-    with their offsets; the gate's release does not yield, so no batch acknowledges events between
-    that commit and Faust dropping the acknowledgements."""
-    original = cls.on_partitions_revoked
-
-    async def on_partitions_revoked(self, revoked):
-        if self.in_transaction:
-            await self.force_commit()
-        return await original(self, revoked)
-
-    cls.on_partitions_revoked = on_partitions_revoked
-    cls._koord_commit_on_revocation = True

@@ -5,7 +5,8 @@ of the last record batch plus one instead of the last offset plus one (right
 only when the last batch holds one record; a Fetch's high watermark is right,
 ``tests/integration/test_brokers.py`` shows both). Faust takes that answer as the
 changelog highwater when it recovers a table, so a restarted worker would
-stop recovering before the last updates and come back with stale tables.
+stop recovering before the last updates and come back with stale tables
+(``streams.faustcompat.highwaters`` makes Faust use :func:`true_highwaters`).
 
 :func:`true_highwaters` asks the question differently: seek just before the
 reported end, fetch, and read the high watermark from the Fetch response,
@@ -19,7 +20,7 @@ hard-codes 1500 ms, aiokafka defaults to 500 ms), so each consumer hop of the
 pipeline adds up to that much latency. A short wait for every fetch makes
 every idle consumer poll a hundred times a second, which keeps the broker and
 the clients busy doing nothing. The long-running consumers (Faust's worker
-consumer through :func:`install_faust_fetch_wait_fix`, ``streams.kafka.consumer``
+consumer through ``streams.faustcompat.fetchwait``, ``streams.kafka.consumer``
 for the rest) therefore pace their fetch wait (:class:`FetchPacing`): short
 while records flow, growing to a second once a consumer has seen nothing for
 a moment, short again from the first record. The price is on
@@ -153,48 +154,3 @@ async def true_highwaters(consumer: AIOKafkaConsumer, reported: Mapping[TopicPar
         raise TimeoutError(f"no fetch high watermark for {sorted(pending)} within {_FETCH_TIMEOUT_S:.0f}s")
     return result
 
-
-def install_faust_highwater_fix() -> None:
-    """Make Faust's aiokafka driver use :func:`true_highwaters` for table recovery."""
-    from faust.transport.drivers import aiokafka as driver
-
-    thread_cls = driver.AIOKafkaConsumerThread
-    if getattr(thread_cls, "_koord_highwater_fix", False):
-        return
-    original = thread_cls._highwaters
-
-    async def _highwaters(self, partitions):
-        reported = await original(self, partitions)
-        if self.consumer.in_transaction or not any(reported.values()):
-            return reported
-
-        async def probe() -> dict:
-            consumer = self._create_client_consumer(self.transport)
-            await consumer.start()
-            try:
-                return await true_highwaters(consumer, reported)
-            finally:
-                await consumer.stop()
-
-        # A consumer of its own, on an event loop of its own: started and
-        # stopped inside Faust's consumer-thread loop, aiokafka hangs in stop().
-        return await asyncio.to_thread(asyncio.run, probe())
-
-    thread_cls._highwaters = _highwaters
-    thread_cls._koord_highwater_fix = True
-
-
-def install_faust_fetch_wait_fix() -> None:
-    """Pace the fetch wait of Faust's worker consumer (:func:`pace_fetches`) instead of Faust's fixed 1500 ms."""
-    from faust.transport.drivers import aiokafka as driver
-
-    thread_cls = driver.AIOKafkaConsumerThread
-    if getattr(thread_cls, "_koord_fetch_wait_fix", False):
-        return
-    original = thread_cls._create_worker_consumer
-
-    def _create_worker_consumer(self, transport):
-        return pace_fetches(original(self, transport))
-
-    thread_cls._create_worker_consumer = _create_worker_consumer
-    thread_cls._koord_fetch_wait_fix = True

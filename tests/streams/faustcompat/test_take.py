@@ -8,7 +8,7 @@ import asyncio
 
 import faust
 
-from streams.faust_take_fix import install_faust_take_fix
+from streams.faustcompat.take import install_faust_take_fix
 
 install_faust_take_fix()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from streams.faust_seek_fix import patch_consumer
+from streams.faustcompat.seek import patch_consumer
 
 
 class Consumer:
@@ -76,7 +76,7 @@ def test_a_seek_with_the_flow_stopped_is_faust_own():
 def test_the_patch_is_installed_once_on_faust_consumer():
     from faust.transport.consumer import Consumer as FaustConsumer
 
-    from streams.faust_seek_fix import install_faust_seek_fix
+    from streams.faustcompat.seek import install_faust_seek_fix
 
     install_faust_seek_fix()
     patched = FaustConsumer.perform_seek
@@ -85,7 +85,7 @@ def test_the_patch_is_installed_once_on_faust_consumer():
 
 
 def test_a_seek_does_not_wait_forever_for_a_delivery_loop_that_is_gone(monkeypatch):
-    import streams.faust_seek_fix as fix
+    import streams.faustcompat.seek as fix
 
     monkeypatch.setattr(fix, "DRAIN_WAIT_MAX_S", 0.05)
 

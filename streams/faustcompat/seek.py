@@ -22,7 +22,7 @@ inbox records, which left pods undecided and made replay diverge.
 first, wait until the delivery loop has handed over its last record, drop
 what the streams' buffers hold (it is read again from the committed offsets),
 seek, and resume. Faust's own callers resume the flow right after the seek,
-so nothing else changes. Written against faust-streaming 0.15.3, pinned.
+so nothing else changes. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ waits until the next multiple of ``within`` since the generator started, which i
 timer would have cut the batch: a batch goes out when it is full or at that cut-off, between 0 and
 ``within`` after its first event, as unpatched (waiting a whole ``within`` from the first event instead
 added half of it to every hop on average: 3 ms to ``koord bench actuation``'s p50). Acknowledgement,
-``enable_acks`` and the buffering processor are handled exactly as Faust does. Written against
-faust-streaming 0.15.3, pinned.
+``enable_acks`` and the buffering processor are handled exactly as Faust does. Checked against
+faust-streaming 0.15.3 (``FAUST_VERSION``).
 """
 
 from __future__ import annotations

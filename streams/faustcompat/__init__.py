@@ -1,0 +1,46 @@
+"""Every use koordstream makes of Faust's internals: the patches of its classes and the private attributes
+it reads or sets, each checked against the faust-streaming version pinned in ``pyproject.toml``
+(:data:`FAUST_VERSION`) and tested on a stand-in (``tests/streams/faustcompat/``). Nothing outside this
+package patches Faust or touches a private name of it, so an upgrade is checked here, module by module.
+
+=================  ==========================================================================
+``seek``           a seek after a rebalance waits for the record being delivered (a race)
+``take``           ``take_events`` sleeps until the first event of a batch (idle wake-ups)
+``commits``        the consumer's commits under exactly-once: gated, after the highest ack,
+                   before a revocation
+``highwaters``     a changelog's highwater for table recovery: Tansu's corrected, exactly-once's
+                   from the broker
+``fetchwait``      the worker consumer's fetch wait paced on Tansu
+``events``         the current event (table writes) and a message's ``acked`` flag
+``tables``         a table with raw values; the delivery futures of its changelog writes
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
+                                         install_committed_offsets)
+from streams.faustcompat.fetchwait import install_fetch_pacing
+from streams.faustcompat.highwaters import install_committed_highwaters, install_true_highwaters
+from streams.faustcompat.seek import install_faust_seek_fix
+from streams.faustcompat.take import install_faust_take_fix
+
+FAUST_VERSION = "0.15.3"
+"""The faust-streaming version every module here was checked against; a test fails on any other."""
+
+
+def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
+    """Install every patch (idempotent); the Tansu ones only when ``tansu``. ``commit_gate(app)`` is the
+    gate commits wait for under exactly-once. The Tansu highwater fix goes first: the exactly-once one
+    wraps it."""
+    if tansu:
+        install_true_highwaters()
+        install_fetch_pacing()
+    install_faust_seek_fix()
+    install_faust_take_fix()
+    install_commit_gate(commit_gate)
+    install_commit_on_revocation()
+    install_committed_highwaters()
+    install_committed_offsets()
