@@ -342,5 +342,6 @@ class Fleet:
             while len(self._applied) > self._max_applied:
                 self._applied.popitem(last=False)
         return {"actuationId": actuation["decisionId"], "nodeName": node, "sequence": sequence, "applied": applied,
-                "values": values, "error": error, "timestamp": now_ms}
+                "status": "applied" if applied else "rejected", "values": values, "error": error,
+                "timestamp": now_ms}
 

@@ -92,10 +92,11 @@ def test_actuations_are_acknowledged_with_the_values_read_back():
     fleet = Fleet(ARGS)
     node = fleet.node_names[3]
     ack = fleet.acknowledge(actuation(node, 5, {"cpu.cfs_quota_us": "50000"}), now_ms=123)
-    assert ack == {"actuationId": "d-5", "nodeName": node, "sequence": 5, "applied": True,
+    assert ack == {"actuationId": "d-5", "nodeName": node, "sequence": 5, "applied": True, "status": "applied",
                    "values": {"cpu.cfs_quota_us": "50000"}, "error": None, "timestamp": 123}
     stale = fleet.acknowledge(actuation(node, 4, {"cpu.cfs_quota_us": "1"}), now_ms=124)
     assert (stale["applied"], stale["values"]) == (False, {"cpu.cfs_quota_us": "50000"}) and "stale" in stale["error"]
+    assert stale["status"] == "rejected"
     assert fleet.acknowledge(actuation("not-ours", 1, {}), now_ms=1) is None
     from streams.schemas import codec
     assert codec.decode(codec.encode("ActuationAck", ack)) == ("ActuationAck", ack)

@@ -76,13 +76,14 @@ def test_type_errors_read_as_gos_decoder_writes_them_in_every_section(data, reas
 
 
 @pytest.mark.parametrize("annotation, burst", [
-    pytest.param('{"cpuBurstPercent": 200}', "200000", id="merged-over-the-node"),
-    pytest.param('{"policy": ""}', "1000000", id="empty-policy-keeps-the-node-policy"),
+    pytest.param('{"cpuBurstPercent": 50}', "50000", id="merged-over-the-node"),
+    pytest.param('{"policy": ""}', "80000", id="empty-policy-keeps-the-node-policy"),
     pytest.param('{"cpuBurstPercent": "200"}', None, id="string-for-int64-skips-the-pod"),
     pytest.param('{"cpuBurstPercent": 1.5}', None, id="float-for-int64-skips-the-pod"),
 ])
 def test_pod_cpu_burst_annotation_uses_the_same_rule(annotation, burst):
-    strategy = qos_strategy(cpu_burst_config={"clusterStrategy": {"policy": "cpuBurstOnly"}})
+    """Percents below 100, where the burst is not capped at the quota (``cpuburst``), so the merge shows."""
+    strategy = qos_strategy(cpu_burst_config={"clusterStrategy": {"policy": "cpuBurstOnly", "cpuBurstPercent": 80}})
     pods = {"ns/ls": pod("LS", "u", limit_cpu=1000, annotations={ANNOTATION_CPU_BURST: annotation})}
     settings = CPUBurst().plan(snapshot(strategy, pods=pods)).settings
     assert [s.values[CPU_BURST] for s in settings] == ([] if burst is None else [burst])
