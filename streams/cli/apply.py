@@ -5,10 +5,8 @@ limit (``streams.limits``), before anything is produced, so an invalid or
 oversized document anywhere in the input applies nothing. What the CLI
 produces carries the ``koord-ack`` header, so every aggregate that processes
 it answers with an Ack listing the outputs it caused. ``--wait`` returns
-once, for each applied object, the read model holds that version of the
-object, an Ack from every aggregate the router sent it to, and every output
-those Acks list. Progress is read from the stream (source offsets, Acks),
-never from consumer lag (``streams.broker.tansu_workarounds`` says why).
+once every applied object is through the aggregates and in the read model
+(``state.progress``).
 
 Source topics are consumed independently, so a Pod may reach the scheduler
 before the Node applied just above it; it is then Unschedulable until a
@@ -20,13 +18,11 @@ after them.
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
 
 import click
 
-from state import queries
-from streams import routing
+from state.progress import Produced, wait_until_through
 from streams.routing import ACK_HEADER
 from streams.cli import context
 from streams.kafka import produce
@@ -34,7 +30,6 @@ from streams.objects import ManifestError, load_and_validate, parse_delete_targe
 from streams.objects.kinds import lookup
 from streams.schemas import codec
 
-POLL_S = 0.1
 ACK_HEADERS = [(ACK_HEADER, b"1")]
 """The headers of every record the CLI produces; they count towards its size."""
 
@@ -64,7 +59,7 @@ def apply(source: str, dry_run: bool, wait: bool, timeout: float) -> None:
         for record in phase:
             click.echo(f"{record.kind.lower()}/{record.key} applied")
         if wait:
-            _wait(config, [(r.kind, r.topic, r.key, r.record, names[r.topic], m.partition, m.offset)
+            _wait(config, [Produced(r.kind, r.topic, r.key, r.record, names[r.topic], m.partition, m.offset)
                            for r, m in zip(phase, placed)], timeout, deadline)
 
 
@@ -93,34 +88,20 @@ def delete(kind: str | None, name: str | None, source: str | None, namespace: st
     for target_kind, _, key in targets:
         click.echo(f"{target_kind.lower()}/{key} deleted")
     if wait:
-        _wait(config, [(k, t, key, None, names[t], m.partition, m.offset) for (k, t, key), m in zip(targets, placed)],
-              timeout, time.monotonic() + timeout)
+        _wait(config, [Produced(k, t, key, None, names[t], m.partition, m.offset)
+                       for (k, t, key), m in zip(targets, placed)], timeout, time.monotonic() + timeout)
 
 
-def _visible(engine, partitions: dict[str, int], target) -> bool:
-    kind, topic_id, key, record, topic, partition, offset = target
-    progress = queries.object_progress(engine, topic_id, key)
-    if progress is None or progress[0] != partition or progress[1] < offset:
-        return False
-    expected = collections.Counter(route.inbox for route in routing.routes(topic_id, key, kind, record, partitions))
-    return queries.acknowledged(engine, topic, partition, offset, dict(expected))
-
-
-def _wait(config, targets, timeout: float, deadline: float) -> None:
+def _wait(config, produced: list[Produced], timeout: float, deadline: float) -> None:
     engine = context.read_model(config)
     topology = context.topology(config)
     partitions = {inbox: topology.spec(inbox).partitions for inbox in ("inbox-node", "inbox-scheduling")}
-    pending = list(targets)
-    while pending:
-        pending = [t for t in pending if not _visible(engine, partitions, t)]
-        if not pending:
-            break
-        if time.monotonic() > deadline:
-            missing = ", ".join(f"{kind.lower()}/{key}" for kind, _, key, *_ in pending)
-            raise click.ClickException(
-                f"timed out after {timeout:g}s waiting for {missing} to reach the read model "
-                f"(is the worker and projection running? `koord status`)")
-        time.sleep(POLL_S)
+    pending = wait_until_through(engine, partitions, produced, deadline)
+    if pending:
+        missing = ", ".join(f"{item.kind.lower()}/{item.key}" for item in pending)
+        raise click.ClickException(
+            f"timed out after {timeout:g}s waiting for {missing} to reach the read model "
+            f"(is the worker and projection running? `koord status`)")
 
 
 COMMANDS = (apply, delete)
