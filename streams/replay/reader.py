@@ -7,10 +7,13 @@ consumer's position reaches that watermark.
 
 A ``read_committed`` reader sees only committed transactions: it skips aborted
 records and the transaction markers (each takes an offset, so the offsets it
-returns have gaps), and its end is the last stable offset, below which no
-transaction is still open. Under exactly-once the aggregates read their inboxes
-that way, so replay must too: an aborted forward read back would be an event
-the aggregate never saw.
+returns have gaps). It is done only when its position reaches the high
+watermark, i.e. when no transaction is open any more: stopping at the last
+stable offset would leave out every committed record behind a transaction
+still open (one of a worker killed mid-batch stays open until a new producer
+with its transactional id fences it, or its timeout). Under exactly-once the
+aggregates read their inboxes that way, so replay must too: an aborted
+forward read back would be an event the aggregate never saw.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from streams.settings import Settings
 
 IDLE_TIMEOUT_S = 5.0
 """Give up on a partition that answers no fetch for this long."""
+OPEN_TRANSACTION_TIMEOUT_S = 75.0
+"""... or, for a ``read_committed`` reader, that waits this long for an open transaction to end (the
+producers' transaction timeout is aiokafka's default, 60 s)."""
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
@@ -60,15 +66,20 @@ async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = 
             batch = await consumer.getmany(*pending, timeout_ms=200)
             for tp, messages in batch.items():
                 records[tp.partition].extend(messages)
+            waiting_on_transactions = False
             for tp in list(pending):
-                end = consumer.last_stable_offset(tp) if committed else consumer.highwater(tp)
+                end = consumer.highwater(tp)
                 if end is not None and end >= 0 and await consumer.position(tp) >= end:
                     pending.discard(tp)
                     last_progress = loop.time()
+                elif committed and (stable := consumer.last_stable_offset(tp)) is not None and end is not None:
+                    waiting_on_transactions |= 0 <= stable < end
             if batch:
                 last_progress = loop.time()
-            elif loop.time() - last_progress > IDLE_TIMEOUT_S:
-                raise TimeoutError(f"{topic}: no fetch answer for partitions {sorted(tp.partition for tp in pending)}")
+            elif loop.time() - last_progress > (OPEN_TRANSACTION_TIMEOUT_S if waiting_on_transactions
+                                                 else IDLE_TIMEOUT_S):
+                raise TimeoutError(f"{topic}: no fetch answer for partitions {sorted(tp.partition for tp in pending)}"
+                                   + (" (a transaction stays open)" if waiting_on_transactions else ""))
         return [record for p in partitions for record in records[p]]
     finally:
         await consumer.stop()
