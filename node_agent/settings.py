@@ -1,8 +1,10 @@
 """Every knob of the node agent in one frozen dataclass: unit, default and trade-off.
 
-The ``koord node-agent`` flags are derived from these fields; a test pins the
-defaults taken from Koordinator (koordlet's NodeMetric reporter and the
-slo-controller's colocation defaults).
+The ``koord node-agent`` flags are derived from these fields
+(``streams.cli.fieldoptions``: name, type, default, and the docstring as help;
+``metadata`` names a flag that differs from its field, the allowed values and
+what a path may name); a test pins the defaults taken from Koordinator
+(koordlet's NodeMetric reporter and the slo-controller's colocation defaults).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class AgentSettings:
     """Windows of aggregatedNodeUsages (Koordinator's NodeAggregatePolicy: 5m, 10m, 30m).
     The ring buffers hold the longest one, so memory is bounded by it."""
 
-    memory_policy: str = "usageWithoutPageCache"
+    memory_policy: str = dataclasses.field(default="usageWithoutPageCache", metadata={"choices": MEMORY_POLICIES})
     """How memory usage counts page cache (Koordinator's NodeMemoryCollectPolicy;
     default usageWithoutPageCache). usageWithHotPageCache needs kidled and falls
     back to usageWithoutPageCache without it, as koordlet does."""
@@ -62,13 +64,14 @@ class AgentSettings:
     """Name of the kubelet's pod cgroup below the root (``kubepods`` for the
     cgroupfs driver, ``kubepods.slice`` for systemd; either spelling works)."""
 
-    cgroup_driver: str = "auto"
+    cgroup_driver: str = dataclasses.field(default="auto", metadata={"choices": CGROUP_DRIVERS})
     """cgroupfs, systemd, or auto: systemd when ``<kubepods>.slice`` exists."""
 
-    cgroup_version: str = "auto"
+    cgroup_version: str = dataclasses.field(default="auto", metadata={"choices": CGROUP_VERSIONS})
     """v1, v2, or auto: v2 when the root holds ``cgroup.controllers``."""
 
-    host_applications_file: Path | None = None
+    host_applications_file: Path | None = dataclasses.field(
+        default=None, metadata={"flag": "host-applications", "path": "file"})
     """YAML/JSON list of host applications (Koordinator's NodeSLO
     spec.hostApplications shape); their usage is subtracted from system usage."""
 
@@ -82,7 +85,7 @@ class AgentSettings:
     actuate: bool = True
     """Apply the actuations addressed to this node (``node_agent.actuator``) and acknowledge them."""
 
-    actuation_dry_run: bool = False
+    actuation_dry_run: bool = dataclasses.field(default=False, metadata={"flag": "dry-run"})
     """Print the writes each actuation would make; write nothing on the host, persist nothing,
     acknowledge nothing."""
 
@@ -94,7 +97,8 @@ class AgentSettings:
     """Interface whose egress the tc backend shapes with HTB classes L0/L1/L2;
     empty: tc actuations are acknowledged as unsupported (nothing is shaped)."""
 
-    state_dir: Path = Path("/var/lib/koordstream/node-agent")
+    state_dir: Path = dataclasses.field(default=Path("/var/lib/koordstream/node-agent"),
+                                        metadata={"path": "directory"})
     """Where the actuator keeps the last applied sequence per target and its read
     offset, so a restart never re-applies an older actuation."""
     protection_after_s: float = 60.0

@@ -1,6 +1,7 @@
 """``koord node-agent``: collect this host's node, pod and device metrics and publish them (``node_agent``).
 
-Flags mirror ``node_agent.settings.AgentSettings`` (defaults come from there).
+One flag per field of ``node_agent.settings.AgentSettings``, with its default and its
+docstring as help (``streams.cli.fieldoptions``).
 ``--once`` samples for one collect interval and prints the Node, NodeMetric,
 NodeResourceTopology and Device objects it would send, without a broker.
 
@@ -20,7 +21,6 @@ import asyncio
 import logging
 import signal
 import time
-from pathlib import Path
 
 import click
 
@@ -30,64 +30,24 @@ from node_agent.agent import NodeAgent
 from node_agent.collectors.hostapps import HostApplicationError
 from node_agent.publisher import Publisher, encode_manifest
 from node_agent.run import follow_pods, run_agent
-from node_agent.settings import CGROUP_DRIVERS, CGROUP_VERSIONS, MEMORY_POLICIES, AgentSettings, SettingsError
+from node_agent.settings import AgentSettings, SettingsError
 from streams.actuation import signing_key
 from streams.cli import context
+from streams.cli.fieldoptions import settings_options
 from streams.cli.options import metrics_options
 from streams.metrics import serve
 from streams.cli.output import emit
 
-D = AgentSettings()
-
 
 @click.command("node-agent")
-@click.option("--node-name", default="", help="Node name (default: the host name).")
 @click.option("--once", is_flag=True, help="Sample once, print the objects it would send, exit (no broker).")
 @click.option("-o", "--output", type=click.Choice(["json", "yaml"]), default="json", show_default=True,
               help="Format of --once.")
-@click.option("--collect-interval", type=float, default=D.collect_interval_s, show_default=True, help="Seconds.")
-@click.option("--report-interval", type=float, default=D.report_interval_s, show_default=True, help="Seconds.")
-@click.option("--aggregate-duration", type=float, default=D.aggregate_duration_s, show_default=True,
-              help="Seconds averaged into nodeUsage, systemUsage and podsMetric.")
-@click.option("--memory-policy", type=click.Choice(MEMORY_POLICIES), default=D.memory_policy, show_default=True)
-@click.option("--cgroup-root", type=click.Path(path_type=Path), default=D.cgroup_root, show_default=True)
-@click.option("--kubepods-dir", default=D.kubepods_dir, show_default=True)
-@click.option("--cgroup-driver", type=click.Choice(CGROUP_DRIVERS), default=D.cgroup_driver, show_default=True)
-@click.option("--cgroup-version", type=click.Choice(CGROUP_VERSIONS), default=D.cgroup_version, show_default=True)
-@click.option("--proc-root", type=click.Path(path_type=Path), default=D.proc_root, show_default=True)
-@click.option("--sys-root", type=click.Path(path_type=Path), default=D.sys_root, show_default=True)
-@click.option("--host-applications", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="YAML/JSON list of host applications (NodeSLO spec.hostApplications).")
-@click.option("--max-buffered-metrics", type=int, default=D.max_buffered_metrics, show_default=True,
-              help="NodeMetric records kept during a broker outage (oldest dropped first).")
-@click.option("--actuate/--no-actuate", default=D.actuate, show_default=True,
-              help="Apply the actuations addressed to this node (cgroups, resctrl, tc) and acknowledge them.")
-@click.option("--dry-run", is_flag=True, default=D.actuation_dry_run,
-              help="Print what each actuation would write; write, persist and acknowledge nothing.")
-@click.option("--resctrl-root", type=click.Path(path_type=Path), default=D.resctrl_root, show_default=True)
-@click.option("--tc-interface", default=D.tc_interface,
-              help="Interface whose egress gets the HTB classes L0/L1/L2 (default: none, tc actuations unsupported).")
-@click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), default=D.state_dir,
-              show_default=True, help="Where the last applied actuation sequences and the read offset are kept.")
-@click.option("--protection-after", type=float, default=D.protection_after_s, show_default=True,
-              help="Seconds without actuations or config (or at once with the broker unreachable) before the agent "
-                   "runs CPU suppress and memory-eviction reports itself on the last config; 0: never.")
+@settings_options(AgentSettings)
 @metrics_options
-def node_agent(node_name: str, once: bool, output: str, collect_interval: float, report_interval: float,
-               aggregate_duration: float, memory_policy: str, cgroup_root: Path, kubepods_dir: str,
-               cgroup_driver: str, cgroup_version: str, proc_root: Path, sys_root: Path,
-               host_applications: Path | None, max_buffered_metrics: int, actuate: bool, dry_run: bool,
-               resctrl_root: Path, tc_interface: str, state_dir: Path, protection_after: float, metrics_port: int,
-               metrics_host: str) -> None:
+def node_agent(once: bool, output: str, metrics_port: int, metrics_host: str, **fields) -> None:
     """Collect this host's node, pod and device usage; publish Node, NodeMetric and Device objects."""
-    settings = AgentSettings(
-        node_name=node_name, collect_interval_s=collect_interval, report_interval_s=report_interval,
-        aggregate_duration_s=aggregate_duration, memory_policy=memory_policy, cgroup_root=cgroup_root,
-        kubepods_dir=kubepods_dir, cgroup_driver=cgroup_driver, cgroup_version=cgroup_version,
-        proc_root=proc_root, sys_root=sys_root, host_applications_file=host_applications,
-        max_buffered_metrics=max_buffered_metrics, actuate=actuate, actuation_dry_run=dry_run,
-        resctrl_root=resctrl_root, tc_interface=tc_interface, state_dir=state_dir,
-        protection_after_s=protection_after)
+    settings = AgentSettings(**fields)
     try:
         agent = NodeAgent(settings)
     except (SettingsError, HostApplicationError) as err:

@@ -1,5 +1,6 @@
 """The ``koord node-agent`` and ``koord simulate`` commands (called as click objects until registered)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -52,3 +53,25 @@ def test_once_json_is_a_kubectl_list(fake_host):
     result = CliRunner().invoke(node_agent, ["--once", "--collect-interval", "0.1", "--proc-root", str(fake_host.proc),
                                              "--sys-root", str(fake_host.sys), "--cgroup-root", str(fake_host.cgroup)])
     assert json.loads(result.output)["kind"] == "List"
+
+
+FLAGS_IN_USE = {
+    "node_name": "--node-name", "collect_interval_s": "--collect-interval", "report_interval_s": "--report-interval",
+    "aggregate_duration_s": "--aggregate-duration", "memory_policy": "--memory-policy", "cgroup_root": "--cgroup-root",
+    "kubepods_dir": "--kubepods-dir", "cgroup_driver": "--cgroup-driver", "cgroup_version": "--cgroup-version",
+    "proc_root": "--proc-root", "sys_root": "--sys-root", "host_applications_file": "--host-applications",
+    "max_buffered_metrics": "--max-buffered-metrics", "actuate": "--actuate", "actuation_dry_run": "--dry-run",
+    "resctrl_root": "--resctrl-root", "tc_interface": "--tc-interface", "state_dir": "--state-dir",
+    "protection_after_s": "--protection-after"}
+"""The flags deployments, tests and the README use, by the AgentSettings field they set."""
+
+
+def test_every_setting_has_a_flag_with_its_default_and_the_flags_in_use_keep_their_names():
+    from node_agent.settings import AgentSettings
+
+    options = {param.name: param for param in node_agent.params}
+    defaults = AgentSettings()
+    for field in dataclasses.fields(AgentSettings):
+        assert options[field.name].default == getattr(defaults, field.name), field.name
+    assert {name: options[name].opts[0] for name in FLAGS_IN_USE} == FLAGS_IN_USE
+    assert options["actuate"].secondary_opts == ["--no-actuate"]
