@@ -158,5 +158,5 @@ def _error(verb: str, resource: str, code: int, content: bytes) -> ApiError:
     try:
         message = json.loads(content).get("message", "")
     except ValueError:
-        message = content.decode(errors="replace")[:500]
+        message = content.decode(errors="replace")[:500].strip()
     return ApiError(verb, resource, code, message)

@@ -138,17 +138,7 @@ class ControlPlane:
                 "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
                 "--initial-cluster", f"koord={peer_url}", "--unsafe-no-fsync", "--log-level", "warn"])
             _wait_ok(f"{etcd_url}/health", None, "etcd", self.directory / "etcd.log")
-            cert, key = pki.serving
-            sa_public, sa_private = pki.service_account
-            pids["kube-apiserver"] = self._spawn("kube-apiserver", [
-                str(folder / "kube-apiserver"), f"--etcd-servers={etcd_url}", "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={pki.directory}",
-                f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", f"--client-ca-file={pki.ca}",
-                "--authorization-mode=RBAC", f"--service-cluster-ip-range={SERVICE_CIDR}",
-                f"--service-account-issuer=https://127.0.0.1:{api_port}/",
-                f"--service-account-key-file={sa_public}", f"--service-account-signing-key-file={sa_private}",
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--allow-privileged=true",
-                f"--audit-log-path={self.directory / 'audit.log'}", f"--audit-policy-file={self._audit_policy()}"])
+            pids["kube-apiserver"] = self._spawn("kube-apiserver", self._apiserver_args(folder, etcd_url, api_port))
             server = f"https://127.0.0.1:{api_port}"
             _wait_ok(f"{server}/readyz", _client_context(pki, ADMIN[0]), "kube-apiserver",
                      self.directory / "kube-apiserver.log")
@@ -206,6 +196,54 @@ class ControlPlane:
                     os.kill(pid, signal.SIGKILL)
                     wait_gone(pid, 5)
         self.state_file.unlink(missing_ok=True)
+
+    def stop_apiserver(self) -> None:
+        """Stop only the API server (SIGTERM, then SIGKILL after :data:`STOP_TIMEOUT_S`); etcd keeps the
+        objects, the certificates and the kubeconfig stay valid, so :meth:`start_apiserver` brings the same
+        cluster back on the same address: what a client sees when the API server restarts."""
+        state = self.state()
+        pid = state["pids"].pop("kube-apiserver")
+        proc = self.processes.pop("kube-apiserver", None)
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        elif pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            if not wait_gone(pid, STOP_TIMEOUT_S):
+                os.kill(pid, signal.SIGKILL)
+                wait_gone(pid, 5)
+        self.state_file.write_text(json.dumps(state, indent=2))
+
+    def start_apiserver(self) -> dict:
+        """Start the API server stopped by :meth:`stop_apiserver` again, on its port, against the same etcd."""
+        state = self.state()
+        if "kube-apiserver" in state["pids"]:
+            raise RuntimeError(f"the API server of {self.directory} is running")
+        port = int(state["server"].rsplit(":", 1)[1])
+        state["pids"]["kube-apiserver"] = self._spawn("kube-apiserver",
+                                                      self._apiserver_args(binaries(), state["etcd"], port))
+        _wait_ok(f"{state['server']}/readyz", _client_context(self.pki, ADMIN[0]), "kube-apiserver",
+                 self.directory / "kube-apiserver.log")
+        self.state_file.write_text(json.dumps(state, indent=2))
+        return state
+
+    def _apiserver_args(self, folder: Path, etcd_url: str, api_port: int) -> list[str]:
+        pki = self.pki
+        cert, key = pki.serving
+        sa_public, sa_private = pki.service_account
+        return [
+            str(folder / "kube-apiserver"), f"--etcd-servers={etcd_url}", "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={pki.directory}",
+            f"--tls-cert-file={cert}", f"--tls-private-key-file={key}", f"--client-ca-file={pki.ca}",
+            "--authorization-mode=RBAC", f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-account-issuer=https://127.0.0.1:{api_port}/",
+            f"--service-account-key-file={sa_public}", f"--service-account-signing-key-file={sa_private}",
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--allow-privileged=true",
+            f"--audit-log-path={self.directory / 'audit.log'}", f"--audit-policy-file={self._audit_policy()}"]
 
     def _spawn(self, name: str, args: list[str]) -> int:
         log = open(self.directory / f"{name}.log", "ab")
