@@ -1,7 +1,8 @@
 """Kafka clients for the CLI and the non-Faust processes (aiokafka).
 
-One place builds client settings, so the TLS/SASL configuration applies to
-every client alike, and one place builds producers, so every one of them refuses a
+Every client connects with ``streams.broker.connection``'s settings (and
+``admin_client`` is its admin client), so the TLS/SASL configuration applies to
+every client alike; one place builds producers, so every one of them refuses a
 record over ``streams.limits`` with ``MessageSizeTooLargeError`` instead of losing it.
 """
 
@@ -11,32 +12,16 @@ import contextlib
 from typing import AsyncIterator, Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.structs import RecordMetadata
 
 from streams import limits
-from streams.broker.security import aiokafka_auth
+from streams.broker.connection import admin_client, client_settings
 from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS, pace_fetches
 from streams.settings import Settings
 
 SESSION_TIMEOUT_MS = 10_000
 """Consumer-group session timeout; see ``streams.app.SESSION_TIMEOUT_S``."""
-
-
-def client_settings(bootstrap: str) -> dict:
-    """Bootstrap servers plus the TLS/SASL settings of the environment (``streams.broker.security``)."""
-    return {"bootstrap_servers": bootstrap.split(","), **aiokafka_auth(Settings.from_env())}
-
-
-@contextlib.asynccontextmanager
-async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
-    admin = AIOKafkaAdminClient(**client_settings(bootstrap), request_timeout_ms=10_000)
-    await admin.start()
-    try:
-        yield admin
-    finally:
-        await admin.close()
 
 
 @contextlib.asynccontextmanager

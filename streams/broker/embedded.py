@@ -69,7 +69,7 @@ def wait_for_metadata(bootstrap: str, timeout: float = 30.0, proc: subprocess.Po
 def start_with_topics(log_path: Path, topology) -> tuple[str, subprocess.Popen]:
     """Start Tansu on a free loopback port, wait until it answers and create ``topology``'s topics;
     returns (bootstrap, process). The caller owns the process; it is stopped here if set-up fails."""
-    from streams.kafka import admin_client
+    from streams.broker.connection import admin_client
     from streams.topology import apply
 
     port = free_loopback_port()

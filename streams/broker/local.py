@@ -87,7 +87,7 @@ def start(kind: str, directory: Path, topology: Topology | None = None, nodes: i
 
 
 async def create_topics(bootstrap: str, topology: Topology) -> None:
-    from streams.kafka import admin_client
+    from streams.broker.connection import admin_client
     from streams.topology import apply
 
     async with admin_client(bootstrap) as admin:
