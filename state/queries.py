@@ -42,13 +42,15 @@ from sqlalchemy.orm import Session
 from state.models import Ack, DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
 from state.projection import LEFT_OUT
 from state.projection import STAGE as PROJECTION_STAGE
+from streams.koordinator.annotations import ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
+from streams.koordinator.resources import BATCH_RESOURCES, EXTENDED_RESOURCES
 from streams.objects.quantity import format_quantity, resource_list
 from state.topics import LATEST_STATE_TOPICS
 
 POD_SCHEDULED = "PodScheduled"
 ZONE_RESOURCES_ANNOTATION = "koordstream.io/numa-zone-resources"
 """Node annotation with the NUMA-level batch resources: ``[{"name": zone, "resources": {name: quantity}}]``."""
-ZONE_RESOURCE_NAMES = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory")
+ZONE_RESOURCE_NAMES = BATCH_RESOURCES
 BROKEN_ANNOTATION = "koordstream.io/broken"
 """Annotation of an object whose stored row cannot be shown: why."""
 NODE_NOT_FOUND = "NodeNotFound"
@@ -323,8 +325,8 @@ def object_progress(engine: Engine, topic_logical_name: str, key: str) -> tuple[
         return None if row is None else (row.source_partition, row.source_offset, row.deleted)
 
 
-RUNTIME_ANNOTATION = "quota.scheduling.koordinator.sh/runtime"
-REQUEST_ANNOTATION = "quota.scheduling.koordinator.sh/request"
+RUNTIME_ANNOTATION = ANNOTATION_QUOTA_RUNTIME
+REQUEST_ANNOTATION = ANNOTATION_QUOTA_REQUEST
 
 
 def get_elasticquotas(engine: Engine, namespace: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
@@ -458,8 +460,6 @@ def acknowledged(engine: Engine, source_topic: str, source_partition: int, sourc
 # -- explain ----------------------------------------------------------------------------------------------
 
 TOP_SCORES_SHOWN = 5
-EXTENDED_RESOURCES = ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory", "kubernetes.io/mid-cpu",
-                      "kubernetes.io/mid-memory")
 
 
 def filter_summary(filter_results: list[dict[str, Any]]) -> str:
