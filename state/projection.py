@@ -335,6 +335,8 @@ _LATEST_STATE: Mapping[str, _LatestState] = {
     "devices": _objects("Device"),
     "noderesourcetopologies": _objects("NodeResourceTopology"),
     "nodemetrics": _objects("NodeMetric"),
+    "podgroups": _objects("PodGroup"),
+    "podmigrationjobs": _objects("PodMigrationJob"),
 }
 
 def _events(*specs: _Events) -> Mapping[str, _Events]:

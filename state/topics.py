@@ -16,6 +16,8 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
         "quotas": "koord.quotas",
         "reservations": "koord.reservations",
         "devices": "koord.devices",
+        "podgroups": "koord.podgroups",
+        "podmigrationjobs": "koord.podmigrationjobs",
         "noderesourcetopologies": "koord.noderesourcetopologies",
         "nodemetrics": "koord.nodemetrics",
         "decisions": "koord.decisions",
@@ -29,7 +31,7 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
 )
 
 LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices",
-                                 "noderesourcetopologies", "nodemetrics"})
+                                 "noderesourcetopologies", "nodemetrics", "podgroups", "podmigrationjobs"})
 """Topics holding the latest state per key (compacted); the others carry events."""
 
 

@@ -27,6 +27,8 @@ KIND_BY_SOURCE = {
     "noderesourcetopologies": ("NodeResourceTopology",),
     "quotas": ("ElasticQuota", "ElasticQuotaProfile"),
     "reservations": ("Reservation",),
+    "podgroups": ("PodGroup",),
+    "podmigrationjobs": ("PodMigrationJob",),
     "configs": ("ConfigMap", "KubeSchedulerConfiguration"),
     "ticks": ("Tick",),
     "decisions": ("SchedulingDecision", "Eviction"),
@@ -37,7 +39,12 @@ scheduling decisions are a source too: they tell the node aggregate which
 pods run on its node (with their requests, priority and QoS); the node
 resources tell the scheduler each node's batch and mid allocatable. Evictions
 share the decisions topic (anyone subscribing to decisions sees them) and are
-routed nowhere: the pod's deletion, not the eviction decision, releases it."""
+routed nowhere: the pod's deletion, not the eviction decision, releases it. PodGroups and
+PodMigrationJobs are validated and projected but routed nowhere yet: gang scheduling and descheduling
+will consume them."""
+
+NOT_ROUTED = ("Eviction", "PodGroup", "PodMigrationJob")
+"""Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""
 
 BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")
 """Decision results that change which pods run on a node."""
@@ -68,7 +75,7 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
     if kind == "Tick":
         nodes = [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
         return nodes + [Route("inbox-scheduling", domain) for domain in DOMAINS]
-    if kind == "Eviction":
+    if kind in NOT_ROUTED:
         return []
     if kind == "SchedulingDecision":
         node = record.get("nodeName") if record is not None else None

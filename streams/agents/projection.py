@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 GROUP_ID = "koordstream-projection"
 PROJECTED = ("pods", "nodes", "configs", "quotas", "reservations", "devices", "noderesourcetopologies", "nodemetrics",
-             "decisions", "noderesources", "quotastatus", "acks", "actuations", "actuation-acks", "deadletters")
+             "podgroups", "podmigrationjobs", "decisions", "noderesources", "quotastatus", "acks", "actuations",
+             "actuation-acks", "deadletters")
 VALIDATED = frozenset(PROJECTED) & frozenset(routing.KIND_BY_SOURCE)
 """The projected topics the router reads too: their records must pass its validation."""
 

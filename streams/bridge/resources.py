@@ -1,4 +1,4 @@
-"""The API resources the bridge lists and watches, and the Koordinator kinds it does not convert yet.
+"""The API resources the bridge lists and watches.
 
 Every watched resource is one the conversion path of ``koord apply`` knows (``streams.objects.kinds``):
 the bridge builds the manifest from the API object and calls the same ``to_record``. The version is the
@@ -53,11 +53,11 @@ WATCHED: tuple[WatchedResource, ...] = (
     WatchedResource("Reservation", "scheduling.koordinator.sh", "v1alpha1", "reservations"),
     WatchedResource("Device", "scheduling.koordinator.sh", "v1alpha1", "devices"),
     WatchedResource("NodeResourceTopology", "topology.node.k8s.io", "v1alpha1", "noderesourcetopologies"),
+    WatchedResource("PodGroup", "scheduling.sigs.k8s.io", "v1alpha1", "podgroups"),
+    WatchedResource("PodMigrationJob", "scheduling.koordinator.sh", "v1alpha1", "podmigrationjobs"),
 )
 """Nodes first: a pod listed before its node would be Unschedulable until the node arrives."""
 
-NOT_CONVERTED: tuple[str, ...] = ("PodMigrationJob", "PodGroup")
-"""Koordinator kinds users have that ``streams.objects.kinds`` has no conversion for: not watched."""
 
 
 def _check() -> None:

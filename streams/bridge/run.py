@@ -16,7 +16,7 @@ from streams.bridge.api import KubeApi
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import ACTIVE, BridgeConfig
 from streams.bridge.reflector import Reflector
-from streams.bridge.resources import NOT_CONVERTED, WATCHED
+from streams.bridge.resources import WATCHED
 from streams.bridge.view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -33,8 +33,7 @@ async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> N
     checkpoint = Checkpoint(config.state_dir / CHECKPOINT_FILE)
     api = KubeApi(config.kubeconfig, config.context, config.watch_timeout_s)
     view = ClusterView()
-    log.info("bridge in %s mode against %s; not converted yet, so not watched: %s", config.mode, api.server,
-             ", ".join(NOT_CONVERTED))
+    log.info("bridge in %s mode against %s", config.mode, api.server)
     try:
         async with kafka.producer(bootstrap) as producer:
             tasks = [asyncio.create_task(Reflector(resource, api, producer, topics, checkpoint, view, config).run(),

@@ -57,6 +57,8 @@ SCHEMAS = (
     "ElasticQuotaStatus",
     "Ack",
     "Eviction",
+    "PodGroup",
+    "PodMigrationJob",
 )
 """Top-level record schemas: the values that go on topics."""
 

@@ -15,6 +15,8 @@ from streams.objects.kinds import (
     nodemetric,
     noderesourcetopology,
     pod,
+    podgroup,
+    podmigrationjob,
     reservation,
 )
 
@@ -29,6 +31,8 @@ KINDS: dict[str, KindSpec] = {
     "Device": device.SPEC,
     "NodeResourceTopology": noderesourcetopology.SPEC,
     "KubeSchedulerConfiguration": kubeschedulerconfiguration.SPEC,
+    "PodGroup": podgroup.SPEC,
+    "PodMigrationJob": podmigrationjob.SPEC,
 }
 
 
