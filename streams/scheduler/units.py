@@ -4,18 +4,13 @@
 ``Quantity.String()`` prints the quantity Koordinator builds from it
 (``createQuantity``): cpu as a DecimalSI milli-quantity ("500m", "2", "2k"),
 memory as BinarySI ("1Gi"; below 1024 it falls back to DecimalSI, "20"),
-anything else DecimalSI. ``parse_duration`` reads Go/metav1 durations ("5m",
-"5m0s", "1h30m", "90s").
+anything else DecimalSI.
 """
 
 from __future__ import annotations
 
-import re
-
 _DECIMAL = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"), (-6, "u"), (-9, "n"))
 _BINARY = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0, "h": 3600000.0}
 
 
 def _decimal(mantissa: int, exponent: int) -> str:
@@ -47,25 +42,3 @@ def resource_list_string(resources: dict[str, int]) -> str:
     if not resources:
         return "<empty>"
     return ",".join(sorted(f"{name}:{quantity_string(name, value)}" for name, value in resources.items()))
-
-
-def parse_duration(text: str | int | float) -> int:
-    """Milliseconds of a Go duration string (a bare number is taken as seconds)."""
-    if isinstance(text, bool):
-        raise ValueError(f"invalid duration {text!r}")
-    if isinstance(text, (int, float)):
-        return int(text * 1000)
-    value = text.strip()
-    negative = value.startswith("-")
-    value = value.lstrip("+-")
-    if value == "0":
-        return 0
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(value):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_MS[match.group(2)]
-        pos = match.end()
-    if pos != len(value) or not value:
-        raise ValueError(f'invalid duration "{text}"')
-    return -int(total) if negative else int(total)

@@ -10,7 +10,7 @@ Routed nowhere yet: descheduling will read this topic.
 
 from streams.objects.fields import FieldReader, child, item
 from streams.objects.kind import KindSpec
-from streams.scheduler.units import parse_duration
+from streams.objects.duration import parse_duration
 
 MODES = ("ReservationFirst", "EvictDirectly")
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Aborted")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.scheduler.args import ArgsError, ArgsReader
-from streams.scheduler.units import parse_duration
+from streams.objects.duration import parse_duration
 
 NAME = "LoadAwareScheduling"
 AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")

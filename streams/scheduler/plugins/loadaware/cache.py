@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 
 from streams.koordinator.classes import PRIORITY_PROD
 from streams.scheduler.plugins.loadaware.args import AGGREGATION_TYPES
-from streams.scheduler.units import parse_duration
+from streams.objects.duration import parse_duration
 
 DEFAULT_REPORT_INTERVAL_MS = 60_000
 

@@ -56,7 +56,7 @@ from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
-from streams.scheduler.units import parse_duration
+from streams.objects.duration import parse_duration
 
 REASON_METRIC_EXPIRED = "node(s) nodeMetric expired"
 REASON_USAGE = "node(s) {resource} usage exceed threshold"
