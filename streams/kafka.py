@@ -63,14 +63,16 @@ def consumer_settings() -> dict:
 
 
 def consumer(bootstrap: str, topics: Sequence[str], group_id: str | None, from_beginning: bool) -> AIOKafkaConsumer:
-    """A consumer for the long-running loops (projection, decision stream, node agents); on Tansu its fetch
-    wait is paced (``tansu_workarounds.pace_fetches``): short while records flow, longer when idle."""
+    """A consumer for the long-running loops (projection, decision stream, node agents, bridge), reading with
+    the processing guarantee's isolation level (``Settings.isolation_level``); on Tansu its fetch wait is
+    paced (``tansu_workarounds.pace_fetches``): short while records flow, longer when idle."""
+    settings = Settings.from_env()
     client = AIOKafkaConsumer(
         *topics, **client_settings(bootstrap), **consumer_settings(), group_id=group_id, enable_auto_commit=False,
-        auto_offset_reset="earliest" if from_beginning else "latest",
+        auto_offset_reset="earliest" if from_beginning else "latest", isolation_level=settings.isolation_level,
         session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=2_000,
     )
-    return pace_fetches(client) if Settings.from_env().tansu else client
+    return pace_fetches(client) if settings.tansu else client
 
 
 async def partitions_for(consumer: AIOKafkaConsumer, topic: str) -> list[int]:

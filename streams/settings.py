@@ -111,6 +111,12 @@ class Settings:
         return self.resolved_broker_kind == "tansu"
 
     @property
+    def isolation_level(self) -> str:
+        """How every reader of koordstream's topics reads: under exactly-once only committed transactions
+        (``read_committed``), so no reader sees an output the worker aborted; otherwise everything."""
+        return "read_committed" if self.processing_guarantee == "exactly_once" else "read_uncommitted"
+
+    @property
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url

@@ -37,8 +37,7 @@ ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 def default_isolation_level(settings: Settings | None = None) -> str:
     """How the workers read: ``read_committed`` under exactly-once, ``read_uncommitted`` otherwise."""
-    settings = settings or Settings.from_env()
-    return "read_committed" if settings.processing_guarantee == "exactly_once" else "read_uncommitted"
+    return (settings or Settings.from_env()).isolation_level
 
 
 async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = None,
