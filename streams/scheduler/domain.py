@@ -463,6 +463,8 @@ class SchedulingDomain:
             cluster.pods[key] = info
             self._observe(PodChanged(key, old, info))
         bound_to = info.node_name
+        if bound_to and state.node is not None and state.node != bound_to:
+            self._bound_elsewhere(key, info, bound_to, out)
         if bound_to and state.node is None:
             self._assign(key, bound_to)
         if state.node is not None:
@@ -473,6 +475,16 @@ class SchedulingDomain:
         self.queue.add(key, info.sort_priority, state.seq)
         outcome = self._attempt(key, out)
         out.decision(cluster.pods[key], *self._fields(key, outcome))
+
+    def _bound_elsewhere(self, key: str, pod: PodInfo, bound_to: str, out: "_Outputs") -> None:
+        """The cluster bound the pod to another node than the one chosen here (in observe mode its own
+        scheduler did; in active mode another client won the race): the cluster's binding is the fact. The pod
+        leaves the chosen node, with a Released decision so that node's aggregate drops it too, and the
+        caller assigns it where it is bound; the only pod event that yields two decisions about its pod."""
+        chosen = self.pods[key].node
+        self._unassign(key)
+        out.decision(pod, RELEASED, chosen, "BoundElsewhere", f"the cluster bound it to {bound_to}", None)
+        self._queue_event(POD_DELETE)
 
     def _attempt(self, key: str, out: "_Outputs") -> CycleResult:
         """One scheduling attempt of pending pod ``key``; assigns it when a node is found."""

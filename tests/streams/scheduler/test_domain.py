@@ -119,6 +119,16 @@ def test_prebound_pod_passes_its_resource_status_through_and_only_the_annotation
                                                 "koordinator.sh/cpuQOS": '{"enable":true}'}
 
 
+def test_a_pod_the_cluster_bound_to_another_node_moves_there_and_frees_the_chosen_one():
+    """Observe mode: koordstream chose n1, the cluster's scheduler bound the pod to n2. n1's aggregate is told
+    the pod left (Released), n2 gets it (Bound), and the next pod is placed with n2's room taken, not n1's."""
+    _, out = run(node("n1", cpu=2000), node("n2", cpu=2000), pod("a", cpu=1500), pod("a", cpu=1500, node_name="n2"),
+                 pod("b", cpu=1500))
+    assert [(d["pod"]["name"], d["result"], d["nodeName"], d["reason"]) for d in decisions(out)] == [
+        ("a", "Scheduled", "n1", None), ("a", "Released", "n1", "BoundElsewhere"), ("a", "Bound", "n2", None),
+        ("b", "Scheduled", "n1", None)]
+
+
 def test_delete_emits_released():
     _, out = run(node("n1"), pod("a"), deleted("Pod", "default/a"))
     assert decisions(out)[-1]["result"] == "Released" and decisions(out)[-1]["reason"] == "Deleted"
