@@ -396,8 +396,9 @@ def test_a_dead_letter_names_an_object_that_cannot_be_converted(setup):
                             "metadata": {"name": "bad-quota"}, "spec": {"max": {"cpu": "lots"}}})
     version = created["metadata"]["resourceVersion"]
     engine = setup.engine()
-    letter = wait_for(lambda: next((d for d in queries.get_deadletters(engine) if d["stage"] == "bridge"), None),
-                      "the bridge's dead letter")
+    letter = wait_for(lambda: next((d for d in queries.get_deadletters(engine) if d["stage"] == "bridge"
+                                    and d["key"] == "default/bad-quota"), None),
+                      "the bridge's dead letter of default/bad-quota")
     assert letter["reason"].startswith(f"ElasticQuota default/bad-quota resourceVersion {version}: ")
     assert "spec.max.cpu" in letter["reason"]
 
