@@ -18,6 +18,16 @@ Every write is keyed by what the decision asks for, checked against the object t
 
 Only pods whose ``spec.schedulerName`` is the bridge's are bound or marked; decisions about other pods
 are koordstream's opinion, which the shadow report compares.
+
+**Bound**, **Released** and **Preempted** decisions ask for no write. Bound and Released follow what the
+cluster did. Preempted (a victim of preemption) is not acted on: Koordinator's scheduler, like
+kube-scheduler, removes a victim with a plain DELETE (budgets only weigh in choosing victims), which is
+not among the writes the issue gives active mode, and the bridge's role has no ``delete pods``; the
+Eviction API is no substitute, since a budget may refuse it after the preemptor's Scheduled decision is
+already out. So in active mode a preemptor is bound while its victims still run, and a real kubelet would
+refuse it (OutOfcpu, OutOfmemory) until they are gone. Deleting victims, setting the preemptor's
+``nominatedNodeName`` and binding it once they are gone belongs to the work that makes preemption act
+on the cluster.
 """
 
 from __future__ import annotations
