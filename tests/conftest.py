@@ -10,8 +10,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
 from streams.broker import local  # noqa: E402  (needs the repository root on sys.path)
 from tests.brokers import require_kafka  # noqa: E402
+
+# Property tests draw the same examples on every run and keep no example database.
+hypothesis_settings.register_profile("koordstream", derandomize=True, database=None, deadline=None,
+                                     max_examples=150, print_blob=True)
+hypothesis_settings.load_profile("koordstream")
 
 
 @pytest.fixture(scope="session", params=local.KINDS)

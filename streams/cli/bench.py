@@ -144,4 +144,46 @@ def idle_cmd(seconds: float, settle: float | None, output: str, broker_kind: str
         click.echo(f"  {name:<11} {share:6.2f} % of one core")
 
 
+@bench.command("hostile")
+@click.option("--records", default=10000, show_default=True, help="Hostile records, across every topic.")
+@click.option("--pods", default=200, show_default=True, help="Valid pods applied after them.")
+@click.option("--seed", default=1, show_default=True)
+@click.option("--timeout", type=float, default=300.0, show_default=True,
+              help="Seconds to wait for the valid pods' decisions.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@click.option("--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
+              help="The broker to start for the run: the embedded Tansu or a local Apache Kafka (KRaft; Java 17 "
+                   "and Maven).")
+def hostile_cmd(records: int, pods: int, seed: int, timeout: float, output: str, broker_kind: str) -> None:
+    """Hostile records of every failure class on every topic, then valid pods: how many are decided, dead
+    letters, and whether every process of the pipeline survived. Always on a fresh `koord up --nodes 0`
+    (KOORD_BROKER is ignored: hostile records never go to a broker others use)."""
+    from streams.bench import hostile
+
+    if broker_kind == "kafka":
+        try:
+            kraft.check_prerequisites()
+        except kraft.MissingPrerequisite as error:
+            raise click.ClickException(str(error)) from None
+    result = hostile.run(broker_kind, records, pods, seed, timeout)
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"broker: fresh {broker_kind} broker (koord up --nodes 0), seed {seed}")
+    click.echo(f"time: {result['seconds']} s (hostile records produced in {result['hostile_produce_seconds']} s)")
+    click.echo(f"records sent: {result['records_sent']} "
+               f"({result['records_refused_by_producer_or_broker']} refused by the producer or the broker)")
+    for reason, count in result["refusals"].items():
+        click.echo(f"  refused {count}x: {reason}")
+    click.echo(f"dead letters: {result['dead_letters']} ({result['dead_letters_of_hostile_records']} for hostile "
+               f"records; {result['dead_letters_missing']} records whose class calls for one have none)")
+    click.echo(f"pods decided: {result['pods_decided']}/{result['pods']}")
+    dead = [name for name, up in result["processes_alive"].items() if not up]
+    click.echo(f"processes alive: {'all' if not dead else 'NO, dead: ' + ', '.join(dead)} "
+               f"({', '.join(result['processes_alive'])})")
+    for kind, figures in sorted(result["by_class"].items()):
+        click.echo(f"  {kind:<28} sent {figures['sent']:>6}  refused {figures['refused']:>4}  "
+                   f"dead-lettered {figures['dead_lettered']:>6}")
+
+
 COMMANDS = (bench,)
