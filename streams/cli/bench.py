@@ -186,4 +186,41 @@ def hostile_cmd(records: int, pods: int, seed: int, timeout: float, output: str,
                    f"dead-lettered {figures['dead_lettered']:>6}")
 
 
+@bench.command("bridge")
+@click.option("--nodes", default=1000, show_default=True, help="Nodes created through the API server.")
+@click.option("--pods", default=2000, show_default=True, help="Pods naming koord-scheduler created after them.")
+@click.option("--rate", type=float, default=None, help="Offered pod creates/s (default: as fast as possible).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@broker_option
+def bridge_cmd(nodes: int, pods: int, rate: float | None, output: str, broker_kind: str) -> None:
+    """Pod created -> bound through a local kube-apiserver and `koord bridge --mode active` (pods/s, p50/p99),
+    and the bridge's memory per watched object and CPU per 1,000 object changes. Needs Go (the control plane)."""
+    from streams.bench import bridge
+    from streams.kube.controlplane import MissingPrerequisite, binaries
+
+    try:
+        binaries()
+    except MissingPrerequisite as error:
+        raise click.ClickException(str(error)) from None
+    with _harness(broker_kind, output) as running:
+        result = {"broker": _broker(running), **bridge.run(running, nodes, pods, rate)}
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    load = result["loadavg"]
+    click.echo(f"broker: {running.describe()}; {result['cpus']} cpus, load average {load['before'][0]} -> "
+               f"{load['after'][0]}")
+    click.echo(f"pod created -> bound ({nodes} nodes, {result['bound']}/{pods} pods bound, "
+               f"{'offered ' + str(rate) + '/s' if rate else 'saturated'}): {result['pods_per_s']} pods/s, "
+               f"p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms")
+    for stage in ("create_to_decision", "decision_to_bound"):
+        if figures := result[stage]:
+            click.echo(f"  {stage.replace('_', ' ')}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms")
+    cost = result["bridge"]
+    click.echo(f"bridge: RSS {cost['baseline_rss_mib']} -> {cost['rss_mib']} MiB, {cost['rss_bytes_per_object']} B "
+               f"per watched object ({cost['objects']} objects); {cost['cpu_seconds_per_1000_changes']} CPU s per "
+               f"1,000 object changes ({cost['object_changes']} changes, active mode); "
+               f"{'alive' if cost['alive'] else 'EXITED'}, {cost['tracebacks']} tracebacks")
+
+
 COMMANDS = (bench,)

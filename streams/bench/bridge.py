@@ -1,0 +1,314 @@
+"""``koord bench bridge``: pods created through a real kube-apiserver -> bound by koordstream, and the bridge's cost.
+
+Setup: a local control plane (``streams.kube.controlplane``: kube-apiserver and etcd, the CRDs of
+``deploy/crds``) in a temporary folder, the harness' broker and worker, and ``koord bridge --mode active``
+as a child process against the control plane's admin kubeconfig.
+
+1. The bridge starts on the empty cluster; its resident memory once every resource is listed is the
+   baseline.
+2. ``nodes`` Nodes (32 cpu, 128Gi) are created through the API server, :data:`CONCURRENCY` requests in
+   flight; the run waits until the bridge has produced them all and the worker has read them.
+3. ``pods`` Pods naming ``koord-scheduler`` are created the same way, as fast as the API server takes
+   them or at ``rate`` per second. A watch on pods (this process's own, opened before the first create)
+   sees each binding; a pod's latency is from just before its create request to the watch event showing
+   its ``spec.nodeName``. Throughput is pods over the time from the first create to the last binding seen.
+   A consumer of the decisions topic splits the latency at the moment the pod's Scheduled decision is read:
+   create -> decision (bridge in, router, scheduler) and decision -> bound (the bridge's actuator, the
+   Binding, the API server's watch).
+
+The bridge's cost per watched object: its RSS (``/proc/<pid>/status`` VmRSS) after phase 3, minus the
+baseline, over the objects it holds (nodes + pods); and its CPU seconds (utime + stime of
+``/proc/<pid>/stat``) over phases 2-3 per 1,000 object changes it received (the ADDED and MODIFIED
+events of nodes and pods that the bench's own watch counted; in active mode the bridge also reads every
+decision and makes every binding, so this is the whole cost of active mode, not of watching alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+import numpy as np
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from lightkube import KubeConfig
+from lightkube.config.client_adapter import AsyncClient, ConnectionParams
+
+from streams import kafka, supervision
+from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up
+from streams.kube.controlplane import ControlPlane
+from streams.schemas import codec
+
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
+SCHEDULER = "koord-scheduler"
+NAMESPACE = "default"
+CONCURRENCY = 16
+"""Create requests in flight: enough to keep the API server busy, few enough not to queue in its filters."""
+LISTED_TIMEOUT_S = 120
+WATCH_READ_TIMEOUT_S = 3600.0
+"""The bench's watches may wait long between events (no pod changes while the nodes are created)."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+POD_EVENT_TYPES = ("ADDED", "MODIFIED")
+
+
+def node_manifest(index: int) -> dict:
+    resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"bench-node-{index:05d}"},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                       "capacity": resources, "allocatable": resources}}
+
+
+def pod_manifest(index: int) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"bench-pod-{index:06d}", "namespace": NAMESPACE},
+            "spec": {"schedulerName": SCHEDULER, "containers": [
+                {"name": "main", "image": "bench", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"process {pid} has no VmRSS")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _percentiles(values: list[float]) -> dict:
+    array = np.array(values) * 1000
+    return {"p50_ms": round(float(np.percentile(array, 50)), 1), "p99_ms": round(float(np.percentile(array, 99)), 1),
+            "max_ms": round(float(array.max()), 1)}
+
+
+class Bench:
+    def __init__(self, harness: Harness, plane: ControlPlane, nodes: int, pods: int, rate: float | None,
+                 home: Path) -> None:
+        self.harness, self.plane, self.nodes, self.pods, self.rate, self.home = harness, plane, nodes, pods, rate, home
+        self.http = AsyncClient(KubeConfig.from_file(plane.kubeconfig).get(),
+                                ConnectionParams(timeout=httpx.Timeout(30.0, read=WATCH_READ_TIMEOUT_S)))
+        self.bridge: subprocess.Popen | None = None
+        self.events = {"nodes": 0, "pods": 0}
+        self.bound: dict[str, float] = {}
+        self.decided: dict[str, float] = {}
+
+    @property
+    def log(self) -> Path:
+        return self.home / "bridge.log"
+
+    def start_bridge(self) -> None:
+        self.bridge = supervision.spawn(
+            supervision.koord_command("bridge", "--kubeconfig", str(self.plane.kubeconfig), "--mode", "active"),
+            self.log, {"KOORD_HOME": str(self.home)})
+
+    async def wait_listed(self) -> None:
+        """Until every watched resource was listed once (the log says so) and the bridge idles."""
+        from streams.bridge.resources import WATCHED
+
+        deadline = time.monotonic() + LISTED_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.bridge.poll() is not None:
+                raise RuntimeError(f"the bridge exited with {self.bridge.returncode}: {self.log.read_text()[-2000:]}")
+            text = self.log.read_text(errors="replace") if self.log.exists() else ""
+            if all(f"{resource.name}: listed " in text for resource in WATCHED):
+                await asyncio.sleep(2.0)
+                return
+            await asyncio.sleep(0.2)
+        raise TimeoutError(f"the bridge did not list every resource in {LISTED_TIMEOUT_S}s")
+
+    async def create_all(self, path: str, manifests: list[dict], created: dict[str, float] | None = None,
+                         rate: float | None = None) -> None:
+        """Create ``manifests`` with :data:`CONCURRENCY` requests in flight, the n-th not before n / ``rate`` s."""
+        queue: asyncio.Queue = asyncio.Queue()
+        for index, manifest in enumerate(manifests):
+            queue.put_nowait((index, manifest))
+        started = time.monotonic()
+
+        async def creator() -> None:
+            while not queue.empty():
+                index, manifest = queue.get_nowait()
+                if rate and (delay := started + index / rate - time.monotonic()) > 0:
+                    await asyncio.sleep(delay)
+                if created is not None:
+                    created[manifest["metadata"]["name"]] = time.monotonic()
+                response = await self.http.request("POST", path, content=json.dumps(manifest).encode(),
+                                                   headers={"Content-Type": "application/json"})
+                if response.status_code != 201:
+                    raise RuntimeError(f"POST {path}: HTTP {response.status_code}: {response.text[:300]}")
+                body = response.json()
+                if body["kind"] == "Node" and body.get("spec", {}).get("taints"):
+                    await self.http.request("PATCH", f"{path}/{body['metadata']['name']}",
+                                            content=b'{"spec":{"taints":null}}',
+                                            headers={"Content-Type": "application/merge-patch+json"})
+        await asyncio.gather(*(creator() for _ in range(CONCURRENCY)))
+
+    async def watch(self, plural: str, version: str, stop: asyncio.Event) -> None:
+        """Count the ADDED and MODIFIED events of ``plural``; for pods, note when each is first seen bound."""
+        params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "false", "timeoutSeconds": 3600}
+        async with self.http.stream("GET", f"/api/v1/{plural}", params=params) as response:
+            async for line in response.aiter_lines():
+                if stop.is_set():
+                    return
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event["type"] not in POD_EVENT_TYPES:
+                    continue
+                self.events[plural] += 1
+                obj = event["object"]
+                if plural == "pods" and obj["spec"].get("nodeName") and obj["metadata"]["name"] not in self.bound:
+                    self.bound[obj["metadata"]["name"]] = time.monotonic()
+                    if len(self.bound) >= self.pods:
+                        stop.set()
+
+    async def read_decisions(self, stop: asyncio.Event) -> None:
+        """Note when each bench pod's first Scheduled decision is read from the decisions topic."""
+        topic = self.harness.topology.names()["decisions"]
+        consumer = AIOKafkaConsumer(**kafka.client_settings(self.harness.bootstrap), **kafka.consumer_settings(),
+                                    group_id=None, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in await kafka.partitions_for(consumer, topic)]
+            consumer.assign(tps)
+            for tp, highwater in (await fetch_highwaters(consumer, tps)).items():
+                consumer.seek(tp, highwater)
+            while not stop.is_set():
+                for messages in (await consumer.getmany(timeout_ms=100)).values():
+                    now = time.monotonic()
+                    for message in messages:
+                        schema, decision = codec.decode(message.value)
+                        name = decision["pod"]["name"] if schema == "SchedulingDecision" else ""
+                        if decision.get("result") == "Scheduled" and name not in self.decided:
+                            self.decided[name] = now
+        finally:
+            await consumer.stop()
+
+    async def list_version(self, plural: str) -> str:
+        response = await self.http.request("GET", f"/api/v1/{plural}", params={"limit": 1})
+        return response.json()["metadata"]["resourceVersion"]
+
+    async def nodes_produced(self) -> None:
+        """Until koord.nodes holds a record per node, then until the worker has read the scheduling inbox."""
+        names = self.harness.topology.names()
+        consumer = AIOKafkaConsumer(**kafka.client_settings(self.harness.bootstrap), **kafka.consumer_settings(),
+                                    group_id=None, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tps = [TopicPartition(names["nodes"], p) for p in await kafka.partitions_for(consumer, names["nodes"])]
+            deadline = time.monotonic() + LISTED_TIMEOUT_S + self.nodes / 20
+            while sum((await fetch_highwaters(consumer, tps)).values()) < self.nodes:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the bridge did not produce {self.nodes} nodes in time")
+                await asyncio.sleep(0.5)
+        finally:
+            await consumer.stop()
+        await wait_caught_up(self.harness.bootstrap, names["inbox-scheduling"], self.harness.topology.app_id)
+
+    async def run(self) -> dict:
+        self.start_bridge()
+        await self.wait_listed()
+        pid = self.bridge.pid
+        baseline_rss = rss_bytes(pid)
+        cpu_before = cpu_seconds(pid)
+        stop_nodes, stop_pods = asyncio.Event(), asyncio.Event()
+        watches = [asyncio.create_task(self.watch("nodes", await self.list_version("nodes"), stop_nodes)),
+                   asyncio.create_task(self.watch("pods", await self.list_version("pods"), stop_pods)),
+                   asyncio.create_task(self.read_decisions(stop_nodes))]
+
+        started = time.monotonic()
+        await self.create_all("/api/v1/nodes", [node_manifest(i) for i in range(self.nodes)])
+        node_create_s = time.monotonic() - started
+        await self.nodes_produced()
+        nodes_ready_s = time.monotonic() - started
+
+        created: dict[str, float] = {}
+        first = time.monotonic()
+        await self.create_all(f"/api/v1/namespaces/{NAMESPACE}/pods", [pod_manifest(i) for i in range(self.pods)],
+                              created, self.rate)
+        pod_create_s = time.monotonic() - first
+        try:
+            await asyncio.wait_for(stop_pods.wait(), timeout=120 + self.pods / 10)
+        except asyncio.TimeoutError:
+            pass
+        await asyncio.sleep(1.0)
+        cpu_after, rss_after = cpu_seconds(pid), rss_bytes(pid)
+        stop_nodes.set()
+        for task in watches:
+            if task.done() and task.exception() is not None:
+                raise RuntimeError(f"the bench's watch failed: {task.exception()!r}")
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+
+        latencies = [self.bound[name] - created[name] for name in self.bound if name in created]
+        split = [name for name in self.bound if name in created and name in self.decided]
+        to_decision = [self.decided[name] - created[name] for name in split]
+        to_bound = [self.bound[name] - self.decided[name] for name in split]
+        last = max(self.bound.values()) if self.bound else first
+        changes = self.events["nodes"] + self.events["pods"]
+        objects = self.nodes + self.pods
+        log = self.log.read_text(errors="replace")
+        return {
+            "nodes": self.nodes, "pods": self.pods, "bound": len(latencies),
+            "pods_per_s": round(len(latencies) / (last - first), 1) if latencies else 0.0,
+            **(_percentiles(latencies) if latencies else {"p50_ms": None, "p99_ms": None, "max_ms": None}),
+            "offered_pods_per_s": self.rate,
+            "create_to_decision": _percentiles(to_decision) if split else None,
+            "decision_to_bound": _percentiles(to_bound) if split else None,
+            "node_create_seconds": round(node_create_s, 1), "nodes_ready_seconds": round(nodes_ready_s, 1),
+            "pod_create_seconds": round(pod_create_s, 1),
+            "pod_creates_per_s": round(self.pods / pod_create_s, 1),
+            "bridge": {
+                "baseline_rss_mib": round(baseline_rss / 2**20, 1), "rss_mib": round(rss_after / 2**20, 1),
+                "rss_bytes_per_object": round((rss_after - baseline_rss) / objects),
+                "objects": objects, "object_changes": changes,
+                "cpu_seconds": round(cpu_after - cpu_before, 2),
+                "cpu_seconds_per_1000_changes": round((cpu_after - cpu_before) * 1000 / changes, 3) if changes else None,
+                "alive": self.bridge.poll() is None, "tracebacks": log.count("Traceback"),
+            },
+            "loadavg": [round(x, 2) for x in os.getloadavg()],
+        }
+
+    async def close(self) -> None:
+        if self.bridge is not None and self.bridge.poll() is None:
+            self.bridge.send_signal(signal.SIGTERM)
+            try:
+                self.bridge.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.bridge.kill()
+                self.bridge.wait()
+        await self.http.aclose()
+
+
+def run(harness: Harness, nodes: int, pods: int, rate: float | None = None, plane: ControlPlane | None = None) -> dict:
+    """Create the nodes then the pods through the API server of ``plane`` (default: a control plane started
+    for the run in a temporary folder) with the bridge running; return the figures."""
+    with tempfile.TemporaryDirectory(prefix="koord-bench-bridge-") as tmp:
+        folder = Path(tmp)
+        own = plane is None
+        plane = plane or ControlPlane(folder / "kube")
+        if own:
+            plane.start()
+        try:
+            plane.install(CRDS)
+            loadavg_before = [round(x, 2) for x in os.getloadavg()]
+
+            async def measure() -> dict:
+                bench = Bench(harness, plane, nodes, pods, rate, folder)
+                try:
+                    return await bench.run()
+                finally:
+                    await bench.close()
+            result = asyncio.run(measure())
+        finally:
+            if own:
+                plane.stop()
+    return {**result, "loadavg": {"before": loadavg_before, "after": result["loadavg"]},
+            "cpus": os.cpu_count()}
