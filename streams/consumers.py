@@ -63,12 +63,7 @@ async def sample(bootstrap: str, group: str, topology: Topology) -> Offsets:
     partitions = sorted((tp.topic, tp.partition) for tp, meta in committed.items() if meta.offset >= 0)
     if not partitions:
         return {}
-    client = kafka.consumer(bootstrap, [], None, from_beginning=True)
-    await client.start()
-    try:
-        ends = await kafka.end_offsets(client, partitions)
-    finally:
-        await client.stop()
+    ends = await kafka.read_end_offsets(bootstrap, partitions)
     by_tp = {(tp.topic, tp.partition): meta.offset for tp, meta in committed.items()}
     return {tp: (by_tp[tp], ends[tp]) for tp in partitions}
 

@@ -101,3 +101,13 @@ async def end_offsets(client: AIOKafkaConsumer, partitions: Sequence[tuple[str, 
     if Settings.from_env().tansu:
         found = await true_highwaters(client, found)
     return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+
+async def read_end_offsets(bootstrap: str, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """:func:`end_offsets` through a consumer of its own, for a one-off question."""
+    client = consumer(bootstrap, [], None, from_beginning=True)
+    await client.start()
+    try:
+        return await end_offsets(client, partitions)
+    finally:
+        await client.stop()

@@ -203,30 +203,37 @@ class DeliveryOrder:
         return max(skipped, 0)
 
 
-async def inbox_batches(stream, reader: InboxReader, ends: SourceEnds, dead_letters, stage: str,
+async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_letters, stage: str,
                         batches) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
-    """Yield batches of (record key, event, Faust event) for the good records of an inbox stream;
+    """Yield batches of (record key, event, Faust event) for the good records of ``inbox_id``'s stream;
     a batch is acknowledged once the consumer has processed it, and only then, inside
-    ``batches.scope`` (a ``streams.agents.transactions.Batches``). Every other record is dead-lettered."""
+    ``batches.scope`` (a ``streams.agents.transactions.Batches``). Every other record is dead-lettered:
+    read by an :class:`InboxReader` of the inbox's incarnation and checked against :class:`SourceEnds`."""
+    bootstrap = bootstrap_of(app)
+    reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap, topology.name(inbox_id)))
+    ends = SourceEnds(bootstrap)
     order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
-    async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-        async with batches.scope(events):
-            read = []
-            for faust_event in events:
-                message = faust_event.message
-                order.check(message)
-                try:
-                    read.append((*reader.read(message), faust_event))
-                except Rejected as error:
-                    await send_dead_letter(batches, dead_letters, stage, message, str(error))
-            batch = []
-            for item, problem in zip(read, await ends.problems([event for _, event, _ in read])):
-                if problem is None:
-                    batch.append(item)
-                else:
-                    await send_dead_letter(batches, dead_letters, stage, item[2].message, problem)
-            if batch:
-                yield batch
+    try:
+        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+            async with batches.scope(events):
+                read = []
+                for faust_event in events:
+                    message = faust_event.message
+                    order.check(message)
+                    try:
+                        read.append((*reader.read(message), faust_event))
+                    except Rejected as error:
+                        await send_dead_letter(batches, dead_letters, stage, message, str(error))
+                batch = []
+                for item, problem in zip(read, await ends.problems([event for _, event, _ in read])):
+                    if problem is None:
+                        batch.append(item)
+                    else:
+                        await send_dead_letter(batches, dead_letters, stage, item[2].message, problem)
+                if batch:
+                    yield batch
+    finally:
+        await ends.close()
 
 
 def write_as(faust_event) -> None:

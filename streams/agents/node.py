@@ -19,8 +19,7 @@ from __future__ import annotations
 import faust
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams.agents.inbox import (InboxReader, SourceEnds, bootstrap_of, forget_on_rebalance, handle_guarded,
-                                  inbox_batches, inbox_incarnation, write_as)
+from streams.agents.inbox import forget_on_rebalance, handle_guarded, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
@@ -84,16 +83,7 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-node")
     async def aggregate_node(stream):
-        bootstrap = bootstrap_of(app)
-        reader = InboxReader.of(topology, "inbox-node", await inbox_incarnation(bootstrap, inbox_spec.name))
-        ends = SourceEnds(bootstrap)
-        try:
-            await _aggregate(stream, reader, ends)
-        finally:
-            await ends.close()
-
-    async def _aggregate(stream, reader: InboxReader, ends: SourceEnds) -> None:
-        async for batch in inbox_batches(stream, reader, ends, outputs["DeadLetter"], STAGE, batches):
+        async for batch in inbox_batches(app, topology, "inbox-node", stream, outputs["DeadLetter"], STAGE, batches):
             caused, touched = [], {}
             for key, event, faust_event in batch:
                 if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:

@@ -18,8 +18,7 @@ import gc
 
 import faust
 
-from streams.agents.inbox import (InboxReader, SourceEnds, bootstrap_of, forget_on_rebalance, handle_guarded,
-                                  inbox_batches, inbox_incarnation, write_as)
+from streams.agents.inbox import forget_on_rebalance, handle_guarded, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
@@ -62,16 +61,7 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
-        bootstrap = bootstrap_of(app)
-        reader = InboxReader.of(topology, "inbox-scheduling", await inbox_incarnation(bootstrap, inbox_spec.name))
-        ends = SourceEnds(bootstrap)
-        try:
-            await _schedule(stream, reader, ends)
-        finally:
-            await ends.close()
-
-    async def _schedule(stream, reader: InboxReader, ends: SourceEnds) -> None:
-        async for batch in inbox_batches(stream, reader, ends, outputs["DeadLetter"], STAGE, batches):
+        async for batch in inbox_batches(app, topology, "inbox-scheduling", stream, outputs["DeadLetter"], STAGE, batches):
             caused, last_event = [], {}
             for domain, event, faust_event in batch:
                 caused.append((event, handle_guarded(STAGE, event, load(domain).handle)))

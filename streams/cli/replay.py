@@ -116,13 +116,7 @@ async def _inbox_context(bootstrap: str, inbox: str, topology) -> tuple[str, dic
     partitions, as the live aggregates use them."""
     sources = [(topology.name(source), partition) for source in sorted(routing.KIND_BY_SOURCE)
                for partition in range(topology.spec(source).partitions)]
-    client = kafka.consumer(bootstrap, [], None, from_beginning=True)
-    await client.start()
-    try:
-        ends = await kafka.end_offsets(client, sources)
-    finally:
-        await client.stop()
-    return await inbox_incarnation(bootstrap, inbox), ends
+    return await inbox_incarnation(bootstrap, inbox), await kafka.read_end_offsets(bootstrap, sources)
 
 
 def _print_audit(header: dict, reports: dict[str, Report], overall: Report, replayed: dict[str, list[dict]],
