@@ -96,23 +96,29 @@ class SourceEnds:
     """The end offset of every source partition, as far as an aggregate knows it: a claimed source offset
     at or past it cannot be real (``validation.beyond_end``), so one forged record cannot move the
     aggregates' dedupe (the highest source offset seen per source partition) past records still to come.
-    Refreshed from the broker, once per batch, for the partitions a batch claims more of than is known."""
 
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
+    First from ``local`` (the high watermark this worker's own consumer has for the partition, known when
+    its router reads it: it read every record it forwarded, so that bound costs nothing), then from what
+    was last asked of the broker, and only for a claim past both from the broker, once per batch."""
+
+    def __init__(self, bootstrap: str, local: Callable[[str, int], int | None] = lambda topic, partition: None) -> None:
+        self.bootstrap, self.local = bootstrap, local
         self.ends: dict[tuple[str, int], int] = {}
         self.client = None
+
+    def known(self, topic: str, partition: int) -> int:
+        return max(self.ends.get((topic, partition), 0), self.local(topic, partition) or 0)
 
     async def problems(self, events: list[InboxEvent]) -> list[str | None]:
         claims = [(e.causation.source_topic, e.causation.source_partition, e.causation.source_offset) for e in events]
         stale = sorted({(topic, partition) for topic, partition, offset in claims
-                        if offset >= self.ends.get((topic, partition), 0)})
+                        if offset >= self.known(topic, partition)})
         if stale:
             if self.client is None:
                 self.client = kafka.consumer(self.bootstrap, [], None, from_beginning=True)
                 await self.client.start()
             self.ends.update(await kafka.end_offsets(self.client, stale))
-        return [validation.beyond_end(topic, partition, offset, self.ends.get((topic, partition)))
+        return [validation.beyond_end(topic, partition, offset, self.known(topic, partition))
                 for topic, partition, offset in claims]
 
     async def close(self) -> None:
@@ -126,6 +132,16 @@ async def inbox_incarnation(bootstrap: str, inbox: str) -> str:
 
     async with kafka.admin_client(bootstrap) as admin:
         return (await incarnation(admin, [inbox])).token([inbox])
+
+
+def consumer_highwater(app, topic: str, partition: int) -> int | None:
+    """The high watermark this worker's consumer has for a partition it is assigned, else None."""
+    from faust.types import TP
+
+    try:
+        return app.consumer.highwater(TP(topic, partition))
+    except (AssertionError, AttributeError, KeyError):
+        return None
 
 
 def bootstrap_of(app) -> str:
@@ -211,7 +227,7 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
     read by an :class:`InboxReader` of the inbox's incarnation and checked against :class:`SourceEnds`."""
     bootstrap = bootstrap_of(app)
     reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap, topology.name(inbox_id)))
-    ends = SourceEnds(bootstrap)
+    ends = SourceEnds(bootstrap, lambda topic, partition: consumer_highwater(app, topic, partition))
     order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
     try:
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
