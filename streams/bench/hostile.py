@@ -36,6 +36,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from streams import kafka, routing, supervision
+from streams.koordinator.classes import QOS_BE
 from streams.objects import Document, to_record
 from streams.schemas import codec
 from streams.topology import Topology, load_topology
@@ -213,7 +214,7 @@ class Generator:
     def wrong_schema(self) -> Hostile:
         source = self._source()
         value = codec.encode("Actuation", {"decisionId": "x", "nodeName": "n", "sequence": 1, "targetKind": "qos",
-                                           "targetId": "BE", "mechanism": "cgroup",
+                                           "targetId": QOS_BE, "mechanism": "cgroup",
                                            "causation": _causation(self.topology), "timestamp": 0})
         return Hostile("wrong-schema", source, self._name(f"{NAMESPACE}/hostile-wrong").encode(), value, True)
 
