@@ -39,11 +39,11 @@ scheduling decisions are a source too: they tell the node aggregate which
 pods run on its node (with their requests, priority and QoS); the node
 resources tell the scheduler each node's batch and mid allocatable. Evictions
 share the decisions topic (anyone subscribing to decisions sees them) and are
-routed nowhere: the pod's deletion, not the eviction decision, releases it. PodGroups and
-PodMigrationJobs are validated and projected but routed nowhere yet: gang scheduling and descheduling
-will consume them."""
+routed nowhere: the pod's deletion, not the eviction decision, releases it. PodMigrationJobs are
+validated and projected but routed nowhere yet: descheduling will consume them. PodGroups and
+Reservations go to the scheduling domain (gang scheduling, reservations)."""
 
-NOT_ROUTED = ("Eviction", "PodGroup", "PodMigrationJob")
+NOT_ROUTED = ("Eviction", "PodMigrationJob")
 """Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""
 
 BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")

@@ -29,3 +29,21 @@ def parse_duration(text: str | int | float) -> int:
     if pos != len(value) or not value:
         raise ValueError(f'invalid duration "{text}"')
     return -int(total) if negative else int(total)
+
+
+def format_duration(ms: int) -> str:
+    """Go's ``time.Duration.String`` of ``ms`` milliseconds: "10s", "1m30s", "1h0m0s", "1.5s", "0s"."""
+    if ms == 0:
+        return "0s"
+    sign = "-" if ms < 0 else ""
+    ms = abs(ms)
+    if ms < 1000:
+        return f"{sign}{ms}ms"
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds = f"{rest // 1000}" + (f".{rest % 1000:03d}".rstrip("0") if rest % 1000 else "") + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}"
+    if minutes:
+        return f"{sign}{minutes}m{seconds}"
+    return sign + seconds

@@ -15,7 +15,7 @@ the way kube-scheduler merges custom plugins into its defaults (``mergePluginSet
 
 A score weight of 0 (or none) is 1, as in kube-scheduler. ``pluginConfig`` gives each
 plugin's args (Koordinator's field names), read strictly. The extension points kube-scheduler
-has and the core does not model (queueSort, preScore, preBind, bind, postBind) are accepted
+has and the core does not model (queueSort, preScore, bind, postBind) are accepted
 and ignored; so are the top-level fields that are about the process (leaderElection,
 clientConnection, parallelism, percentageOfNodesToScore: every node is always evaluated).
 ``podInitialBackoffSeconds`` / ``podMaxBackoffSeconds`` set the queue's backoff.
@@ -39,7 +39,7 @@ from streams.scheduler.framework import EXTENSION_POINTS
 from streams.scheduler.registry import DEFAULT_PLUGINS, DEFAULT_SCHEDULER_NAME, REGISTRY
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
-IGNORED_POINTS = ("queueSort", "preScore", "preBind", "bind", "postBind")
+IGNORED_POINTS = ("queueSort", "preScore", "bind", "postBind")
 TOP_LEVEL = {"apiVersion", "kind", "metadata", "profiles", "extenders", "parallelism", "leaderElection",
              "clientConnection", "healthzBindAddress", "metricsBindAddress", "enableProfiling",
              "enableContentionProfiling", "debuggingConfiguration", "percentageOfNodesToScore",
@@ -85,7 +85,7 @@ def implements(plugin: str, point: str) -> bool:
 _METHODS = {
     "preEnqueue": ("pre_enqueue",), "preFilter": ("pre_filter",), "filter": ("filter",),
     "postFilter": ("post_filter",), "score": ("score",), "reserve": ("reserve", "unreserve"),
-    "permit": ("permit",),
+    "permit": ("permit",), "preBind": ("pre_bind",),
 }
 
 

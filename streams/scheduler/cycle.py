@@ -12,13 +12,15 @@ extension points they serve); ``run_cycle`` runs them for one pod::
     Score            -> sum of weight * score over the score plugins; the best node wins,
                         ties to the node whose name sorts first (kube-scheduler picks one at
                         random; determinism matters more here)
-    Reserve, Permit  -> a failure unreserves and fails the cycle
+    Reserve, Permit  -> a failure unreserves and fails the cycle; Wait (the shortest timeout of the
+                        plugins that said it) leaves the pod to the domain's waiting pods
+    PreBind          -> the annotations the plugins write on the pod (kept while it waits)
 
 The failure message is kube-scheduler's ``FitError``: "0/N nodes are available: " then the
 PreFilter message, or the "<count> <reason>" strings of the filters, sorted and joined by
-", ", then "." and the PostFilter message in the same form. The PostFilter message is itself
-a FitError ending in ".", so the message ends in "..", exactly as kube-scheduler's events do
-("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod..").
+", ", then "." and the PostFilter message in the same form. kube-scheduler's PostFilter message
+is itself a FitError ending in ".", which its events print as ".."; here the message ends with
+one period ("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.").
 
 kube-scheduler scores only a sample of the feasible nodes in big clusters
 (percentageOfNodesToScore); here every node is filtered and scored, which is what makes
@@ -57,6 +59,11 @@ class CycleResult:
     nominated: str | None = None
     rejected_by: frozenset[str] = frozenset()
     """Plugins that rejected the pod (what a later event must concern to make a retry useful)."""
+    waiting_on: tuple[str, ...] = ()
+    """Permit plugins that said Wait: the pod is reserved on ``node`` but not bound."""
+    wait_timeout_ms: int = 0
+    annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+    """What the PreBind plugins write on the pod."""
 
 
 class Framework:
@@ -99,7 +106,7 @@ def fit_message(count: int, reasons: dict[str, int], prefilter: str = "", postfi
         if histogram:
             message += f" {', '.join(histogram)}."
     if postfilter:
-        message += f" {postfilter}."
+        message += f" {postfilter.rstrip('.')}."
     return message
 
 
@@ -211,15 +218,29 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
                 done.unreserve(state, pod, node)
             return CycleResult(None, fit_message(count, {}, status.message or "reserve failed"), filter_results,
                                scores, rejected_by=frozenset({plugin.name}))
+    waiting_on: list[str] = []
+    timeout_ms = 0
     for plugin in fw.points["permit"]:
         started = time.perf_counter()
-        status = plugin.permit(state, pod, node)
+        status, timeout = plugin.permit(state, pod, node)
         stats.record(plugin.name, "permit", status.code.label, started)
-        if status.code != Code.SUCCESS:
-            for done in reversed(fw.points["reserve"]):
-                done.unreserve(state, pod, node)
-            reason = status.message or ("waiting on permit is not supported" if status.code == Code.WAIT
-                                        else "rejected by permit")
-            return CycleResult(None, fit_message(count, {}, reason), filter_results, scores,
-                               rejected_by=frozenset({plugin.name}))
-    return CycleResult(node, "", filter_results, scores)
+        if status.code == Code.WAIT:
+            timeout_ms = timeout if not waiting_on else min(timeout_ms, timeout)
+            waiting_on.append(plugin.name)
+        elif status.code != Code.SUCCESS:
+            unreserve(fw, state, pod, node)
+            return CycleResult(None, fit_message(count, {}, status.message or "rejected by permit"), filter_results,
+                               scores, rejected_by=frozenset({plugin.name}))
+    annotations: dict[str, str] = {}
+    for plugin in fw.points["preBind"]:
+        started = time.perf_counter()
+        annotations.update(plugin.pre_bind(state, pod, node))
+        stats.record(plugin.name, "preBind", "Success", started)
+    return CycleResult(node, "", filter_results, scores, waiting_on=tuple(waiting_on), wait_timeout_ms=timeout_ms,
+                       annotations=annotations)
+
+
+def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
+    """Every Reserve plugin's Unreserve, last first (a failed Permit, a rejected or timed-out waiting pod)."""
+    for plugin in reversed(fw.points["reserve"]):
+        plugin.unreserve(state, pod, node)

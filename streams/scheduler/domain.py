@@ -9,11 +9,16 @@ timestamp seen (Tick events let it pass), so the same inbox gives the same outpu
 
 Inbox kinds: Node, NodeResource (batch/mid allocatable overlaid on the node's), Pod,
 NodeMetric (keyed by node name), ElasticQuota, ElasticQuotaProfile,
-KubeSchedulerConfiguration (record {"metadata", "manifest"}), Tick (record {"timestamp"}).
+KubeSchedulerConfiguration (record {"metadata", "manifest"}), Tick (record {"timestamp"}), and
+the kinds plugins watch (``framework.WatchesObjects``: PodGroup, Reservation, ...), kept in
+``Cluster.objects`` for them.
 
 Every Pod event yields exactly one decision about that pod, stating where it stands after
-the event: ``Scheduled``, ``Unschedulable``, ``Bound`` (it arrived with spec.nodeName) or
-``Released`` (it ended or was deleted) — ``koord apply --wait`` relies on it. Pending pods
+the event: ``Scheduled``, ``Unschedulable``, ``Waiting`` (reserved on a node, held by a Permit
+plugin: a gang member waiting for its gang), ``Bound`` (it arrived with spec.nodeName) or
+``Released`` (it ended or was deleted) — ``koord apply --wait`` relies on it. A waiting pod's
+``Scheduled`` or ``Unschedulable`` comes with the event that allows or rejects it (another
+member's arrival, a rejection, or its timeout passing in event time). Pending pods
 are retried by the queue (``queue``) when an event concerns what rejected them and their
 backoff has passed; a retry is emitted only when its outcome changed. A pod preempted by
 ElasticQuota gets a ``Preempted`` decision (its node in ``nodeName``), releases its
@@ -37,19 +42,23 @@ from streams.deadletter import dead_letter_record
 from streams.events import InboxEvent, decision_id
 from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
+from streams.objects.duration import format_duration
 from streams.scheduler import config as scheduler_config
 from streams.scheduler import podinfo, registry
 from streams.scheduler.args import ArgsError
-from streams.scheduler.cycle import CycleResult, Framework, run_cycle
+from streams.scheduler.cycle import CycleResult, Framework, run_cycle, unreserve
 from streams.scheduler.framework import (
-    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, PodMutation, StatusReporter)
+    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, PodMutation, QueueGroup,
+    StatusReporter)
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.queue import QueuedPod, SchedulingQueue
 from streams.scheduler.state import (
-    Cluster, MetricChanged, NodeChanged, NodeObject, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
+    Cluster, MetricChanged, NodeChanged, NodeObject, ObjectChanged, PodAssigned, PodChanged, PodUnassigned,
+    QuotaObjectsChanged, WaitingPod)
 from streams.schemas import codec
 
 SCHEDULED, UNSCHEDULABLE, BOUND, RELEASED, PREEMPTED = "Scheduled", "Unschedulable", "Bound", "Released", "Preempted"
+WAITING = "Waiting"
 ENDED_PHASES = ("Succeeded", "Failed")
 STAGE = "scheduling"
 STATUS_SYNC_INTERVAL_MS = 1000
@@ -79,6 +88,8 @@ class SchedulingDomain:
         self.queue = SchedulingQueue(registry.plugins_by_event(registry.REGISTRY))
         self.admissions = registry.object_admissions(registry.REGISTRY)
         """Object kind -> the plugins whose webhook admits its changes (whatever the profiles enable)."""
+        self.watched = registry.watched_kinds(registry.REGISTRY)
+        """Object kinds plugins watch, kept in ``Cluster.objects``."""
         self.source_offsets: dict[str, int] = {}
         self.statuses: dict[str, dict] = {}
         self.seq = 0
@@ -145,6 +156,7 @@ class SchedulingDomain:
         keys.update(f"profile/{k}" for k in self.cluster.profiles)
         keys.update(f"source/{s}" for s in self.source_offsets)
         keys.update(f"status/{s}" for s in self.statuses)
+        keys.update(f"object/{kind}/{name}" for kind, objects in self.cluster.objects.items() for name in objects)
         out = {}
         for key in keys:
             value = self._entry(key)
@@ -169,8 +181,11 @@ class SchedulingDomain:
             if state is None:
                 return None
             queued = self.queue.pods.get(name)
+            waiting = self.cluster.waiting.pods.get(name)
             return {"record": self.cluster.pods[name].record, **dataclasses.asdict(state),
-                    "queue": queued.to_entry() if queued else None}
+                    "queue": queued.to_entry() if queued else None,
+                    "waiting": dataclasses.asdict(waiting) if waiting else None,
+                    "annotations": self.cluster.bind_annotations.get(name)}
         if kind == "metric":
             return self.cluster.metrics.get(name)
         if kind == "quota":
@@ -182,6 +197,9 @@ class SchedulingDomain:
             return None if offset is None else {"offset": offset}
         if kind == "status":
             return self.statuses.get(name)
+        if kind == "object":
+            kind, _, name = name.partition("/")
+            return self.cluster.objects.get(kind, {}).get(name)
         return None
 
     @classmethod
@@ -206,6 +224,9 @@ class SchedulingDomain:
         cluster.metrics = dict(groups.get("metric", {}))
         cluster.quotas = dict(groups.get("quota", {}))
         cluster.profiles = dict(groups.get("profile", {}))
+        for key, value in sorted(groups.get("object", {}).items()):
+            kind, _, name = key.partition("/")
+            cluster.objects.setdefault(kind, {})[name] = value
         for key in sorted(groups.get("pod", {})):
             value = groups["pod"][key]
             info = podinfo.from_record(key, value["record"])
@@ -214,6 +235,12 @@ class SchedulingDomain:
                                        value["last_message"])
             if value["node"] is not None:
                 state._account(key, info, value["node"], value["assigned_at"] or 0)
+            if value.get("waiting"):
+                waiting = value["waiting"]
+                cluster.waiting.pods[key] = WaitingPod(waiting["node"], waiting["deadline_ms"], waiting["timeout_ms"],
+                                                       tuple(waiting["pending"]))
+            if value.get("annotations"):
+                cluster.bind_annotations[key] = dict(value["annotations"])
             if value.get("queue"):
                 queued = value["queue"]
                 state.queue.pods[key] = QueuedPod(**{**queued, "rejected_by": tuple(queued["rejected_by"])})
@@ -252,9 +279,13 @@ class SchedulingDomain:
             "NodeMetric": self._on_metric, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
             "KubeSchedulerConfiguration": self._on_config,
         }.get(event.kind)
+        if handler is None and event.kind in self.watched:
+            handler = self._on_object
         if handler is not None:
             handler(event, out)
+        self._expire_waiting(out)
         self._retry(out)
+        out.flush_waiting()
         self._emit_statuses(out)
         return out.items
 
@@ -367,6 +398,25 @@ class SchedulingDomain:
         self._observe(QuotaObjectsChanged())
         self._queue_event(QUOTA_EVENT)
 
+    # -- watched objects -----------------------------------------------------------
+
+    def _on_object(self, event: InboxEvent, out: "_Outputs") -> None:
+        """An object a plugin watches: admitted by its kind's webhooks, kept, observed, and an event of its kind."""
+        kind, name = event.kind, event.key
+        objects = self.cluster.objects.setdefault(kind, {})
+        old = objects.get(name)
+        if event.deleted and old is None:
+            return
+        if self._refused(event, name, out):
+            return
+        if event.deleted:
+            del objects[name]
+        else:
+            objects[name] = dict(event.record)
+        self._dirty.add(f"object/{kind}/{name}")
+        self._observe(ObjectChanged(kind, name, old, objects.get(name)))
+        self._queue_event(kind)
+
     # -- configuration -------------------------------------------------------------
 
     def _on_config(self, event: InboxEvent, out: "_Outputs") -> None:
@@ -414,6 +464,7 @@ class SchedulingDomain:
         pod = self.cluster.pods[key]
         node = state.node
         self._account(key, pod, node, 0, sign=-1)
+        self.cluster.bind_annotations.pop(key, None)
         state.node = None
         state.assigned_at = None
         self._observe(PodUnassigned(key, pod, node))
@@ -429,6 +480,10 @@ class SchedulingDomain:
             released = state is not None and state.node is not None
             if state is not None:
                 node = state.node
+                if key in cluster.waiting:
+                    del cluster.waiting.pods[key]
+                    unreserve(self._framework(cluster.pods[key]), CycleState(), cluster.pods[key], node)
+                    node = None
                 if released:
                     self._unassign(key)
                 del self.pods[key]
@@ -473,8 +528,7 @@ class SchedulingDomain:
             out.decision(info, result, state.node, None, _assigned_message(info, state.node), None)
             return
         self.queue.add(key, info.sort_priority, state.seq)
-        outcome = self._attempt(key, out)
-        out.decision(cluster.pods[key], *self._fields(key, outcome))
+        self._report(key, self._attempt(key, out), out)
 
     def _bound_elsewhere(self, key: str, pod: PodInfo, bound_to: str, out: "_Outputs") -> None:
         """The cluster bound the pod to another node than the one chosen here (in observe mode its own
@@ -486,8 +540,9 @@ class SchedulingDomain:
         out.decision(pod, RELEASED, chosen, "BoundElsewhere", f"the cluster bound it to {bound_to}", None)
         self._queue_event(POD_DELETE)
 
-    def _attempt(self, key: str, out: "_Outputs") -> CycleResult:
-        """One scheduling attempt of pending pod ``key``; assigns it when a node is found."""
+    def _attempt(self, key: str, out: "_Outputs", with_siblings: bool = True) -> CycleResult:
+        """One scheduling attempt of pending pod ``key``; assigns it when a node is found (holding it there
+        when a Permit plugin says Wait, and then trying its ``QueueGroup`` siblings at once)."""
         pod = self.cluster.pods[key]
         framework = self._framework(pod)
         status = framework.pre_enqueue(pod)
@@ -501,14 +556,91 @@ class SchedulingDomain:
                 self._queue_event(POD_DELETE)
                 outcome = run_cycle(framework, pod, allow_preemption=False)
         state = self.pods[key]
+        cluster = self.cluster
         if outcome.node is not None:
             self._assign(key, outcome.node)
-            state.last_result, state.last_message = SCHEDULED, ""
+            if outcome.annotations:
+                cluster.bind_annotations[key] = dict(outcome.annotations)
+            if outcome.waiting_on:
+                cluster.waiting.pods[key] = WaitingPod(outcome.node, cluster.now_ms + outcome.wait_timeout_ms,
+                                                       outcome.wait_timeout_ms, outcome.waiting_on)
+                state.last_result, state.last_message = WAITING, _waiting_message(outcome.waiting_on, outcome.node)
+            else:
+                state.last_result, state.last_message = SCHEDULED, ""
         else:
-            self.queue.failed(key, self.cluster.now_ms, outcome.rejected_by)
+            self.queue.failed(key, cluster.now_ms, outcome.rejected_by)
             state.last_result, state.last_message = UNSCHEDULABLE, outcome.message
         self._dirty.add(f"pod/{key}")
+        self._carry_out_verdicts(out)
+        if with_siblings and key in cluster.waiting:
+            for group in framework.plugins.values():
+                if not isinstance(group, QueueGroup):
+                    continue
+                for sibling in group.siblings(pod):
+                    if sibling in self.queue.pods and self.pods[sibling].node is None:
+                        self._report(sibling, self._attempt(sibling, out, with_siblings=False), out)
         return outcome
+
+    def _report(self, key: str, outcome: CycleResult, out: "_Outputs", before: tuple[str, str] | None = None) -> None:
+        """The decision about ``key`` after an attempt, unless a Permit verdict already gave it this event, the pod
+        waits (its Waiting decision comes at the end of the event, if nothing allows or rejects it first), or a
+        retry changed nothing (``before``: its last result and message before the retry)."""
+        if key in out.decided_by_verdict:
+            return
+        if key in self.cluster.waiting:
+            out.defer_waiting(key)
+            return
+        state = self.pods[key]
+        if before is not None and outcome.node is None and (state.last_result, state.last_message) == before:
+            return
+        out.decision(self.cluster.pods[key], *self._fields(key, outcome))
+
+    def _carry_out_verdicts(self, out: "_Outputs") -> None:
+        """Carry out the Permit verdicts plugins gave (an Unreserve may give more): a pod allowed by every plugin
+        it waited on is Scheduled; a rejected one is unreserved, released and queued again as Unschedulable."""
+        cluster = self.cluster
+        waiting = cluster.waiting
+        while verdicts := waiting.take_verdicts():
+            for key, verdict, plugin, message in verdicts:
+                held = waiting.pods.get(key)
+                if held is None:
+                    continue
+                pod = cluster.pods[key]
+                state = self.pods[key]
+                if verdict == "allow":
+                    held.pending = tuple(name for name in held.pending if name != plugin)
+                    self._dirty.add(f"pod/{key}")
+                    if held.pending:
+                        continue
+                    del waiting.pods[key]
+                    state.last_result, state.last_message = SCHEDULED, ""
+                    out.decision(pod, SCHEDULED, held.node, None, _assigned_message(pod, held.node), None)
+                else:
+                    del waiting.pods[key]
+                    unreserve(self._framework(pod), CycleState(), pod, held.node)
+                    self._unassign(key)
+                    self._queue_event(POD_DELETE)
+                    self.queue.add(key, pod.sort_priority, state.seq)
+                    self.queue.failed(key, cluster.now_ms, frozenset({plugin}))
+                    state.last_result, state.last_message = UNSCHEDULABLE, message
+                    out.decision(pod, UNSCHEDULABLE, None, "Unschedulable", message, None)
+                out.decided_by_verdict.add(key)
+
+    def _expire_waiting(self, out: "_Outputs") -> None:
+        """Reject the waiting pods whose Permit timeout has passed in event time, earliest first
+        (kube-scheduler's message: "rejected due to timeout after waiting <d> at plugin <p>")."""
+        waiting = self.cluster.waiting
+        now = self.cluster.now_ms
+        expired = sorted((held.deadline_ms, self.pods[key].seq, key) for key, held in waiting.pods.items()
+                         if held.deadline_ms <= now)
+        for _, _, key in expired:
+            held = waiting.pods.get(key)
+            if held is None:
+                continue
+            plugin = held.pending[0]
+            waiting.reject(key, plugin, f"rejected due to timeout after waiting {format_duration(held.timeout_ms)} "
+                                        f"at plugin {plugin}")
+            self._carry_out_verdicts(out)
 
     def _preempt(self, key: str, preemptor: PodInfo, node: str, out: "_Outputs") -> None:
         state = self.pods[key]
@@ -539,10 +671,7 @@ class SchedulingDomain:
             if state is None or state.node is not None or key not in self.queue.pods:
                 continue
             before = (state.last_result, state.last_message)
-            outcome = self._attempt(key, out)
-            if outcome.node is None and (state.last_result, state.last_message) == before:
-                continue
-            out.decision(self.cluster.pods[key], *self._fields(key, outcome))
+            self._report(key, self._attempt(key, out), out, before)
 
     # -- quota statuses ------------------------------------------------------------
 
@@ -580,6 +709,10 @@ def _assigned_message(pod: PodInfo, node: str) -> str:
     return f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
 
 
+def _waiting_message(plugins: tuple[str, ...], node: str) -> str:
+    return f"Reserved on {node}, waiting for {', '.join(plugins)} to permit the binding"
+
+
 class _Outputs:
     """The outputs of one event, with their stable ids."""
 
@@ -587,6 +720,22 @@ class _Outputs:
         self.domain = domain
         self.event = event
         self.items: list[tuple[str, dict]] = []
+        self.decided_by_verdict: set[str] = set()
+        """Pods a Permit verdict decided this event."""
+        self._deferred: dict[str, None] = {}
+
+    def defer_waiting(self, key: str) -> None:
+        self._deferred[key] = None
+
+    def flush_waiting(self) -> None:
+        """A Waiting decision for each pod that started waiting this event and is still waiting."""
+        domain = self.domain
+        for key in self._deferred:
+            held = domain.cluster.waiting.pods.get(key)
+            if held is None or key in self.decided_by_verdict:
+                continue
+            self.decision(domain.cluster.pods[key], WAITING, None, WAITING, domain.pods[key].last_message, None)
+        self._deferred = {}
 
     def _id(self) -> str:
         return decision_id(self.event.causation, len(self.items))
@@ -612,7 +761,8 @@ class _Outputs:
             "priorityClass": pod.priority_class_raw or PRIORITY_NONE_NAME,
             "qosClass": pod.qos_class or None,
             "labels": podmeta.selected(pod.labels, podmeta.LABELS),
-            "annotations": podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS),
+            "annotations": {**podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS),
+                            **self.domain.cluster.bind_annotations.get(pod.key, {})},
         }))
 
     def quota_status(self, tree: str, status: dict) -> None:

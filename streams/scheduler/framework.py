@@ -4,7 +4,7 @@ Shaped after kube-scheduler's framework (``pkg/scheduler/framework``). A
 plugin implements any of the protocols below; ``cycle.run_cycle`` calls them
 in stage order::
 
-    PreEnqueue -> PreFilter -> Filter -> [PostFilter] -> Score -> Reserve -> Permit
+    PreEnqueue -> PreFilter -> Filter -> [PostFilter] -> Score -> Reserve -> Permit -> PreBind
 
 Filters and scores see every node at once: a plugin receives the pod, the
 per-cycle ``CycleState`` and the boolean mask of candidate nodes, and returns
@@ -40,7 +40,8 @@ QUOTA_EVENT = "ElasticQuota"
 CONFIG_EVENT = "Configuration"
 """A KubeSchedulerConfiguration was applied: every pending pod is retried, whatever rejected it."""
 CLUSTER_EVENTS = (NODE_EVENT, POD_DELETE, METRIC_EVENT, QUOTA_EVENT, CONFIG_EVENT)
-"""kube-scheduler's ``ClusterEvent``s, as the domain raises them."""
+"""kube-scheduler's ``ClusterEvent``s, as the domain raises them. A change to an object a plugin watches
+(``WatchesObjects``) raises an event named after its kind ("Reservation", "PodGroup", ...)."""
 
 
 class Code(enum.IntEnum):
@@ -229,10 +230,42 @@ class ReservePlugin(Protocol):
 class PermitPlugin(Protocol):
     name: str
 
-    def permit(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """Success allows the binding; Unschedulable rejects it. Wait is not supported by the
-        core (there is no binding cycle to wait in) and counts as a rejection."""
+    def permit(self, state: CycleState, pod: PodInfo, node: str) -> tuple[Status, int]:
+        """(status, timeout in ms). Success allows the binding; Unschedulable rejects it; Wait holds the pod
+        on its node (it keeps its resources, no binding decision is sent) until every plugin that said Wait
+        allows it through ``Cluster.waiting.allow``, one rejects it (``Cluster.waiting.reject``), or the
+        timeout passes in event time (kube-scheduler's waiting pods, ``framework.WaitingPod``)."""
         ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    """What a plugin writes on the pod when it is bound (kube-scheduler's PreBind patches the pod): the
+    annotations returned are added to the pod's binding decision and kept with the assignment."""
+
+    name: str
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class WatchesObjects(Protocol):
+    """A plugin that reads objects of other kinds than the domain's own (PodGroup, Reservation, Device,
+    PodDisruptionBudget, ...). The domain keeps every object of ``watched_kinds`` in ``Cluster.objects``,
+    runs the kind's ``ObjectAdmission`` webhooks, tells observers ``ObjectChanged`` and raises the cluster
+    event named after the kind. The plugin derives its state from ``Cluster.objects`` when built, so a
+    restored domain decides as the live one did."""
+
+    watched_kinds: frozenset[str]
+
+
+@runtime_checkable
+class QueueGroup(Protocol):
+    """Pods that are scheduled together (Koordinator's gang: the scheduler pulls the rest of the group
+    right after one member, ``NextPod``). After a pod ends its cycle waiting on Permit, the domain tries
+    ``siblings(pod)`` at once, in the order given, whatever their backoff."""
+
+    def siblings(self, pod: PodInfo) -> list[str]: ...
 
 
 @runtime_checkable
@@ -250,5 +283,6 @@ EXTENSION_POINTS: dict[str, type] = {
     "score": ScorePlugin,
     "reserve": ReservePlugin,
     "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
 }
 """The extension points a KubeSchedulerConfiguration profile configures, by their config names."""

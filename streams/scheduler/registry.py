@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission
+from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
     loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
     scarceresourceavoidance, tainttoleration)
@@ -78,6 +78,13 @@ def object_admissions(registry: Mapping[str, type]) -> dict[str, tuple[type, ...
     return {kind: tuple(factories) for kind, factories in out.items()}
 
 
+def watched_kinds(registry: Mapping[str, type]) -> frozenset[str]:
+    """Every object kind some registered plugin watches (the domain keeps them whatever the profiles enable,
+    so enabling a plugin later finds its objects)."""
+    return frozenset(kind for factory in registry.values() if isinstance(factory, WatchesObjects)
+                     for kind in factory.watched_kinds)
+
+
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
@@ -89,5 +96,6 @@ DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0)),
     "permit": (),
+    "preBind": (),
 }
 """(plugin, score weight) per extension point of the default profile."""

@@ -2,7 +2,8 @@
 
 ``Cluster`` holds the objects of the domain (nodes as ``NodeColumns`` plus
 their labels, annotations and taints; pods and where they are assigned;
-NodeMetrics; ElasticQuotas and ElasticQuotaProfiles) and the event time. The
+NodeMetrics; ElasticQuotas and ElasticQuotaProfiles; the objects of the kinds plugins
+watch; the pods waiting on Permit) and the event time. The
 domain changes it and tells every plugin that observes it what changed
 (``NodeChanged``, ``PodChanged``, ``PodAssigned``, ...), the way informers
 feed kube-scheduler plugins.
@@ -75,6 +76,52 @@ class QuotaObjectsChanged:
 
 
 @dataclasses.dataclass(frozen=True)
+class ObjectChanged:
+    """An object of a watched kind (``framework.WatchesObjects``) was added, changed or deleted (``new``
+    None); ``name`` is its key ("namespace/name", or the name of a cluster-scoped object)."""
+
+    kind: str
+    name: str
+    old: Mapping | None
+    new: Mapping | None
+
+
+@dataclasses.dataclass
+class WaitingPod:
+    node: str
+    deadline_ms: int
+    """Event time at which the pod is rejected if still waiting."""
+    timeout_ms: int
+    pending: tuple[str, ...]
+    """Plugins whose Permit said Wait and have not allowed it yet."""
+
+
+class WaitingPods:
+    """Pods held by Permit (kube-scheduler's waiting pods map). Plugins allow or reject them; the domain
+    carries the verdicts out after the plugin call that made them, in the order they were made."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, WaitingPod] = {}
+        self.verdicts: list[tuple[str, str, str, str]] = []
+        """(pod key, "allow" | "reject", plugin, message), not yet carried out."""
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.pods
+
+    def allow(self, key: str, plugin: str) -> None:
+        if key in self.pods:
+            self.verdicts.append((key, "allow", plugin, ""))
+
+    def reject(self, key: str, plugin: str, message: str) -> None:
+        if key in self.pods:
+            self.verdicts.append((key, "reject", plugin, message))
+
+    def take_verdicts(self) -> list[tuple[str, str, str, str]]:
+        verdicts, self.verdicts = self.verdicts, []
+        return verdicts
+
+
+@dataclasses.dataclass(frozen=True)
 class TimePassed:
     now_ms: int
 
@@ -92,6 +139,11 @@ class Cluster:
         """ElasticQuota records by quota name (names are unique in a domain)."""
         self.profiles: dict[str, Mapping] = {}
         """ElasticQuotaProfile records by "namespace/name"."""
+        self.objects: dict[str, dict[str, Mapping]] = {}
+        """Objects of the kinds plugins watch: kind -> key -> record."""
+        self.waiting = WaitingPods()
+        self.bind_annotations: dict[str, dict[str, str]] = {}
+        """What PreBind plugins wrote on each assigned pod."""
         self.now_ms = 0
         self.labels_version = 0
         self.taints_version = 0

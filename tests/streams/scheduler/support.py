@@ -24,7 +24,9 @@ T0 = 1_700_000_000_000
 
 TOPICS = {"Pod": "koord.pods", "Node": "koord.nodes", "NodeMetric": "koord.nodemetrics",
           "ElasticQuota": "koord.quotas", "ElasticQuotaProfile": "koord.quotas",
-          "KubeSchedulerConfiguration": "koord.configs", "Tick": "koord.ticks", "NodeResource": "koord.noderesources"}
+          "KubeSchedulerConfiguration": "koord.configs", "Tick": "koord.ticks", "NodeResource": "koord.noderesources",
+          "PodGroup": "koord.podgroups", "Reservation": "koord.reservations", "Device": "koord.devices",
+          "NodeResourceTopology": "koord.noderesourcetopologies"}
 
 
 def event(kind: str, key: str, record: dict | None, source_offset: int | None = None, ts: int = 1000) -> InboxEvent:

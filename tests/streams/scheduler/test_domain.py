@@ -6,7 +6,7 @@ from streams.scheduler.plugins.noderesourcesfit import NAME as FIT, REASON_INSUF
 from tests.streams.scheduler.support import (
     GI, T0, decisions, deleted, metric, node, pod, quota, run, scheduler_config, tick)
 
-NO_VICTIMS = " preemption: 0/{n} nodes are available: {n} " + REASON_NO_VICTIMS + ".."
+NO_VICTIMS = " preemption: 0/{n} nodes are available: {n} " + REASON_NO_VICTIMS + "."
 
 
 def outcome(d):
@@ -27,7 +27,7 @@ def test_message_counts_and_sorts_reasons_like_kube_scheduler():
     assert decisions(out)[-1]["message"] == (
         "0/4 nodes are available: 1 Insufficient memory, 1 Too many pods, 1 node(s) were unschedulable, "
         "2 Insufficient cpu. preemption: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, "
-        "3 No preemption victims found for incoming pod..")
+        "3 No preemption victims found for incoming pod.")
 
 
 def test_decision_carries_pod_requests_priority_and_classes():

@@ -139,7 +139,7 @@ def test_no_victims_of_equal_priority_or_in_the_default_quota():
                  team_pod("b", 1, priority=100, quota_name=DEFAULT))
     assert decisions(out)[-1]["result"] == "Unschedulable"
     assert decisions(out)[-1]["message"].endswith(
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..")
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
 
 def test_preempted_pod_waits_and_is_placed_again_when_room_returns():
