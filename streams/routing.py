@@ -82,8 +82,6 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
         return [Route("inbox-node", node)] if node and record["result"] in BINDING_RESULTS else []
     if kind == "ConfigMap":
         return [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
-    if kind in ("Node", "NodeMetric"):
+    if kind in ("Node", "NodeMetric", "Device", "NodeResourceTopology"):
         return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
-    if kind in ("Device", "NodeResourceTopology"):
-        return [Route("inbox-node", key)]
     return [Route("inbox-scheduling", DEFAULT_DOMAIN)]
