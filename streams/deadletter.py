@@ -46,6 +46,12 @@ def dead_letter_record(stage: str, topic: str, partition: int, offset: int, key:
     return record
 
 
+def reference_key(record: dict) -> str:
+    """The key a DeadLetter is sent under: its source record's reference ("topic/partition/offset"),
+    since the record's own key may be what is wrong with it."""
+    return f"{record['sourceTopic']}/{record['sourcePartition']}/{record['sourceOffset']}"
+
+
 def count(record: dict) -> None:
     """Count one DeadLetter record sent (``koord_dead_letters_total``, by stage and source topic)."""
     DEAD_LETTERS.labels(stage=record["stage"], topic=record["sourceTopic"]).inc()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.deadletter import dead_letter
+from streams.deadletter import dead_letter, reference_key
 from streams.schemas import codec
 
 
@@ -12,5 +12,5 @@ async def send_dead_letter(batches, topic, stage: str, message, reason: str) -> 
     cores' dead letters are (``outputs.output_key``): its own key may be what is wrong with it."""
     record = dead_letter(stage, message.topic, message.partition, message.offset, message.key,
                          message.value, reason, int(message.timestamp * 1000))
-    reference = f"{message.topic}/{message.partition}/{message.offset}".encode()
-    await batches.send(topic, reference, codec.encode("DeadLetter", record), (message.topic, message.partition))
+    await batches.send(topic, reference_key(record).encode(), codec.encode("DeadLetter", record),
+                       (message.topic, message.partition))

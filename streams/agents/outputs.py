@@ -39,7 +39,7 @@ def output_key(schema: str, record: dict) -> str:
     if schema == "Ack":
         return f"{record['causation']['sourceTopic']}/{record['causation']['sourcePartition']}"
     if schema == "DeadLetter":
-        return f"{record['sourceTopic']}/{record['sourcePartition']}/{record['sourceOffset']}"
+        return deadletter.reference_key(record)
     return record["nodeName"]
 
 

@@ -31,7 +31,7 @@ from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
 from streams.bridge.convert import STAGE
 from streams.bridge.view import ClusterView
-from streams.deadletter import dead_letter
+from streams.deadletter import dead_letter, reference_key
 from streams.schemas import codec
 
 log = logging.getLogger(__name__)
@@ -79,9 +79,8 @@ class Actuator:
             if self.producer is not None and self.dead_letters is not None:
                 letter = dead_letter(STAGE, message.topic, message.partition, message.offset, message.key,
                                      message.value, reason, message.timestamp)
-                reference = f"{message.topic}/{message.partition}/{message.offset}".encode()
                 await self.producer.send_and_wait(self.dead_letters, codec.encode("DeadLetter", letter),
-                                                  key=reference)
+                                                  key=reference_key(letter).encode())
 
     async def _retrying(self, call, *args) -> None:
         """``call(*args)`` until the API server answers; a refusal for good is logged."""

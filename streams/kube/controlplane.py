@@ -181,29 +181,12 @@ class ControlPlane:
         """SIGTERM the API server before etcd, then SIGKILL what is left after :data:`STOP_TIMEOUT_S`."""
         state = self.state() or {"pids": {name: proc.pid for name, proc in self.processes.items()}}
         for name in ("kube-apiserver", "etcd"):
-            pid = state["pids"].get(name)
-            proc = self.processes.pop(name, None)
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=STOP_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            elif pid and pid_alive(pid):
-                os.kill(pid, signal.SIGTERM)
-                if not wait_gone(pid, STOP_TIMEOUT_S):
-                    os.kill(pid, signal.SIGKILL)
-                    wait_gone(pid, 5)
+            self._stop_one(name, state["pids"].get(name))
         self.state_file.unlink(missing_ok=True)
 
-    def stop_apiserver(self) -> None:
-        """Stop only the API server (SIGTERM, then SIGKILL after :data:`STOP_TIMEOUT_S`); etcd keeps the
-        objects, the certificates and the kubeconfig stay valid, so :meth:`start_apiserver` brings the same
-        cluster back on the same address: what a client sees when the API server restarts."""
-        state = self.state()
-        pid = state["pids"].pop("kube-apiserver")
-        proc = self.processes.pop("kube-apiserver", None)
+    def _stop_one(self, name: str, pid: int | None) -> None:
+        """SIGTERM one process (ours, or recorded in the state file by another), SIGKILL after the timeout."""
+        proc = self.processes.pop(name, None)
         if proc is not None:
             proc.terminate()
             try:
@@ -211,11 +194,18 @@ class ControlPlane:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        elif pid_alive(pid):
+        elif pid and pid_alive(pid):
             os.kill(pid, signal.SIGTERM)
             if not wait_gone(pid, STOP_TIMEOUT_S):
                 os.kill(pid, signal.SIGKILL)
                 wait_gone(pid, 5)
+
+    def stop_apiserver(self) -> None:
+        """Stop only the API server (SIGTERM, then SIGKILL after :data:`STOP_TIMEOUT_S`); etcd keeps the
+        objects, the certificates and the kubeconfig stay valid, so :meth:`start_apiserver` brings the same
+        cluster back on the same address: what a client sees when the API server restarts."""
+        state = self.state()
+        self._stop_one("kube-apiserver", state["pids"].pop("kube-apiserver"))
         self.state_file.write_text(json.dumps(state, indent=2))
 
     def start_apiserver(self) -> dict:
