@@ -1,0 +1,2 @@
+"""Koordinator's MigrationController (``pkg/descheduler/controllers/migration``): PodMigrationJobs, their
+arbitration and limits."""
