@@ -329,7 +329,7 @@ def _objects(*kinds: str) -> _LatestState:
 _LATEST_STATE: Mapping[str, _LatestState] = {
     "pods": _LatestState(Pod.__table__, frozenset({"Pod"}), ("key",), _pod_row, _pod_tombstone),
     "nodes": _LatestState(Node.__table__, frozenset({"Node"}), ("name",), _node_row, _node_tombstone),
-    "configs": _objects("ConfigMap", "KubeSchedulerConfiguration"),
+    "configs": _objects("ConfigMap", "KubeSchedulerConfiguration", "DeschedulerConfiguration"),
     "quotas": _objects("ElasticQuota", "ElasticQuotaProfile"),
     "reservations": _objects("Reservation"),
     "devices": _objects("Device"),

@@ -29,7 +29,7 @@ KIND_BY_SOURCE = {
     "reservations": ("Reservation",),
     "podgroups": ("PodGroup",),
     "podmigrationjobs": ("PodMigrationJob",),
-    "configs": ("ConfigMap", "KubeSchedulerConfiguration"),
+    "configs": ("ConfigMap", "KubeSchedulerConfiguration", "DeschedulerConfiguration"),
     "ticks": ("Tick",),
     "decisions": ("SchedulingDecision", "Eviction"),
     "noderesources": ("NodeResource",),
@@ -39,11 +39,11 @@ scheduling decisions are a source too: they tell the node aggregate which
 pods run on its node (with their requests, priority and QoS); the node
 resources tell the scheduler each node's batch and mid allocatable. Evictions
 share the decisions topic (anyone subscribing to decisions sees them) and are
-routed nowhere: the pod's deletion, not the eviction decision, releases it. PodMigrationJobs are
-validated and projected but routed nowhere yet: descheduling will consume them. PodGroups and
-Reservations go to the scheduling domain (gang scheduling, reservations)."""
+routed nowhere: the pod's deletion, not the eviction decision, releases it. PodGroups,
+Reservations and PodMigrationJobs go to the scheduling domain (gang scheduling, reservations,
+descheduling; the domain writes the jobs' status back to their topic and ignores its own copies)."""
 
-NOT_ROUTED = ("Eviction", "PodMigrationJob")
+NOT_ROUTED = ("Eviction",)
 """Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""
 
 BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")
@@ -61,7 +61,9 @@ def kind_of_deletion(source_id: str, key: str) -> str:
     """The kind a tombstone on ``source_id`` deletes.
 
     Topics that carry two kinds tell them apart by key: a
-    KubeSchedulerConfiguration is cluster-scoped (no "/"), a ConfigMap is not;
+    KubeSchedulerConfiguration is cluster-scoped (no "/"), a ConfigMap is not (a cluster-scoped tombstone
+    is reported as a KubeSchedulerConfiguration; the scheduling domain deletes whichever of it and the
+    DeschedulerConfiguration it holds under that name);
     an ElasticQuotaProfile and an ElasticQuota share the quotas topic and a
     key shape, so a quota-topic tombstone is reported as an ElasticQuota.
     """

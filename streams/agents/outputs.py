@@ -27,6 +27,7 @@ OUTPUT_TOPICS = {
     "Actuation": "actuations",
     "DeadLetter": "deadletters",
     "Ack": "acks",
+    "PodMigrationJob": "podmigrationjobs",
 }
 """Topology id of the topic each output schema goes to."""
 
@@ -40,6 +41,8 @@ def output_key(schema: str, record: dict) -> str:
         return f"{record['causation']['sourceTopic']}/{record['causation']['sourcePartition']}"
     if schema == "DeadLetter":
         return deadletter.reference_key(record)
+    if schema == "PodMigrationJob":
+        return record["metadata"]["name"]
     return record["nodeName"]
 
 

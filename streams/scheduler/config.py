@@ -34,7 +34,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
-from streams.scheduler.args import ArgsError
+from streams.objects.args import ArgsError
 from streams.scheduler.framework import EXTENSION_POINTS
 from streams.scheduler.registry import DEFAULT_PLUGINS, DEFAULT_SCHEDULER_NAME, REGISTRY
 

@@ -11,7 +11,10 @@ Inbox kinds: Node, NodeResource (batch/mid allocatable overlaid on the node's), 
 NodeMetric (keyed by node name), ElasticQuota, ElasticQuotaProfile,
 KubeSchedulerConfiguration (record {"metadata", "manifest"}), Tick (record {"timestamp"}), and
 the kinds plugins watch (``framework.WatchesObjects``: PodGroup, Reservation, ...), kept in
-``Cluster.objects`` for them.
+``Cluster.objects`` for them, and the descheduling stage's DeschedulerConfiguration and
+PodMigrationJob (``descheduling``): after each event it may run a LowNodeLoad round and steps the
+migration jobs, which yields ``PodMigrationJob`` records (their status, written back to their topic)
+and ``Eviction`` decisions.
 
 Every Pod event yields exactly one decision about that pod, stating where it stands after
 the event: ``Scheduled``, ``Unschedulable``, ``Waiting`` (reserved on a node, held by a Permit
@@ -36,17 +39,23 @@ domain makes the same decisions as the live one.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 
 from streams.deadletter import dead_letter_record
 from streams.events import InboxEvent, decision_id
+from streams.koordinator.annotations import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER
 from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
 from streams.objects.duration import format_duration
 from streams.scheduler import config as scheduler_config
 from streams.scheduler import podinfo, registry
-from streams.scheduler.args import ArgsError
+from streams.objects.args import ArgsError
+from streams.descheduler.config import DeschedulerConfigError
+from streams.descheduler.lownodeload import NAME as LOW_NODE_LOAD
+from streams.descheduler.migration.jobs import Evict, Job
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle, unreserve
+from streams.scheduler.descheduling import Descheduling
 from streams.scheduler.framework import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, PodMutation, QueueGroup,
     StatusReporter)
@@ -90,6 +99,8 @@ class SchedulingDomain:
         """Object kind -> the plugins whose webhook admits its changes (whatever the profiles enable)."""
         self.watched = registry.watched_kinds(registry.REGISTRY)
         """Object kinds plugins watch, kept in ``Cluster.objects``."""
+        self.descheduling = Descheduling()
+        self._descheduler_keys: set[str] = set()
         self.source_offsets: dict[str, int] = {}
         self.statuses: dict[str, dict] = {}
         self.seq = 0
@@ -157,6 +168,7 @@ class SchedulingDomain:
         keys.update(f"source/{s}" for s in self.source_offsets)
         keys.update(f"status/{s}" for s in self.statuses)
         keys.update(f"object/{kind}/{name}" for kind, objects in self.cluster.objects.items() for name in objects)
+        keys.update(f"descheduler/{key}" for key in self.descheduling.entries())
         out = {}
         for key in keys:
             value = self._entry(key)
@@ -200,6 +212,8 @@ class SchedulingDomain:
         if kind == "object":
             kind, _, name = name.partition("/")
             return self.cluster.objects.get(kind, {}).get(name)
+        if kind == "descheduler":
+            return self.descheduling.entries().get(name)
         return None
 
     @classmethod
@@ -244,6 +258,9 @@ class SchedulingDomain:
             if value.get("queue"):
                 queued = value["queue"]
                 state.queue.pods[key] = QueuedPod(**{**queued, "rejected_by": tuple(queued["rejected_by"])})
+        if groups.get("descheduler"):
+            state.descheduling.restore(groups["descheduler"])
+            state._descheduler_keys = {f"descheduler/{key}" for key in groups["descheduler"]}
         record = groups.get("config", {}).get("", {}).get("record")
         config = scheduler_config.default_config()
         if record is not None:
@@ -277,7 +294,8 @@ class SchedulingDomain:
         handler = {
             "Node": self._on_node, "NodeResource": self._on_node_resource, "Pod": self._on_pod,
             "NodeMetric": self._on_metric, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
-            "KubeSchedulerConfiguration": self._on_config,
+            "KubeSchedulerConfiguration": self._on_config, "DeschedulerConfiguration": self._on_descheduler_config,
+            "PodMigrationJob": self._on_migration_job,
         }.get(event.kind)
         if handler is None and event.kind in self.watched:
             handler = self._on_object
@@ -286,6 +304,7 @@ class SchedulingDomain:
         self._expire_waiting(out)
         self._retry(out)
         out.flush_waiting()
+        self._deschedule(out)
         self._emit_statuses(out)
         return out.items
 
@@ -420,6 +439,10 @@ class SchedulingDomain:
     # -- configuration -------------------------------------------------------------
 
     def _on_config(self, event: InboxEvent, out: "_Outputs") -> None:
+        descheduler = self.descheduling.record
+        if event.deleted and descheduler is not None and descheduler["metadata"]["name"] == event.key:
+            self._on_descheduler_config(event, out)
+            return
         try:
             config = (scheduler_config.default_config() if event.deleted
                       else scheduler_config.parse_manifest(event.record["manifest"]))
@@ -430,6 +453,35 @@ class SchedulingDomain:
         self.config_record = None if event.deleted else dict(event.record)
         self._dirty.add("config")
         self._queue_event(CONFIG_EVENT)
+
+    # -- descheduling --------------------------------------------------------------
+
+    def _on_descheduler_config(self, event: InboxEvent, out: "_Outputs") -> None:
+        try:
+            self.descheduling.apply(None if event.deleted else dict(event.record))
+        except (DeschedulerConfigError, ValueError) as err:
+            out.dead_letter(f"DeschedulerConfiguration {event.key} rejected: {err}")
+            return
+        self._descheduler_changed()
+
+    def _on_migration_job(self, event: InboxEvent, out: "_Outputs") -> None:
+        if self.descheduling.submit(event.key, None if event.deleted else dict(event.record), self.cluster.now_ms):
+            self._descheduler_changed()
+
+    def _descheduler_changed(self) -> None:
+        keys = {f"descheduler/{key}" for key in self.descheduling.entries()}
+        self._dirty.update(keys | self._descheduler_keys)
+        self._descheduler_keys = keys
+
+    def _deschedule(self, out: "_Outputs") -> None:
+        before = self.descheduling.last_round_ms
+        jobs, evictions = self.descheduling.step(self.cluster, self.cluster.now_ms)
+        for job in jobs:
+            out.migration_job(job)
+        for evict in evictions:
+            out.eviction(evict)
+        if jobs or evictions or before != self.descheduling.last_round_ms:
+            self._descheduler_changed()
 
     # -- pods ----------------------------------------------------------------------
 
@@ -763,6 +815,38 @@ class _Outputs:
             "labels": podmeta.selected(pod.labels, podmeta.LABELS),
             "annotations": {**podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS),
                             **self.domain.cluster.bind_annotations.get(pod.key, {})},
+        }))
+
+    def migration_job(self, job: Job) -> None:
+        """A PodMigrationJob with its status, written back to the jobs' topic (as a controller writes status)."""
+        namespace, _, name = job.pod.partition("/")
+        pod = self.domain.cluster.pods.get(job.pod)
+        ref = {"namespace": namespace, "name": name, "uid": pod.uid if pod else None}
+        status = {"phase": job.phase, "reason": job.reason, "message": job.message, "nodeName": job.node}
+        manifest = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+                    "metadata": {"name": job.name, "annotations": {ANNOTATION_EVICT_REASON: job.trigger,
+                                                                   ANNOTATION_EVICT_TRIGGER: LOW_NODE_LOAD}
+                                 if job.trigger else {}},
+                    "spec": {"podRef": ref, "mode": job.mode, "paused": job.paused}, "status": status}
+        self.items.append(("PodMigrationJob", {
+            "metadata": {"name": job.name, "namespace": None, "uid": None, "labels": {},
+                         "annotations": manifest["metadata"]["annotations"], "generation": 0},
+            "manifest": json.dumps(manifest, sort_keys=True, separators=(",", ":")),
+            "podRef": ref, "mode": job.mode, "ttlMs": job.ttl_ms, "paused": job.paused, "reservationName": None,
+            "deleteOptions": None, "phase": job.phase,
+        }))
+
+    def eviction(self, evict: Evict) -> None:
+        namespace, _, name = evict.pod.partition("/")
+        pod = self.domain.cluster.pods.get(evict.pod)
+        self.items.append(("Eviction", {
+            "decisionId": self._id(),
+            "nodeName": evict.node or "",
+            "pod": {"namespace": namespace, "name": name, "uid": pod.uid if pod else None},
+            "reason": evict.reason,
+            "message": f"{evict.message} (PodMigrationJob {evict.job})",
+            "causation": self.event.causation.to_record(),
+            "timestamp": self.event.timestamp_ms,
         }))
 
     def quota_status(self, tree: str, status: dict) -> None:

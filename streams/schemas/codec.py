@@ -59,6 +59,7 @@ SCHEMAS = (
     "Eviction",
     "PodGroup",
     "PodMigrationJob",
+    "DeschedulerConfiguration",
 )
 """Top-level record schemas: the values that go on topics."""
 

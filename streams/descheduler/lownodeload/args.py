@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.objects.duration import parse_duration
-from streams.scheduler.args import ArgsError, ArgsReader
+from streams.objects.args import ArgsError, ArgsReader
 from streams.sloconfig.selectors import LabelSelector, parse_selector
 
 NAME = "LowNodeLoad"

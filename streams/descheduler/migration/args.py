@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from streams.descheduler.evictor import EvictorArgs
 from streams.objects.duration import parse_duration
-from streams.scheduler.args import ArgsError, ArgsReader
+from streams.objects.args import ArgsError, ArgsReader
 
 NAME = "MigrationController"
 MODE_RESERVATION_FIRST, MODE_EVICT_DIRECTLY = "ReservationFirst", "EvictDirectly"

@@ -7,6 +7,7 @@ Avro schema under streams/schemas, and list it here.
 from streams.objects.kind import KindSpec
 from streams.objects.kinds import (
     configmap,
+    deschedulerconfiguration,
     device,
     elasticquota,
     elasticquotaprofile,
@@ -33,6 +34,7 @@ KINDS: dict[str, KindSpec] = {
     "KubeSchedulerConfiguration": kubeschedulerconfiguration.SPEC,
     "PodGroup": podgroup.SPEC,
     "PodMigrationJob": podmigrationjob.SPEC,
+    "DeschedulerConfiguration": deschedulerconfiguration.SPEC,
 }
 
 

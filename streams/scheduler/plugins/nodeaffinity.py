@@ -21,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from streams.scheduler.args import no_args
+from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, SKIP, SUCCESS, Code, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo, Requirement
 from streams.scheduler.state import Cluster

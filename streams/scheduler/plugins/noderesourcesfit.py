@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from streams.scheduler.args import ArgsError, ArgsReader
+from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import CPU, MEMORY, PODS
 from streams.scheduler.framework import NODE_EVENT, POD_DELETE, SUCCESS, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo

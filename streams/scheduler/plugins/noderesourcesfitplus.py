@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from streams.scheduler.args import ArgsError, ArgsReader
+from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import CPU, MEMORY
 from streams.scheduler.framework import MAX_NODE_SCORE, CycleState
 from streams.scheduler.podinfo import PodInfo

@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from streams.scheduler.args import no_args
+from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster

@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from streams.scheduler.args import ArgsReader
+from streams.objects.args import ArgsReader
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import MAX_NODE_SCORE, CycleState
 from streams.scheduler.podinfo import PodInfo

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from streams.scheduler.args import no_args
+from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster

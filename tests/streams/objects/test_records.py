@@ -10,7 +10,7 @@ from streams.objects import ManifestError, ObjectRecord, load_and_validate
 from streams.schemas import codec
 from tests.streams.objects.support import SAMPLES, problems_of, record_of
 
-SUPPORTED = ("ConfigMap, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, Node, NodeMetric, "
+SUPPORTED = ("ConfigMap, DeschedulerConfiguration, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, Node, NodeMetric, "
              "NodeResourceTopology, Pod, PodGroup, PodMigrationJob, Reservation")
 
 

@@ -26,7 +26,8 @@ TOPICS = {"Pod": "koord.pods", "Node": "koord.nodes", "NodeMetric": "koord.nodem
           "ElasticQuota": "koord.quotas", "ElasticQuotaProfile": "koord.quotas",
           "KubeSchedulerConfiguration": "koord.configs", "Tick": "koord.ticks", "NodeResource": "koord.noderesources",
           "PodGroup": "koord.podgroups", "Reservation": "koord.reservations", "Device": "koord.devices",
-          "NodeResourceTopology": "koord.noderesourcetopologies"}
+          "NodeResourceTopology": "koord.noderesourcetopologies",
+          "DeschedulerConfiguration": "koord.configs", "PodMigrationJob": "koord.podmigrationjobs"}
 
 
 def event(kind: str, key: str, record: dict | None, source_offset: int | None = None, ts: int = 1000) -> InboxEvent:
@@ -94,6 +95,11 @@ def tick(ts: int) -> InboxEvent:
 def scheduler_config(document: dict, ts: int = 1000) -> InboxEvent:
     return event("KubeSchedulerConfiguration", "koord-scheduler",
                  {"metadata": {"name": "koord-scheduler"}, "manifest": json.dumps(document)}, ts=ts)
+
+
+def descheduler_config(document: dict, ts: int = 1000) -> InboxEvent:
+    return event("DeschedulerConfiguration", "koord-descheduler",
+                 {"metadata": {"name": "koord-descheduler"}, "manifest": json.dumps(document)}, ts=ts)
 
 
 def deleted(kind: str, key: str, ts: int = 1000) -> InboxEvent:

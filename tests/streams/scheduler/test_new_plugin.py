@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from streams.scheduler import registry
-from streams.scheduler.args import no_args
+from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
 from tests.streams.scheduler.support import decisions, metric, node, pod, profile_with, run
 

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from streams.scheduler import registry
-from streams.scheduler.args import no_args
+from streams.objects.args import no_args
 from streams.scheduler.domain import SchedulingDomain
 from streams.scheduler.framework import SUCCESS, Code, Status
 from tests.streams.scheduler.support import decisions, deleted, event, node, pod, profile_with, run, tick

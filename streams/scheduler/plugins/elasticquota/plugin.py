@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from streams.scheduler.args import ArgsError, ArgsReader
+from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
     NODE_EVENT, POD_DELETE, QUOTA_EVENT, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim)

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from streams.scheduler.args import ArgsError, ArgsReader
+from streams.objects.args import ArgsError, ArgsReader
 from streams.objects.duration import parse_duration
 
 NAME = "LoadAwareScheduling"

@@ -1,0 +1,159 @@
+"""PodMigrationJobs and their controller (``migration/controller.go``), in event time.
+
+A job comes from LowNodeLoad (one per pod it evicts) or is applied by a user. Each step, in job-name
+order: a paused or finished job is left alone; a job older than its TTL fails ("Abort job caused by
+timeout"); a job of a pod that is gone fails (MissingPod); a Pending job waits for arbitration
+(``arbitration.arbitrate``: passed, forbidden, or held by a limit); a passed job waits while its workload's
+object-limiter bucket is empty, then runs. EvictDirectly evicts the pod: the job is Succeeded,
+"Pod \"<ns/name>\" has been evicted", and an Eviction decision goes to whoever carries evictions out
+(the simulator, or the Kubernetes bridge through the Eviction API). ReservationFirst needs a Reservation
+to be scheduled before the eviction: this domain has no Reservation support yet, so such a job fails with
+FailedCreateReservation and says so (configure ``defaultJobMode: EvictDirectly``).
+
+Each job evicts at most once: its eviction is recorded in the job, so a duplicated or replayed event
+never produces a second Eviction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from streams.descheduler.migration.arbitration import FAILED, FORBIDDEN, PASSED, JobView, WorkloadView, arbitrate
+from streams.descheduler.migration.args import MODE_EVICT_DIRECTLY, MODE_RESERVATION_FIRST, MigrationArgs
+from streams.descheduler.migration.limits import TokenBucket, max_migrating, new_bucket
+from streams.descheduler.snapshot import PodView
+
+PENDING, RUNNING, SUCCEEDED, FAILED_PHASE, ABORTED = "Pending", "Running", "Succeeded", "Failed", "Aborted"
+FINISHED = (SUCCEEDED, FAILED_PHASE, ABORTED)
+REASON_TIMEOUT, REASON_MISSING_POD = "Timeout", "MissingPod"
+REASON_FAILED_CREATE_RESERVATION = "FailedCreateReservation"
+
+
+@dataclasses.dataclass
+class Job:
+    name: str
+    pod: str
+    """"namespace/name" of the pod to move."""
+    created_ms: int
+    mode: str | None = None
+    ttl_ms: int | None = None
+    paused: bool = False
+    phase: str = PENDING
+    reason: str = ""
+    message: str = ""
+    passed: bool = False
+    trigger: str = ""
+    """Why the job exists ("node is overutilized, ..." for LowNodeLoad; empty for a user's job)."""
+    evicted: bool = False
+    node: str | None = None
+
+    def to_entry(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evict:
+    job: str
+    pod: str
+    node: str | None
+    reason: str
+    message: str
+
+
+class Migrations:
+    """Every job the domain knows, and the object limiter's buckets."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self.buckets: dict[str, TokenBucket] = {}
+
+    def active_for(self, pod: str) -> bool:
+        return any(job.pod == pod and job.phase not in FINISHED for job in self.jobs.values())
+
+    def step(self, now_ms: int, pods: Mapping[str, PodView], nodes_of: Mapping[str, str],
+             workload_of: Mapping[str, str], workloads: Mapping[str, WorkloadView],
+             args: MigrationArgs) -> tuple[list[Job], list[Evict]]:
+        """(jobs whose status changed, evictions to carry out)."""
+        changed: dict[str, Job] = {}
+        evictions: list[Evict] = []
+
+        def update(job: Job, **fields) -> None:
+            for key, value in fields.items():
+                setattr(job, key, value)
+            changed[job.name] = job
+
+        for name in sorted(self.jobs):
+            job = self.jobs[name]
+            if job.paused or job.phase in FINISHED:
+                continue
+            ttl = job.ttl_ms if job.ttl_ms else args.default_job_ttl_ms
+            if ttl > 0 and now_ms - job.created_ms >= ttl:
+                update(job, phase=FAILED_PHASE, reason=REASON_TIMEOUT, message="Abort job caused by timeout")
+            elif job.pod not in pods:
+                update(job, phase=FAILED_PHASE, reason=REASON_MISSING_POD,
+                       message=f'Abort job caused by missing Pod "{job.pod}"')
+        views = [self._view(job, nodes_of, workload_of) for job in self.jobs.values()]
+        waiting = [view for view in views if self.jobs[view.name].phase == PENDING and not view.passed]
+        for view, verdict, message in arbitrate(waiting, views, pods, workloads, args):
+            job = self.jobs[view.name]
+            if verdict == PASSED:
+                update(job, passed=True)
+            elif verdict == FAILED:
+                update(job, phase=FAILED_PHASE, reason=FORBIDDEN, message=message)
+        for name in sorted(self.jobs):
+            job = self.jobs[name]
+            if job.paused or job.phase != PENDING or not job.passed:
+                continue
+            workload = workload_of.get(job.pod)
+            if not self._tokens(workload, now_ms):
+                continue
+            mode = job.mode or args.default_job_mode
+            if mode == MODE_RESERVATION_FIRST:
+                update(job, phase=FAILED_PHASE, reason=REASON_FAILED_CREATE_RESERVATION,
+                       message="ReservationFirst needs the Reservation plugin, which this scheduling domain "
+                               f"does not run; use mode {MODE_EVICT_DIRECTLY}")
+                continue
+            node = nodes_of.get(job.pod)
+            update(job, phase=SUCCEEDED, reason="", evicted=True, node=node,
+                   message=f'Pod "{job.pod}" has been evicted')
+            evictions.append(Evict(job.name, job.pod, node, "Descheduled",
+                                   job.trigger or f"PodMigrationJob {job.name}"))
+            self._track(workload, workloads, args, now_ms)
+        return list(changed.values()), evictions
+
+    def _view(self, job: Job, nodes_of: Mapping[str, str], workload_of: Mapping[str, str]) -> JobView:
+        return JobView(job.name, job.pod, job.phase, job.created_ms // 1000, nodes_of.get(job.pod), job.passed,
+                       None, workload_of.get(job.pod))
+
+    def _tokens(self, workload: str | None, now_ms: int) -> bool:
+        bucket = self.buckets.get(workload) if workload else None
+        return bucket is None or bucket.available(now_ms) - 1 >= 0
+
+    def _track(self, workload: str | None, workloads: Mapping[str, WorkloadView], args: MigrationArgs,
+               now_ms: int) -> None:
+        limit = args.object_limits.get("workload")
+        if workload is None or limit is None or limit.duration_ms <= 0 or workload not in workloads:
+            return
+        replicas = max_migrating(workloads[workload].replicas,
+                                 limit.max_migrating if limit.max_migrating is not None
+                                 else args.max_migrating_per_workload)
+        if replicas <= 0:
+            return
+        bucket = self.buckets.get(workload)
+        if bucket is None:
+            bucket = self.buckets[workload] = new_bucket(replicas, limit.duration_ms, limit.burst, now_ms)
+        bucket.take(now_ms)
+
+    def entries(self) -> dict[str, dict]:
+        out = {f"job/{name}": job.to_entry() for name, job in self.jobs.items()}
+        out.update({f"bucket/{key}": dataclasses.asdict(bucket) for key, bucket in self.buckets.items()})
+        return out
+
+    def restore(self, entries: Mapping[str, Mapping]) -> None:
+        for key, value in entries.items():
+            kind, _, name = key.partition("/")
+            if kind == "job":
+                self.jobs[name] = Job(**value)
+            elif kind == "bucket":
+                self.buckets[name] = TokenBucket(**value)

@@ -1,0 +1,118 @@
+"""The scheduling domain's descheduling stage: a DeschedulerConfiguration, LowNodeLoad rounds in event time,
+PodMigrationJobs with their status, Eviction decisions — once each, across duplicates and restores."""
+
+import json
+
+from streams.scheduler.domain import SchedulingDomain
+from tests.streams.scheduler.support import T0, deleted, descheduler_config, event, metric, node, pod, run, tick
+
+LOW_NODE_LOAD = {"lowThresholds": {"cpu": 30, "pods": 30}, "highThresholds": {"cpu": 50, "pods": 50},
+                 "anomalyCondition": {"consecutiveAbnormalities": 1, "consecutiveNormalities": 1}}
+
+
+def config(abnormalities=1, mode="EvictDirectly", **extra) -> dict:
+    args = {**LOW_NODE_LOAD, "anomalyCondition": {"consecutiveAbnormalities": abnormalities,
+                                                  "consecutiveNormalities": 1}}
+    return {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
+            "deschedulingInterval": "10s", **extra,
+            "profiles": [{"name": "koord-descheduler",
+                          "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+                          "pluginConfig": [{"name": "LowNodeLoad", "args": args},
+                                           {"name": "MigrationController",
+                                            "args": {"defaultJobMode": mode, "maxMigratingPerNode": 10}}]}]}
+
+
+def owned(name: str, node_name: str, ts: int, workload: str = "web"):
+    manifest = {"metadata": {"ownerReferences": [{"kind": "ReplicaSet", "name": workload, "uid": f"rs-{workload}",
+                                                  "controller": True}]}}
+    return pod(name, cpu=400, memory=0, node_name=node_name, manifest=manifest, ts=ts)
+
+
+def cluster(ts=T0):
+    """n1 runs five 400m pods of one ReplicaSet: cpu 2000m is at its 50 % threshold, but 5 pods are over
+    int(0.5 * 9) = 4; n2 runs one pod of another; the metrics report each pod at its request."""
+    events = [node("n1", cpu=4000, pods=9, ts=ts), node("n2", cpu=4000, pods=10, ts=ts)]
+    events += [owned(f"p{i}", "n1", ts) for i in range(1, 6)] + [owned("p9", "n2", ts, workload="api")]
+    usage = lambda names: [{"namespace": "default", "name": n, "uid": f"uid-{n}", "usage": {"cpu": 400}}
+                           for n in names]
+    events += [metric("n1", ts, {"cpu": 2000}, usage([f"p{i}" for i in range(1, 6)]), ts=ts),
+               metric("n2", ts, {"cpu": 400}, usage(["p9"]), ts=ts)]
+    return events
+
+
+def outputs(out, schema):
+    return [record for name, record in out if name == schema]
+
+
+def test_a_hot_node_gets_migration_jobs_and_evictions_in_event_time():
+    domain, out = run(*cluster(), descheduler_config(config(), ts=T0 + 1000))
+    evictions = outputs(out, "Eviction")
+    assert [e["pod"]["name"] for e in evictions] == ["p1"]
+    assert evictions[0]["nodeName"] == "n1"
+    assert "node is overutilized, node pods usage(55.56%)>threshold(50.00%)" in evictions[0]["message"]
+    jobs = outputs(out, "PodMigrationJob")
+    assert {j["phase"] for j in jobs} == {"Succeeded"}
+    assert json.loads(jobs[0]["manifest"])["status"]["message"] == 'Pod "default/p1" has been evicted'
+
+
+def test_the_anomaly_condition_waits_for_consecutive_rounds():
+    domain, out = run(*cluster(), descheduler_config(config(abnormalities=2), ts=T0 + 1000))
+    assert outputs(out, "Eviction") == []
+    _, out = run(tick(T0 + 11_000), domain=domain)
+    assert outputs(out, "Eviction") == []
+    _, out = run(tick(T0 + 21_000), domain=domain)
+    assert [e["pod"]["name"] for e in outputs(out, "Eviction")] == ["p1"]
+
+
+def test_reservation_first_jobs_fail_with_the_reason_until_reservations_exist():
+    _, out = run(*cluster(), descheduler_config(config(mode="ReservationFirst"), ts=T0 + 1000))
+    assert outputs(out, "Eviction") == []
+    [job] = [j for j in outputs(out, "PodMigrationJob") if j["phase"] == "Failed"]
+    assert json.loads(job["manifest"])["status"]["reason"] == "FailedCreateReservation"
+
+
+def test_a_duplicated_event_or_a_restored_domain_never_evicts_twice():
+    domain, out = run(*cluster(), descheduler_config(config(), ts=T0 + 1000))
+    assert len(outputs(out, "Eviction")) == 1
+    restored = SchedulingDomain.restore("default", domain.entries())
+    _, again = run(tick(T0 + 2000), domain=restored)
+    assert outputs(again, "Eviction") == []
+
+
+def test_the_object_limiter_holds_a_second_move_of_the_same_workload():
+    domain, _ = run(*cluster(), descheduler_config(config(), ts=T0 + 1000))
+    job = {"metadata": {"name": "move-p2"}, "manifest": "{}", "podRef": {"namespace": "default", "name": "p2",
+                                                                          "uid": None},
+           "mode": "EvictDirectly", "ttlMs": None, "paused": False, "reservationName": None, "deleteOptions": None,
+           "phase": None}
+    _, out = run(event("PodMigrationJob", "move-p2", job, ts=T0 + 1500), domain=domain)
+    assert outputs(out, "Eviction") == []
+    _, out = run(tick(T0 + 200_000), domain=domain)
+    assert "default/p2" in {f"{e['pod']['namespace']}/{e['pod']['name']}" for e in outputs(out, "Eviction")}
+
+
+def test_a_single_replica_workload_is_forbidden_and_the_jobs_own_status_coming_back_changes_nothing():
+    domain, _ = run(*cluster(), descheduler_config(config(), ts=T0 + 1000))
+    job = {"metadata": {"name": "move-p9"}, "manifest": "{}", "podRef": {"namespace": "default", "name": "p9",
+                                                                          "uid": None},
+           "mode": "EvictDirectly", "ttlMs": None, "paused": False, "reservationName": None, "deleteOptions": None,
+           "phase": None}
+    _, out = run(event("PodMigrationJob", "move-p9", job, ts=T0 + 1500), domain=domain)
+    [status] = outputs(out, "PodMigrationJob")
+    assert status["phase"] == "Failed"
+    assert json.loads(status["manifest"])["status"]["message"] == (
+        'Pod "default/p9" is forbidden to migrate because it does not meet the requirements')
+    assert outputs(out, "Eviction") == []
+    _, echo = run(event("PodMigrationJob", "move-p9", status, ts=T0 + 1600), domain=domain)
+    assert echo == []
+
+
+def test_a_bad_configuration_is_dead_lettered_and_deleting_it_stops_the_rounds():
+    bad = config()
+    bad["profiles"][0]["pluginConfig"][0]["args"]["lowThresholds"] = {"cpu": 80}
+    domain, out = run(*cluster(), descheduler_config(bad, ts=T0 + 1000))
+    [letter] = outputs(out, "DeadLetter")
+    assert "lowThresholds: cpu threshold not valid" in letter["reason"]
+    _, out = run(descheduler_config(config(abnormalities=3), ts=T0 + 2000), domain=domain)
+    _, out = run(deleted("KubeSchedulerConfiguration", "koord-descheduler", ts=T0 + 3000), domain=domain)
+    assert domain.descheduling.config is None
