@@ -156,7 +156,7 @@ class Protection:
         """Values the stream's actuations put in force, per target (from their acks)."""
         self.evictions: list[dict] = []
         self.active = False
-        self.strategies = (CPUSuppress(CPUSuppressArgs()), MemoryEvict(MemoryEvictArgs(enabled=True)))
+        self.strategies = (CPUSuppress(CPUSuppressArgs()), MemoryEvict(MemoryEvictArgs()))
 
     # Stream signals.
 

@@ -18,8 +18,8 @@ or, with ``cpuEvictPolicy: evictByAllocatable``, the node's ``kubernetes.io/batc
 Victims: BE pods sorted by ``spec.priority`` ascending when both are set and differ, else by usage ratio
 (used / batch-cpu request) descending; evicted until their batch-cpu requests reach the release. Cool-down
 20 s after an eviction, counted from the first plan (koordlet's evictor starts its clock at creation).
-Needs the feature gate (off by default: ``CPUEvictArgs.enabled``) and ``resource-threshold-config``
-``enable``. The ``CPUEvict`` (used threshold) and ``CPUAllocatableEvict`` triggers are not planned.
+On when ``resource-threshold-config`` says ``enable`` and sets both satisfaction percents (koordlet's
+``BECPUEvict`` gate is taken as on: the config alone decides). The ``CPUEvict`` (used threshold) and ``CPUAllocatableEvict`` triggers are not planned.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ MAX_LOWER_PERCENT = 60
 
 @dataclasses.dataclass(frozen=True)
 class CPUEvictArgs:
-    enabled: bool = False
-    """Feature gate ``BECPUEvict`` (off in Koordinator)."""
     cool_down_seconds: int = 20
     """``CPUEvictCoolTimeSeconds``."""
 
@@ -124,7 +122,7 @@ class CPUEvict:
         threshold = snapshot.strategy.threshold
         lower, upper = threshold.cpu_evict_be_satisfaction_lower_percent, threshold.cpu_evict_be_satisfaction_upper_percent
         metric = snapshot.metric
-        if not (self.args.enabled and threshold.enable) or metric is None:
+        if not threshold.enable or metric is None:
             return Plan()
         if lower is None or upper is None or not 0 < lower <= MAX_LOWER_PERCENT or not 0 < upper < 100 or upper < lower:
             return Plan()

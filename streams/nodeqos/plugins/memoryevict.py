@@ -10,8 +10,9 @@ Victims: pods of QoS BE (allowed by ``koordinator.sh/eviction-policy`` when that
 names ``BEMemoryEvict``), sorted: both with ``spec.priority`` and different -> lower priority first; else
 both using memory -> larger usage first; both unused -> name descending; else the one using memory first.
 They are evicted in that order until their summed usage reaches ``release``. After an eviction nothing is
-evicted for ``cool_down_seconds`` (4 s, ``MemoryEvictCoolTimeSeconds``). Needs the feature gate (off by
-default in Koordinator: ``MemoryEvictArgs.enabled``) and ``resource-threshold-config`` ``enable``.
+evicted for ``cool_down_seconds`` (4 s, ``MemoryEvictCoolTimeSeconds``). On when ``resource-threshold-config``
+says ``enable`` (with ``memoryEvictThresholdPercent``, 70 by default): koordlet's ``BEMemoryEvict`` feature
+gate is taken as on, so the slo-controller-config alone decides, as an operator reads it.
 The generic ``MemoryEvict`` and ``MemoryAllocatableEvict`` triggers are not planned.
 """
 
@@ -33,8 +34,6 @@ REASON_EVICTED = "EvictPodByNodeMemoryUsage"
 
 @dataclasses.dataclass(frozen=True)
 class MemoryEvictArgs:
-    enabled: bool = False
-    """Feature gate ``BEMemoryEvict`` (off in Koordinator)."""
     cool_down_seconds: int = 4
     """``MemoryEvictCoolTimeSeconds``: no eviction this long after the last one."""
 
@@ -91,7 +90,7 @@ class MemoryEvict:
     def plan(self, snapshot: Snapshot) -> Plan:
         threshold = snapshot.strategy.threshold
         metric = snapshot.metric
-        if not (self.args.enabled and threshold.enable) or metric is None or metric.node_usage is None:
+        if not threshold.enable or metric is None or metric.node_usage is None:
             return Plan()
         last = snapshot.last_eviction_ms.get(NAME)
         if last is not None and snapshot.now_ms - last < self.args.cool_down_seconds * 1000:

@@ -66,8 +66,7 @@ PREVIOUS = {("qos", "BE", "cgroup"): {"cpu.cfs_quota_us": "500000", "cpuset.cpus
 
 def emitted_settings():
     """(setting, strategy name) for every setting every strategy plans under every policy combination."""
-    strategies = [*registry.build(), memoryevict.MemoryEvict(memoryevict.MemoryEvictArgs(enabled=True)),
-                  cpuevict.CPUEvict(cpuevict.CPUEvictArgs(enabled=True))]
+    strategies = registry.build()
     for cpu_policy, net_policy, suppress_policy in itertools.product(
             ("groupIdentity", "coreSched"), ("tc", "terway-qos"), ("cfsQuota", "cpuset")):
         for previous in ({}, PREVIOUS):

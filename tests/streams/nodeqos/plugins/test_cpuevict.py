@@ -36,7 +36,7 @@ def test_plan_evicts_be_pods_after_the_start_cool_down():
     pods = {"ns/a": pod("BE", "ua", batch_cpu=25000, priority=5000), "ns/b": pod("BE", "ub", batch_cpu=25000, priority=5100)}
     node_metric = metric(node_usage={"cpu": 1, "memory": 1},
                          pods=[pod_usage("ns", "a", 3000, 0), pod_usage("ns", "b", 3000, 0)])
-    evictor = CPUEvict(CPUEvictArgs(enabled=True))
+    evictor = CPUEvict(CPUEvictArgs())
 
     def plan(last):
         return evictor.plan(snapshot(strategy, pods=pods, node_metric=node_metric, last_eviction_ms=last,

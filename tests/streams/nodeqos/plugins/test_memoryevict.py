@@ -31,7 +31,7 @@ def _plan(threshold, lower=None, used=115 * G, last=None):
                          pods=[pod_usage("ns", name, 0, gb * G) for name, gb in USAGE.items()])
     snap = snapshot(strategy, memory=120 * G, pods=PODS, node_metric=node_metric,
                     last_eviction_ms={"MemoryEvict": last} if last is not None else None)
-    return [e.pod_key for e in MemoryEvict(MemoryEvictArgs(enabled=True)).plan(snap).evictions]
+    return [e.pod_key for e in MemoryEvict(MemoryEvictArgs()).plan(snap).evictions]
 
 
 @pytest.mark.parametrize("threshold, lower, used, expected", [
@@ -47,7 +47,6 @@ def test_be_victims(threshold, lower, used, expected):
     assert _plan(threshold, lower, used) == expected
 
 
-def test_cool_down_and_gate():
+def test_cool_down():
     assert _plan(82, last=NOW - 3000) == []
     assert _plan(82, last=NOW - 4000) == ["ns/p100_2"]
-    assert MemoryEvict().args.enabled is False
