@@ -172,6 +172,9 @@ class Fleet:
         self.next_pod = 0
         self.pods: dict[str, SimPod] = {}
         self.ending: dict[int, list[str]] = {}
+        self.evicted: dict[str, str] = {}
+        """uid -> decision id of the Eviction that ends it (at the next step)."""
+        self._evictions_seen: set[str] = set()
         samples = math.ceil(max(AGGREGATE_WINDOWS_S) / args.report_interval_s) + 2
         self._nodes: dict[str, SimNode] = {}
         for i in range(args.nodes):
@@ -224,8 +227,10 @@ class Fleet:
 
     def step(self, second: int) -> list[dict]:
         """Pod manifests to apply at simulated ``second``: the initial population at 0, then arrivals and endings."""
-        out = [self._pod_manifest(self.pods.pop(uid), "Succeeded") for uid in self.ending.pop(second, [])
-               if uid in self.pods]
+        out = [self._pod_manifest(self.pods.pop(uid), "Failed") for uid in sorted(self.evicted) if uid in self.pods]
+        self.evicted.clear()
+        out += [self._pod_manifest(self.pods.pop(uid), "Succeeded") for uid in self.ending.pop(second, [])
+                if uid in self.pods]
         if second == 0:
             arrivals = self.args.nodes * self.args.pods_per_node
         else:
@@ -283,6 +288,18 @@ class Fleet:
                 pod.node, pod.started_at = node, second
         elif record.get("result") == "Released" or node is None:
             pod.node = None
+
+    def evict(self, record: dict) -> bool:
+        """An Eviction decision (descheduler, node-side memory or CPU eviction, preemption): the pod ends Failed at
+        the next step, as a kubelet ends an evicted pod, and its deletion releases its resources. Each decision
+        id is carried out once, so a duplicated or replayed decision never evicts twice."""
+        uid = (record.get("pod") or {}).get("uid")
+        decision = record.get("decisionId")
+        if not uid or uid not in self.pods or decision in self._evictions_seen or uid in self.evicted:
+            return False
+        self._evictions_seen.add(decision)
+        self.evicted[uid] = decision
+        return True
 
     def pod_usage(self, pod: SimPod, second: int) -> Usage:
         t = self.args.start_time + second

@@ -91,7 +91,8 @@ async def run_fleet(fleet: Fleet, publisher: Publisher, stop: asyncio.Event, spe
 
 async def follow_fleet_topics(fleet: Fleet, publisher: Publisher, bootstrap: str, names: dict[str, str],
                               stop: asyncio.Event, clock: dict[str, int]) -> None:
-    """Bind pods from the decisions topic; acknowledge the actuations addressed to the fleet."""
+    """Bind pods from the decisions topic, carry out its Evictions (the pod ends at the next step); acknowledge
+    the actuations addressed to the fleet."""
     decisions, actuations = names["decisions"], names["actuations"]
     while not stop.is_set():
         consumer = kafka.consumer(bootstrap, [decisions, actuations], group_id=None, from_beginning=True)
@@ -108,6 +109,8 @@ async def follow_fleet_topics(fleet: Fleet, publisher: Publisher, bootstrap: str
                             continue
                         if schema == "SchedulingDecision":
                             fleet.apply_decision(value, clock["second"])
+                        elif schema == "Eviction":
+                            fleet.evict(value)
                         elif schema == "Actuation":
                             ack = fleet.acknowledge(value, int(time.time() * 1000))
                             if ack is not None:

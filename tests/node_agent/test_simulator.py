@@ -100,3 +100,16 @@ def test_actuations_are_acknowledged_with_the_values_read_back():
     assert fleet.acknowledge(actuation("not-ours", 1, {}), now_ms=1) is None
     from streams.schemas import codec
     assert codec.decode(codec.encode("ActuationAck", ack)) == ("ActuationAck", ack)
+
+
+def test_an_eviction_ends_its_pod_once_at_the_next_step():
+    fleet = Fleet(ARGS)
+    fleet.step(0)
+    uid = sorted(fleet.pods)[0]
+    eviction = {"decisionId": "d-1", "pod": {"uid": uid}, "nodeName": "sim-node-000"}
+    assert fleet.evict(eviction) is True
+    assert fleet.evict(eviction) is False
+    ended = [p for p in records(fleet.step(1)) if p.record["metadata"]["uid"] == uid]
+    assert [p.record["phase"] for p in ended] == ["Failed"]
+    assert uid not in fleet.pods
+    assert fleet.evict({**eviction, "decisionId": "d-2"}) is False
