@@ -24,9 +24,9 @@ plugin: a gang member waiting for its gang), ``Bound`` (it arrived with spec.nod
 member's arrival, a rejection, or its timeout passing in event time). Pending pods
 are retried by the queue (``queue``) when an event concerns what rejected them and their
 backoff has passed; a retry is emitted only when its outcome changed. A pod preempted by
-ElasticQuota gets a ``Preempted`` decision (its node in ``nodeName``), releases its
-resources and goes back to the queue: koordstream does not own pod lifecycles, so the
-pod object still exists and is placed again when it fits. A source event at or below the
+ElasticQuota gets a ``Preempted`` decision (its node in ``nodeName``) and an ``Eviction``
+decision (carried out like every eviction: the simulator ends the pod, the bridge calls the
+Eviction API), releases its resources and goes back to the queue until its pod ends. A source event at or below the
 last offset applied for its source partition is a duplicate and is ignored.
 
 State is persisted as flat JSON-able entries (``entries()`` / ``restore()`` /
@@ -701,6 +701,7 @@ class SchedulingDomain:
         message = f"Preempted by {preemptor.namespace}/{preemptor.name} on node {node}"
         state.last_result, state.last_message = PREEMPTED, message
         out.decision(victim, PREEMPTED, node, PREEMPTED, message, None)
+        out.eviction(Evict("", key, node, PREEMPTED, message))
         self.queue.add(key, victim.sort_priority, state.seq)
         self.queue.failed(key, self.cluster.now_ms, frozenset())
         self._dirty.add(f"pod/{key}")
@@ -844,7 +845,7 @@ class _Outputs:
             "nodeName": evict.node or "",
             "pod": {"namespace": namespace, "name": name, "uid": pod.uid if pod else None},
             "reason": evict.reason,
-            "message": f"{evict.message} (PodMigrationJob {evict.job})",
+            "message": f"{evict.message} (PodMigrationJob {evict.job})" if evict.job else evict.message,
             "causation": self.event.causation.to_record(),
             "timestamp": self.event.timestamp_ms,
         }))

@@ -262,7 +262,7 @@ def test_statuses_and_decisions_encode():
     """Every output of a quota scenario passes the Avro codec (``run`` encodes each)."""
     _, out = run(node("n1", cpu=cpu(16), memory=64 * GI, ts=T0), team_quota(max_cpu=2, ts=T0),
                  team_pod("low", 2, priority=1), team_pod("high", 2, priority=100), tick(T0 + 2000))
-    assert {n for n, _ in out} == {"SchedulingDecision", "ElasticQuotaStatus"}
+    assert {n for n, _ in out} == {"SchedulingDecision", "ElasticQuotaStatus", "Eviction"}
 
 
 def test_a_pod_without_a_quota_belongs_to_the_default_quota():
@@ -271,3 +271,12 @@ def test_a_pod_without_a_quota_belongs_to_the_default_quota():
     info = pod_info(pod("x"))
     assert plugin.resolve(info) == (DEFAULT, "")
     assert plugin.pre_filter(CycleState(), info).ok
+
+
+def test_a_preempted_pod_gets_an_eviction_that_names_its_preemptor():
+    """The victim is evicted through the one eviction path (simulator or bridge), not only marked."""
+    _, out = run(node("n1", cpu=cpu(16), memory=64 * GI, ts=T0), team_quota(max_cpu=2, ts=T0),
+                 team_pod("low", 2, priority=1), team_pod("high", 2, priority=100), tick(T0 + 2000))
+    [eviction] = [record for name, record in out if name == "Eviction"]
+    assert eviction["pod"]["name"] == "low" and eviction["reason"] == "Preempted"
+    assert eviction["message"].startswith("Preempted by ") and eviction["message"].endswith("/high on node n1")
