@@ -244,6 +244,21 @@ def _topology_object(row: LatestObject, resource: NodeResource | None) -> dict[s
     return obj
 
 
+def get_objects(engine: Engine, topic: str, kind: str, name: str | None = None,
+                namespace: str | None = None) -> list[dict[str, Any]]:
+    """Live objects of one object topic as last written (PodMigrationJobs with the status the descheduling
+    stage wrote back, PodGroups, Reservations, Devices), sorted by namespace and name."""
+    filters = [LatestObject.topic == topic, LatestObject.deleted.is_(False)]
+    if name is not None:
+        filters.append(LatestObject.name == name)
+    if namespace is not None:
+        filters.append(LatestObject.namespace == namespace)
+    with Session(engine) as session:
+        rows = session.scalars(select(LatestObject).where(*filters)
+                               .order_by(LatestObject.namespace, LatestObject.name)).all()
+        return [_shown(kind, row.namespace, row.name, lambda row=row: _manifest(row.manifest)) for row in rows]
+
+
 def get_decisions(engine: Engine, pod_key: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """SchedulingDecisions in the Avro record layout plus their topic position, oldest first;
     `limit` keeps the newest `limit` of them (like `tail`)."""

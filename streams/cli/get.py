@@ -18,6 +18,7 @@ from streams import kafka
 from streams.cli import context
 from streams.cli.output import FORMATS, emit
 from streams.cli.readmodel import open_for_view
+from streams.koordinator.annotations import ANNOTATION_EVICT_REASON
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.schemas import codec
 
@@ -85,6 +86,37 @@ QUOTA_COLUMNS = (
     ("USED", lambda q: json.dumps((q.get("status") or {}).get("used", {}), sort_keys=True)),
 )
 QUOTA_WIDE = (("REQUEST", lambda q: _quota_annotation(q, queries.REQUEST_ANNOTATION)),)
+def _status(obj: dict, field: str) -> str:
+    return str((obj.get("status") or {}).get(field) or "")
+
+
+def _pod_ref(job: dict) -> str:
+    ref = (job.get("spec") or {}).get("podRef") or {}
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}"
+
+
+MIGRATION_JOB_COLUMNS = (
+    ("NAME", lambda j: j["metadata"]["name"]),
+    ("PHASE", lambda j: _status(j, "phase") or "Pending"),
+    ("POD", _pod_ref),
+    ("NODE", lambda j: _status(j, "nodeName") or "<none>"),
+    ("REASON", lambda j: _status(j, "reason")),
+)
+MIGRATION_JOB_WIDE = (("MESSAGE", lambda j: _status(j, "message")),
+                      ("TRIGGER", lambda j: (j["metadata"].get("annotations") or {}).get(ANNOTATION_EVICT_REASON, "")))
+OBJECT_COLUMNS = (
+    ("NAMESPACE", lambda o: o["metadata"].get("namespace") or ""),
+    ("NAME", lambda o: o["metadata"]["name"]),
+)
+OBJECT_KINDS = {
+    "podmigrationjobs": ("podmigrationjobs", "PodMigrationJob", MIGRATION_JOB_COLUMNS, MIGRATION_JOB_WIDE),
+    "podgroups": ("podgroups", "PodGroup", OBJECT_COLUMNS, ()),
+    "reservations": ("reservations", "Reservation", OBJECT_COLUMNS, ()),
+    "devices": ("devices", "Device", OBJECT_COLUMNS, ()),
+}
+"""Object kinds shown as last written to their topic: resource -> (topic id, kind, columns, wide columns)."""
+OBJECT_ALIASES = {"podmigrationjob": "podmigrationjobs", "pmj": "podmigrationjobs", "podgroup": "podgroups",
+                  "pg": "podgroups", "reservation": "reservations", "device": "devices"}
 DEADLETTER_COLUMNS = (
     ("TOPIC", lambda d: f"{d['sourceTopic']}[{d['sourcePartition']}]@{d['sourceOffset']}"),
     ("STAGE", lambda d: d["stage"]),
@@ -117,12 +149,13 @@ def _warn_broken(resource: str, items: list[dict]) -> None:
 @click.command()
 @click.argument("resource", type=click.Choice(["pods", "pod", "po", "nodes", "node", "no", "noderesourcetopologies",
                                                "noderesourcetopology", "nrt", "elasticquotas", "elasticquota", "eq",
-                                               "decisions", "deadletters"]))
+                                               "decisions", "deadletters", *OBJECT_KINDS, *OBJECT_ALIASES]))
 @click.argument("name", required=False)
 @click.option("-n", "--namespace", default=None, help="Pods: only this namespace.")
 @click.option("-o", "--output", type=FORMATS, default="table")
 def get(resource: str, name: str | None, namespace: str | None, output: str) -> None:
-    """Show pods, nodes, noderesourcetopologies, elasticquotas, decisions or dead letters from the read model."""
+    """Show pods, nodes, noderesourcetopologies, elasticquotas, podmigrationjobs, podgroups, reservations,
+    devices, decisions or dead letters from the read model."""
     engine = open_for_view()
     if resource in ("pods", "pod", "po"):
         items = queries.get_pods(engine, namespace=namespace if namespace or not name else "default", name=name)
@@ -134,6 +167,9 @@ def get(resource: str, name: str | None, namespace: str | None, output: str) -> 
     elif resource in ("elasticquotas", "elasticquota", "eq"):
         items = queries.get_elasticquotas(engine, namespace=namespace, name=name)
         columns, wide = QUOTA_COLUMNS, QUOTA_WIDE
+    elif resource in OBJECT_KINDS or resource in OBJECT_ALIASES:
+        topic, kind, columns, wide = OBJECT_KINDS[OBJECT_ALIASES.get(resource, resource)]
+        items = queries.get_objects(engine, topic, kind, name=name, namespace=namespace)
     elif resource == "decisions":
         pod_key = f"{namespace or 'default'}/{name}" if name else None
         items, columns, wide = queries.get_decisions(engine, pod_key=pod_key), DECISION_COLUMNS, DECISION_WIDE

@@ -17,6 +17,7 @@ from state.queries import (
     get_decisions,
     get_nodes,
     get_noderesourcetopologies,
+    get_objects,
     get_pods,
     object_progress,
     top_nodes,
@@ -407,3 +408,24 @@ def test_dead_letters_of_one_record_list_the_projection_last(projector, read_mod
 
     assert [(d["stage"], d["sourceTopic"], d["sourceOffset"]) for d in letters] == [
         ("inbox-node", "koord.pods", 7), ("router", "koord.pods", 7), ("projection", "koord.pods", 7)]
+
+
+def test_get_objects_shows_migration_jobs_with_the_status_written_back(projector, read_model, records):
+    def job(name, offset, phase=None):
+        manifest = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+                    "metadata": {"name": name}, "spec": {"podRef": {"namespace": "default", "name": "p1"}},
+                    **({"status": {"phase": phase}} if phase else {})}
+        value = {"metadata": {"name": name, "namespace": None, "uid": None, "labels": {}, "annotations": {},
+                              "generation": 0},
+                 "manifest": json.dumps(manifest), "podRef": {"namespace": "default", "name": "p1", "uid": None},
+                 "mode": None, "ttlMs": None, "paused": False, "reservationName": None, "deleteOptions": None,
+                 "phase": phase}
+        return records.record("koord.podmigrationjobs", name, "PodMigrationJob", value, offset)
+
+    projector.apply([job("move-b", 1), job("move-a", 2), job("move-b", 3, phase="Succeeded")])
+    got = get_objects(read_model, "podmigrationjobs", "PodMigrationJob")
+    assert [(j["metadata"]["name"], (j.get("status") or {}).get("phase")) for j in got] == [
+        ("move-a", None), ("move-b", "Succeeded")]
+    projector.apply([records.tombstone("koord.podmigrationjobs", "move-a", 4)])
+    assert [j["metadata"]["name"] for j in get_objects(read_model, "podmigrationjobs", "PodMigrationJob")] == [
+        "move-b"]
