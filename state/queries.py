@@ -39,7 +39,7 @@ from typing import Any
 from sqlalchemy import Engine, and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
-from state.models import Ack, DeadLetter, Decision, LatestObject, Node, NodeResource, Pod, QuotaStatus
+from state.models import Ack, DeadLetter, Decision, Eviction, LatestObject, Node, NodeResource, Pod, QuotaStatus
 from state.projection import LEFT_OUT
 from state.projection import STAGE as PROJECTION_STAGE
 from streams.koordinator.annotations import ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
@@ -489,7 +489,8 @@ def filter_summary(filter_results: list[dict[str, Any]]) -> str:
 def explain_pod(engine: Engine, namespace: str, name: str, history: int = 3) -> dict[str, Any] | None:
     """Why a pod is where it is: its latest ``history`` decisions (newest first; about this pod object, by
     uid) with the aggregated filter results, the top scores, the chosen node and the input event each came
-    from. None when the read model knows neither the pod nor a decision about it."""
+    from, and the evictions decided about it (why it was moved: the descheduler's hot node and job, a
+    node-side eviction, or its preemptor). None when the read model knows neither the pod nor a decision."""
     key = f"{namespace}/{name}"
     with Session(engine) as session:
         pod = session.get(Pod, key)
@@ -498,12 +499,16 @@ def explain_pod(engine: Engine, namespace: str, name: str, history: int = 3) -> 
             statement = statement.where(or_(Decision.pod_uid.is_(None), Decision.pod_uid == pod.uid))
         decisions = session.scalars(statement.order_by(
             Decision.topic_offset.desc(), Decision.timestamp_ms.desc()).limit(history)).all()
-        if pod is None and not decisions:
+        evictions = session.scalars(select(Eviction).where(Eviction.pod_key == key).order_by(
+            Eviction.topic_offset.desc()).limit(history)).all()
+        if pod is None and not decisions and not evictions:
             return None
         return {
             "pod": {"namespace": namespace, "name": name, "uid": pod.uid if pod else None,
                     "phase": pod.phase if pod else None, "deleted": pod.deleted if pod else None},
             "decisions": [_explained_decision(decision) for decision in decisions],
+            "evictions": [{"decisionId": e.decision_id, "nodeName": e.node_name, "reason": e.reason,
+                           "message": e.message, "timestamp": e.timestamp_ms} for e in evictions],
         }
 
 

@@ -74,6 +74,9 @@ def _print_pod(found: dict) -> None:
         if decision["topScores"]:
             click.echo("  top scores: " + ", ".join(f"{s['node']}={s['score']}" for s in decision["topScores"]))
         click.echo(f"  caused by: {_cause(decision['causation'])}")
+    for eviction in found.get("evictions") or []:
+        click.echo(f"\nEvicted from {eviction['nodeName'] or '-'} ({eviction['reason']}) at {_when(eviction['timestamp'])}")
+        click.echo(f"  why:       {eviction['message']}")
 
 
 def _print_node(found: dict) -> None:

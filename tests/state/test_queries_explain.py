@@ -44,6 +44,17 @@ def test_explain_pod_ignores_decisions_about_an_earlier_pod_of_the_same_name(pro
     assert explain_pod(read_model, "default", "web")["decisions"] == []
 
 
+def test_explain_pod_says_why_the_pod_was_moved(projector, read_model, records):
+    moved = records.eviction("e-1", "default/web", "node-a", 9, reason="Descheduled")
+    moved.value["message"] = ("node is overutilized, node cpu usage(80.00%)>threshold(50.00%) "
+                              "(PodMigrationJob default.web.1700000000000)")
+    projector.apply([records.pod("web", 1), records.decision("d-1", "default/web", "Scheduled", 3,
+                                                             node_name="node-a"), moved])
+    [eviction] = explain_pod(read_model, "default", "web")["evictions"]
+    assert (eviction["nodeName"], eviction["reason"]) == ("node-a", "Descheduled")
+    assert "node cpu usage(80.00%)>threshold(50.00%)" in eviction["message"]
+
+
 def test_explain_of_unknown_objects_is_none(read_model):
     assert explain_pod(read_model, "default", "nope") is None
     assert explain_node(read_model, "nope") is None
