@@ -177,7 +177,9 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
         post = PostFilterResult(Status(Code.UNSCHEDULABLE))
         reasons: list[str] = []
         if allow_preemption:
-            diagnosis = Diagnosis(failed, resolvable, lambda: _filters(fw, state, pod, skipped, count)[0])
+            diagnosis = Diagnosis(failed, resolvable, lambda: _filters(fw, state, pod, skipped, count)[0],
+                                  fit_message(count, {r: n for (_, r), n in counts.items()},
+                                              failed.message if failed else ""))
             for plugin in fw.points["postFilter"]:
                 started = time.perf_counter()
                 post = plugin.post_filter(state, pod, diagnosis)

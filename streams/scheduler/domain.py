@@ -629,6 +629,8 @@ class SchedulingDomain:
                 if not isinstance(group, QueueGroup):
                     continue
                 for sibling in group.siblings(pod):
+                    if key not in cluster.waiting:
+                        break
                     if sibling in self.queue.pods and self.pods[sibling].node is None:
                         self._report(sibling, self._attempt(sibling, out, with_siblings=False), out)
         return outcome

@@ -115,6 +115,8 @@ class Diagnosis:
     """Nodes that failed only with Unschedulable (removing pods may help)."""
     run_filters: Callable[[], np.ndarray] | None = None
     """Runs the profile's filters again on the current columns (for preemption's dry runs)."""
+    message: str = ""
+    """The cycle's failure so far ("0/3 nodes are available: 3 Insufficient cpu.")."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,12 +16,14 @@ enables. Order within a stage:
   order decides which reason a node contributes to the message, as in kube-scheduler.
 - preFilter: NodeAffinity, NodeResourcesFit, LoadAwareScheduling compute per-pod state;
   ElasticQuota last, its check may fail the cycle.
-- postFilter: ElasticQuota (quota-aware preemption; kube-scheduler's DefaultPreemption is
-  not implemented).
+- preEnqueue, permit: Coscheduling (gangs wait in Permit until their whole group fits; a no-op for
+  pods of no gang).
+- postFilter: Coscheduling first (a Strict gang's waiting members are rejected whatever preemption
+  then finds; it never preempts), then ElasticQuota (quota-aware preemption).
 - score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
   NodeResourcesFitPlus and ScarceResourceAvoidance are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
-  never veto).
+  never veto), Coscheduling (its Unreserve rejects a Strict gang's other waiting members).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, Watc
 from streams.scheduler.plugins import (
     loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
     scarceresourceavoidance, tainttoleration)
-from streams.scheduler.plugins import elasticquota
+from streams.scheduler.plugins import coscheduling, elasticquota
 
 
 def _registry(entries: list[tuple[str, type]]) -> dict[str, type]:
@@ -54,6 +56,7 @@ REGISTRY: dict[str, type] = _registry([
     (noderesourcesfitplus.NAME, noderesourcesfitplus.NodeResourcesFitPlus),
     (scarceresourceavoidance.NAME, scarceresourceavoidance.ScarceResourceAvoidance),
     (elasticquota.NAME, elasticquota.ElasticQuota),
+    (coscheduling.NAME, coscheduling.Coscheduling),
 ])
 
 
@@ -88,14 +91,14 @@ def watched_kinds(registry: Mapping[str, type]) -> frozenset[str]:
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
-    "preEnqueue": (),
+    "preEnqueue": ((coscheduling.NAME, 0),),
     "preFilter": ((nodeaffinity.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
                (noderesourcesfit.NAME, 0), (loadaware.NAME, 0)),
-    "postFilter": ((elasticquota.NAME, 0),),
+    "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0)),
     "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1)),
-    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0)),
-    "permit": (),
+    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (coscheduling.NAME, 0)),
+    "permit": ((coscheduling.NAME, 0),),
     "preBind": (),
 }
 """(plugin, score weight) per extension point of the default profile."""

@@ -56,11 +56,11 @@ def pod(name: str, cpu: int | None = 1000, memory: int | None = 1 << 30, node_na
         phase: str | None = None, priority: int | None = None, namespace: str = "default",
         labels: dict | None = None, limits: dict | None = None, extra: dict | None = None,
         manifest: dict | None = None, node_selector: dict | None = None, tolerations: list | None = None,
-        scheduler_name: str = "default-scheduler", ts: int = 1000) -> InboxEvent:
+        scheduler_name: str = "default-scheduler", ts: int = 1000, annotations: dict | None = None) -> InboxEvent:
     requests = {k: v for k, v in {"cpu": cpu, "memory": memory, **(extra or {})}.items() if v is not None}
     return event("Pod", f"{namespace}/{name}", {
         "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {},
-                     "annotations": {}},
+                     "annotations": annotations or {}},
         "manifest": json.dumps(manifest or {}), "requests": requests, "limits": limits or {},
         "nodeName": node_name, "phase": phase, "priority": priority, "schedulerName": scheduler_name,
         "priorityClassName": None, "nodeSelector": node_selector or {}, "tolerations": tolerations or [],
@@ -86,6 +86,14 @@ def quota(name: str, max_: dict, min_: dict | None = None, namespace: str = "def
     return event("ElasticQuota", f"{namespace}/{name}", {
         "metadata": {"name": name, "namespace": namespace, "labels": all_labels, "annotations": annotations or {}},
         "manifest": "{}", "min": min_ or {}, "max": max_}, ts=ts)
+
+
+def pod_group(name: str, min_member: int, namespace: str = "default", timeout_s: int | None = None,
+              annotations: dict | None = None, ts: int = 1000) -> InboxEvent:
+    return event("PodGroup", f"{namespace}/{name}", {
+        "metadata": {"name": name, "namespace": namespace, "uid": None, "labels": {},
+                     "annotations": annotations or {}, "generation": 0},
+        "manifest": "{}", "minMember": min_member, "scheduleTimeoutSeconds": timeout_s, "minResources": {}}, ts=ts)
 
 
 def tick(ts: int) -> InboxEvent:

@@ -19,12 +19,14 @@ def points(document):
 
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
+        "preEnqueue": ["Coscheduling"],
         "preFilter": ["NodeAffinity", "NodeResourcesFit", "LoadAwareScheduling", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
                    "LoadAwareScheduling"],
-        "postFilter": ["ElasticQuota"],
+        "postFilter": ["Coscheduling", "ElasticQuota"],
         "score": ["NodeResourcesFit", "LoadAwareScheduling"],
-        "reserve": ["LoadAwareScheduling", "ElasticQuota"],
+        "reserve": ["LoadAwareScheduling", "ElasticQuota", "Coscheduling"],
+        "permit": ["Coscheduling"],
     }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1})
 
 
