@@ -186,7 +186,7 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
                 stats.record(plugin.name, "postFilter", post.status.code.label, started)
                 if post.status.code == Code.SUCCESS:
                     break
-                reasons.extend(post.status.reasons)
+                reasons.extend(reason for reason in post.status.reasons if reason not in reasons)
                 if post.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     break
         if post.status.code == Code.SUCCESS and post.victims:

@@ -119,6 +119,20 @@ class Diagnosis:
     """The cycle's failure so far ("0/3 nodes are available: 3 Insufficient cpu.")."""
 
 
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+REASON_NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
+"""kube-scheduler's preemption messages (``framework/preemption``), shared by every preemption plugin."""
+
+
+def preemption_failure(count: int, helpful: int) -> str:
+    """kube-scheduler's message when no node can be freed: "preemption: 0/N nodes are available: <h> No
+    preemption victims found for incoming pod, <N-h> Preemption is not helpful for scheduling." (sorted)."""
+    parts = ([f"{helpful} {REASON_NO_VICTIMS}"] if helpful else []) + \
+            ([f"{count - helpful} {REASON_NOT_HELPFUL}"] if count - helpful else [])
+    return f"preemption: 0/{count} nodes are available: {', '.join(sorted(parts))}."
+
+
 @dataclasses.dataclass(frozen=True)
 class Victim:
     pod_key: str

@@ -19,7 +19,8 @@ enables. Order within a stage:
 - preEnqueue, permit: Coscheduling (gangs wait in Permit until their whole group fits; a no-op for
   pods of no gang).
 - postFilter: Coscheduling first (a Strict gang's waiting members are rejected whatever preemption
-  then finds; it never preempts), then ElasticQuota (quota-aware preemption).
+  then finds; it never preempts), then ElasticQuota (preemption within the pod's own quota), then
+  DefaultPreemption (kube-scheduler's priority preemption, for what the quota preemption did not find).
 - score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
   NodeResourcesFitPlus and ScarceResourceAvoidance are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
@@ -32,7 +33,7 @@ from collections.abc import Mapping
 
 from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
-    loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
+    defaultpreemption, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
     scarceresourceavoidance, tainttoleration)
 from streams.scheduler.plugins import coscheduling, elasticquota
 
@@ -57,6 +58,7 @@ REGISTRY: dict[str, type] = _registry([
     (scarceresourceavoidance.NAME, scarceresourceavoidance.ScarceResourceAvoidance),
     (elasticquota.NAME, elasticquota.ElasticQuota),
     (coscheduling.NAME, coscheduling.Coscheduling),
+    (defaultpreemption.NAME, defaultpreemption.DefaultPreemption),
 ])
 
 
@@ -95,7 +97,7 @@ DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preFilter": ((nodeaffinity.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
                (noderesourcesfit.NAME, 0), (loadaware.NAME, 0)),
-    "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0)),
+    "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
     "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),

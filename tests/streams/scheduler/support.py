@@ -27,7 +27,8 @@ TOPICS = {"Pod": "koord.pods", "Node": "koord.nodes", "NodeMetric": "koord.nodem
           "KubeSchedulerConfiguration": "koord.configs", "Tick": "koord.ticks", "NodeResource": "koord.noderesources",
           "PodGroup": "koord.podgroups", "Reservation": "koord.reservations", "Device": "koord.devices",
           "NodeResourceTopology": "koord.noderesourcetopologies",
-          "DeschedulerConfiguration": "koord.configs", "PodMigrationJob": "koord.podmigrationjobs"}
+          "DeschedulerConfiguration": "koord.configs", "PodMigrationJob": "koord.podmigrationjobs",
+          "PodDisruptionBudget": "koord.poddisruptionbudgets"}
 
 
 def event(kind: str, key: str, record: dict | None, source_offset: int | None = None, ts: int = 1000) -> InboxEvent:

@@ -23,7 +23,7 @@ def test_default_profile():
         "preFilter": ["NodeAffinity", "NodeResourcesFit", "LoadAwareScheduling", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
                    "LoadAwareScheduling"],
-        "postFilter": ["Coscheduling", "ElasticQuota"],
+        "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
         "score": ["NodeResourcesFit", "LoadAwareScheduling"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "Coscheduling"],
         "permit": ["Coscheduling"],

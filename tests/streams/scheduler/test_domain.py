@@ -1,7 +1,7 @@
 import pytest
 
 from streams.scheduler.domain import SchedulingDomain
-from streams.scheduler.plugins.elasticquota.plugin import REASON_NO_VICTIMS
+from streams.scheduler.framework import REASON_NO_VICTIMS
 from streams.scheduler.plugins.noderesourcesfit import NAME as FIT, REASON_INSUFFICIENT
 from tests.streams.scheduler.support import (
     GI, T0, decisions, deleted, metric, node, pod, quota, run, scheduler_config, tick)

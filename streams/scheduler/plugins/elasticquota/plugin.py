@@ -44,7 +44,8 @@ from collections.abc import Mapping
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, QUOTA_EVENT, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim)
+    NODE_EVENT, POD_DELETE, QUOTA_EVENT, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status,
+    Victim, preemption_failure)
 from streams.scheduler.plugins.elasticquota import objects, webhook
 from streams.scheduler.plugins.elasticquota.tree import (
     DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, PodCharge, QuotaSpec, QuotaTree)
@@ -60,9 +61,6 @@ INSUFFICIENT_NON_PREEMPTIBLE = ("Insufficient non-preemptible quotas, quotaName:
                                 "nonPreemptibleUsed: {used}, pod's request: {request}, exceedDimensions: [{dims}]")
 INSUFFICIENT_PARENT = ("Insufficient quotas, quotaNameTopo: [{topo}], runtime: {limit}, used: {used}, "
                        "pod's request: {request}, exceedDimensions: [{dims}]")
-REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
-REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
-REASON_NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
 HUGE = (2**63 - 1) // 5
 """Koordinator's default and system quota max is MaxInt64/5 (cpu in cores); here in canonical units."""
 
@@ -343,14 +341,8 @@ class ElasticQuota:
                            if node in cluster.columns.row and resolvable[cluster.columns.row[node]]}
         candidates = self._candidates(pod, quota, tree_id, request, limit, victims_by_node, diagnosis)
         if not candidates:
-            helpful = int(resolvable[:count].sum())
-            parts = []
-            if helpful:
-                parts.append(f"{helpful} {REASON_NO_VICTIMS}")
-            if count - helpful:
-                parts.append(f"{count - helpful} {REASON_NOT_HELPFUL}")
-            message = f"preemption: 0/{count} nodes are available: {', '.join(sorted(parts))}."
-            return PostFilterResult(Status.unschedulable(message, NAME))
+            message = preemption_failure(count, int(resolvable[:count].sum()))
+            return PostFilterResult(Status.unschedulable(message, NAME, resolvable=quota == DEFAULT))
         best = min(candidates, key=lambda c: c[0])
         node, keys = best[1], best[2]
         return PostFilterResult(SUCCESS, node, tuple(Victim(key, node) for key in keys))

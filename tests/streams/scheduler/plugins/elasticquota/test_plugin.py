@@ -134,12 +134,19 @@ def test_quota_preemption_evicts_a_lower_priority_preemptible_pod_of_the_same_qu
     assert decisions(out)[-2]["message"] == "Preempted by default/high on node n1"
 
 
-def test_no_victims_of_equal_priority_or_in_the_default_quota():
-    _, out = run(node("n1", cpu=cpu(2), memory=64 * GI, ts=T0), team_pod("a", 2, priority=5, quota_name=DEFAULT),
-                 team_pod("b", 1, priority=100, quota_name=DEFAULT))
+def test_no_quota_victims_in_the_default_quota_which_default_preemption_serves():
+    """ElasticQuota finds no victims for a default-quota pod; kube-scheduler's DefaultPreemption, next in the
+    PostFilter stage, then preempts by priority (a quota pod's preemption stays ElasticQuota's)."""
+    only_quota = profile_with("ElasticQuota", None, postFilter={"disabled": [{"name": "DefaultPreemption"}]},
+                              ts=T0)
+    _, out = run(only_quota, node("n1", cpu=cpu(2), memory=64 * GI, ts=T0),
+                 team_pod("a", 2, priority=5, quota_name=DEFAULT), team_pod("b", 1, priority=100, quota_name=DEFAULT))
     assert decisions(out)[-1]["result"] == "Unschedulable"
     assert decisions(out)[-1]["message"].endswith(
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+    _, out = run(node("n1", cpu=cpu(2), memory=64 * GI, ts=T0),
+                 team_pod("a", 2, priority=5, quota_name=DEFAULT), team_pod("b", 1, priority=100, quota_name=DEFAULT))
+    assert [(d["pod"]["name"], d["result"]) for d in decisions(out)][-2:] == [("a", "Preempted"), ("b", "Scheduled")]
 
 
 def test_preempted_pod_waits_and_is_placed_again_when_room_returns():
