@@ -336,6 +336,7 @@ _LATEST_STATE: Mapping[str, _LatestState] = {
     "noderesourcetopologies": _objects("NodeResourceTopology"),
     "nodemetrics": _objects("NodeMetric"),
     "podgroups": _objects("PodGroup"),
+    "poddisruptionbudgets": _objects("PodDisruptionBudget"),
     "podmigrationjobs": _objects("PodMigrationJob"),
 }
 

@@ -17,6 +17,7 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
         "reservations": "koord.reservations",
         "devices": "koord.devices",
         "podgroups": "koord.podgroups",
+        "poddisruptionbudgets": "koord.poddisruptionbudgets",
         "podmigrationjobs": "koord.podmigrationjobs",
         "noderesourcetopologies": "koord.noderesourcetopologies",
         "nodemetrics": "koord.nodemetrics",
@@ -31,7 +32,8 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
 )
 
 LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices",
-                                 "noderesourcetopologies", "nodemetrics", "podgroups", "podmigrationjobs"})
+                                 "noderesourcetopologies", "nodemetrics", "podgroups", "podmigrationjobs",
+                                 "poddisruptionbudgets"})
 """Topics holding the latest state per key (compacted); the others carry events."""
 
 

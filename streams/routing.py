@@ -28,6 +28,7 @@ KIND_BY_SOURCE = {
     "quotas": ("ElasticQuota", "ElasticQuotaProfile"),
     "reservations": ("Reservation",),
     "podgroups": ("PodGroup",),
+    "poddisruptionbudgets": ("PodDisruptionBudget",),
     "podmigrationjobs": ("PodMigrationJob",),
     "configs": ("ConfigMap", "KubeSchedulerConfiguration", "DeschedulerConfiguration"),
     "ticks": ("Tick",),

@@ -109,6 +109,9 @@ _MANIFESTS: dict[str, Callable[[str], dict]] = {
     "podmigrationjobs": lambda name: {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
                                       "metadata": {"name": name},
                                       "spec": {"podRef": {"namespace": NAMESPACE, "name": f"{name}-absent"}}},
+    "poddisruptionbudgets": lambda name: {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                                          "metadata": {"name": name, "namespace": NAMESPACE},
+                                          "spec": {"selector": {"matchLabels": {"app": name}}, "maxUnavailable": 1}},
 }
 """A valid manifest per source topic that carries applied objects (a migration names a pod that does not exist)."""
 GENERATED = ("ticks", "decisions", "noderesources")

@@ -55,6 +55,7 @@ WATCHED: tuple[WatchedResource, ...] = (
     WatchedResource("NodeResourceTopology", "topology.node.k8s.io", "v1alpha1", "noderesourcetopologies"),
     WatchedResource("PodGroup", "scheduling.sigs.k8s.io", "v1alpha1", "podgroups"),
     WatchedResource("PodMigrationJob", "scheduling.koordinator.sh", "v1alpha1", "podmigrationjobs"),
+    WatchedResource("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets"),
 )
 """Nodes first: a pod listed before its node would be Unschedulable until the node arrives."""
 

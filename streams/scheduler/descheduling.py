@@ -23,6 +23,7 @@ from streams.descheduler import config as descheduler_config
 from streams.descheduler.evictor import refusal
 from streams.descheduler.lownodeload import LowNodeLoad
 from streams.descheduler.migration.arbitration import WorkloadView
+from streams.descheduler.migration.args import MigrationArgs
 from streams.descheduler.migration.jobs import Evict, Job, Migrations
 from streams.descheduler.snapshot import NodeView, PodView
 from streams.koordinator.annotations import (
@@ -83,9 +84,8 @@ class Descheduling:
         if config is not None and (self.last_round_ms is None or now_ms - self.last_round_ms >= config.interval_ms):
             self.last_round_ms = now_ms
             created = self._round(cluster, config, pods, now_ms)
-        if config is None:
-            return created, []
-        changed, evictions = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, config.migration)
+        migration = config.migration if config is not None else MigrationArgs()
+        changed, evictions = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, migration)
         seen = {job.name for job in changed}
         return [job for job in created if job.name not in seen] + changed, evictions
 

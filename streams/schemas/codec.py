@@ -60,6 +60,7 @@ SCHEMAS = (
     "PodGroup",
     "PodMigrationJob",
     "DeschedulerConfiguration",
+    "PodDisruptionBudget",
 )
 """Top-level record schemas: the values that go on topics."""
 

@@ -16,6 +16,7 @@ from streams.objects.kinds import (
     nodemetric,
     noderesourcetopology,
     pod,
+    poddisruptionbudget,
     podgroup,
     podmigrationjob,
     reservation,
@@ -35,6 +36,7 @@ KINDS: dict[str, KindSpec] = {
     "PodGroup": podgroup.SPEC,
     "PodMigrationJob": podmigrationjob.SPEC,
     "DeschedulerConfiguration": deschedulerconfiguration.SPEC,
+    "PodDisruptionBudget": poddisruptionbudget.SPEC,
 }
 
 

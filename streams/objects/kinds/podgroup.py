@@ -2,8 +2,8 @@
 
 Typed: ``spec.minMember`` (absent is 0, Go's zero value), ``spec.scheduleTimeoutSeconds`` (absent is
 null: Coscheduling's default timeout applies) and ``spec.minResources``. Koordinator's gang annotations
-(total-number, mode, match-policy, groups) stay in the metadata and the manifest, as on a pod. Routed
-nowhere yet: gang scheduling will read this topic.
+(total-number, mode, match-policy, groups) stay in the metadata and the manifest, as on a pod. The
+scheduling domain's Coscheduling plugin reads it.
 """
 
 from streams.objects.fields import INT32_MAX, FieldReader

@@ -5,7 +5,7 @@ Typed: the pod (``spec.podRef``: namespace and name required when it is given, u
 duration, in milliseconds), ``spec.paused``, the reservation it may use (``spec.reservationOptions
 .reservationRef.name``), the eviction's ``spec.deleteOptions`` (grace period, propagation policy, dry
 run) and ``status.phase``. The reservation template and the status' conditions stay in the manifest.
-Routed nowhere yet: descheduling will read this topic.
+The scheduling domain's descheduling stage reads this topic and writes each job's status back to it.
 """
 
 from streams.objects.fields import FieldReader, child, item

@@ -3,7 +3,6 @@ out, state persisted."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -107,9 +106,8 @@ def test_a_state_without_the_qos_tail_loads_with_an_empty_memory():
 
 
 def test_memory_eviction_is_a_decision_on_the_decision_stream():
-    evicting = dataclasses.replace(DEFAULT_SETTINGS, qos_strategies=tuple(
-        memoryevict.MemoryEvict(memoryevict.MemoryEvictArgs(enabled=True)) if s.name == memoryevict.NAME else s
-        for s in DEFAULT_SETTINGS.qos_strategies))
+    """resource-threshold-config's enable (in DEFAULT_CONFIG) turns memory eviction on: no other gate."""
+    evicting = DEFAULT_SETTINGS
     state, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=100 * G)),
                      _bound("ls-pod", "LS", "uid-ls"), _bound("be-pod", "BE", "uid-be"),
                      _metric(memory_used=95 * G, be_memory=20 * G), settings=evicting)

@@ -11,7 +11,7 @@ from streams.schemas import codec
 from tests.streams.objects.support import SAMPLES, problems_of, record_of
 
 SUPPORTED = ("ConfigMap, DeschedulerConfiguration, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, Node, NodeMetric, "
-             "NodeResourceTopology, Pod, PodGroup, PodMigrationJob, Reservation")
+             "NodeResourceTopology, Pod, PodDisruptionBudget, PodGroup, PodMigrationJob, Reservation")
 
 
 @pytest.mark.parametrize(
