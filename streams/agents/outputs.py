@@ -28,6 +28,7 @@ OUTPUT_TOPICS = {
     "DeadLetter": "deadletters",
     "Ack": "acks",
     "PodMigrationJob": "podmigrationjobs",
+    "Reservation": "reservations",
 }
 """Topology id of the topic each output schema goes to."""
 
@@ -41,7 +42,7 @@ def output_key(schema: str, record: dict) -> str:
         return f"{record['causation']['sourceTopic']}/{record['causation']['sourcePartition']}"
     if schema == "DeadLetter":
         return deadletter.reference_key(record)
-    if schema == "PodMigrationJob":
+    if schema in ("PodMigrationJob", "Reservation"):
         return record["metadata"]["name"]
     return record["nodeName"]
 

@@ -104,6 +104,16 @@ MIGRATION_JOB_COLUMNS = (
 )
 MIGRATION_JOB_WIDE = (("MESSAGE", lambda j: _status(j, "message")),
                       ("TRIGGER", lambda j: (j["metadata"].get("annotations") or {}).get(ANNOTATION_EVICT_REASON, "")))
+RESERVATION_COLUMNS = (
+    ("NAME", lambda r: r["metadata"]["name"]),
+    ("PHASE", lambda r: _status(r, "phase") or "Pending"),
+    ("NODE", lambda r: _status(r, "nodeName") or "<none>"),
+    ("ALLOCATABLE", lambda r: json.dumps((r.get("status") or {}).get("allocatable") or {}, sort_keys=True)),
+    ("ALLOCATED", lambda r: json.dumps((r.get("status") or {}).get("allocated") or {}, sort_keys=True)),
+)
+RESERVATION_WIDE = (("OWNERS", lambda r: ",".join(f"{o['namespace']}/{o['name']}" for o in
+                                                  (r.get("status") or {}).get("currentOwners") or [])),
+                    ("REASON", lambda r: ((r.get("status") or {}).get("conditions") or [{}])[0].get("reason", "")))
 OBJECT_COLUMNS = (
     ("NAMESPACE", lambda o: o["metadata"].get("namespace") or ""),
     ("NAME", lambda o: o["metadata"]["name"]),
@@ -111,7 +121,7 @@ OBJECT_COLUMNS = (
 OBJECT_KINDS = {
     "podmigrationjobs": ("podmigrationjobs", "PodMigrationJob", MIGRATION_JOB_COLUMNS, MIGRATION_JOB_WIDE),
     "podgroups": ("podgroups", "PodGroup", OBJECT_COLUMNS, ()),
-    "reservations": ("reservations", "Reservation", OBJECT_COLUMNS, ()),
+    "reservations": ("reservations", "Reservation", RESERVATION_COLUMNS, RESERVATION_WIDE),
     "devices": ("devices", "Device", OBJECT_COLUMNS, ()),
 }
 """Object kinds shown as last written to their topic: resource -> (topic id, kind, columns, wide columns)."""

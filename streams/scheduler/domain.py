@@ -57,8 +57,8 @@ from streams.descheduler.migration.jobs import Evict, Job
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle, unreserve
 from streams.scheduler.descheduling import Descheduling
 from streams.scheduler.framework import (
-    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, PodMutation, QueueGroup,
-    StatusReporter)
+    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, ObjectPods, PodMutation,
+    QueueGroup, StatusReporter)
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.queue import QueuedPod, SchedulingQueue
 from streams.scheduler.state import (
@@ -99,6 +99,9 @@ class SchedulingDomain:
         """Object kind -> the plugins whose webhook admits its changes (whatever the profiles enable)."""
         self.watched = registry.watched_kinds(registry.REGISTRY)
         """Object kinds plugins watch, kept in ``Cluster.objects``."""
+        self.object_pod_kinds = frozenset(kind for factory in registry.REGISTRY.values()
+                                          if isinstance(factory, ObjectPods) for kind in factory.pod_kinds)
+        """Kinds whose objects are scheduled as pods (reserve pods), keyed "<kind>/<name>"."""
         self.descheduling = Descheduling()
         self._descheduler_keys: set[str] = set()
         self.source_offsets: dict[str, int] = {}
@@ -302,11 +305,20 @@ class SchedulingDomain:
         if handler is not None:
             handler(event, out)
         self._expire_waiting(out)
+        self._refresh_object_pods(out)
         self._retry(out)
         out.flush_waiting()
         self._deschedule(out)
         self._emit_statuses(out)
+        self._refresh_object_pods(out)
+        for source in self._enabled(ObjectPods):
+            out.items.extend(source.object_outputs())
         return out.items
+
+    def _refresh_object_pods(self, out: "_Outputs") -> None:
+        for source in self._enabled(ObjectPods):
+            for key, record in source.refresh():
+                self._object_pod(key, record, out)
 
     # -- nodes ---------------------------------------------------------------------
 
@@ -435,6 +447,22 @@ class SchedulingDomain:
         self._dirty.add(f"object/{kind}/{name}")
         self._observe(ObjectChanged(kind, name, old, objects.get(name)))
         self._queue_event(kind)
+        for source in self._enabled(ObjectPods):
+            if kind in source.pod_kinds:
+                self._object_pod(f"{kind}/{name}", source.object_pod(kind, name, objects.get(name)), out)
+
+    def _object_pod(self, key: str, record: dict | None, out: "_Outputs") -> None:
+        """The pod standing for an object (``ObjectPods``) appeared, changed or went: handled as a pod event
+        unless it is the same pod (a status written back to the object's topic changes nothing)."""
+        held = self.cluster.pods.get(key)
+        if record is None and held is None:
+            return
+        if record is not None and held is not None and held.record == record:
+            return
+        self._pod_event(key, record, record is None, out)
+
+    def is_object_pod(self, key: str) -> bool:
+        return key.partition("/")[0] in self.object_pod_kinds
 
     # -- configuration -------------------------------------------------------------
 
@@ -523,11 +551,12 @@ class SchedulingDomain:
         self._dirty.add(f"pod/{key}")
 
     def _on_pod(self, event: InboxEvent, out: "_Outputs") -> None:
-        key = event.key
+        self._pod_event(event.key, event.record, event.deleted, out)
+
+    def _pod_event(self, key: str, record: dict | None, deleted: bool, out: "_Outputs") -> None:
         cluster = self.cluster
         state = self.pods.get(key)
-        record = event.record
-        if event.deleted or record.get("phase") in ENDED_PHASES:
+        if deleted or record.get("phase") in ENDED_PHASES:
             pod = cluster.pods.get(key) or podinfo.placeholder(key)
             released = state is not None and state.node is not None
             if state is not None:
@@ -545,7 +574,7 @@ class SchedulingDomain:
                 self._dirty.add(f"pod/{key}")
             else:
                 node = None
-            reason = "Deleted" if event.deleted else f"Pod{record['phase']}"
+            reason = "Deleted" if deleted else f"Pod{record['phase']}"
             out.decision(pod, RELEASED, node, reason, "", None)
             if released:
                 self._queue_event(POD_DELETE)
@@ -797,6 +826,8 @@ class _Outputs:
 
     def decision(self, pod: PodInfo, result: str, node: str | None, reason: str | None, message: str,
                  outcome: CycleResult | None) -> None:
+        if self.domain.is_object_pod(pod.key):
+            return
         self.items.append(("SchedulingDecision", {
             "decisionId": self._id(),
             "domain": self.domain.domain,

@@ -89,6 +89,11 @@ class CycleState(dict):
     """Per-cycle scratch data, keyed by plugin (kube-scheduler's CycleState)."""
 
 
+RESTORED = "restored"
+"""CycleState key: resources held on nodes for this pod (its reservations' unallocated part), as
+{node row: {resource: amount}}; NodeResourcesFit counts them free (Koordinator's ``RestoreReservation``)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class FilterResult:
     """Outcome of one filter over the candidates.
@@ -273,6 +278,25 @@ class WatchesObjects(Protocol):
     restored domain decides as the live one did."""
 
     watched_kinds: frozenset[str]
+
+
+@runtime_checkable
+class ObjectPods(Protocol):
+    """Objects scheduled like pods (Koordinator's reserve pods): the domain keeps, for every object of
+    ``pod_kinds``, the Pod record ``object_pod`` returns (None: no pod) under the key "<kind>/<name>", schedules
+    it through the same cycle and queue, and sends no SchedulingDecision about it; ``object_outputs`` gives the
+    (schema, record) outputs of objects whose status changed since the last call (their status written back)."""
+
+    pod_kinds: frozenset[str]
+
+    def object_pod(self, kind: str, name: str, record: dict) -> dict | None: ...
+
+    def refresh(self) -> list[tuple[str, dict | None]]:
+        """(key, Pod record or None) of the object pods that time or the cluster changed (an expired or used-up
+        reservation gives its node back); the domain applies them before the queue's retries and at the end."""
+        ...
+
+    def object_outputs(self) -> list[tuple[str, dict]]: ...
 
 
 @runtime_checkable

@@ -16,6 +16,9 @@ enables. Order within a stage:
   order decides which reason a node contributes to the message, as in kube-scheduler.
 - preFilter: NodeAffinity, NodeResourcesFit, LoadAwareScheduling compute per-pod state;
   ElasticQuota last, its check may fail the cycle.
+- Reservation: PreFilter (nominates a reservation per node and counts its unallocated resources free for
+  the owner), Filter after the label checks (a pod with a reservation affinity fails where none matches),
+  Score (weight 5000: an owner lands on its reservation), PreBind (``reservation-allocated``).
 - preEnqueue, permit: Coscheduling (gangs wait in Permit until their whole group fits; a no-op for
   pods of no gang).
 - postFilter: Coscheduling first (a Strict gang's waiting members are rejected whatever preemption
@@ -35,7 +38,7 @@ from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, Watc
 from streams.scheduler.plugins import (
     defaultpreemption, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
     scarceresourceavoidance, tainttoleration)
-from streams.scheduler.plugins import coscheduling, elasticquota
+from streams.scheduler.plugins import coscheduling, elasticquota, reservation
 
 
 def _registry(entries: list[tuple[str, type]]) -> dict[str, type]:
@@ -59,6 +62,7 @@ REGISTRY: dict[str, type] = _registry([
     (elasticquota.NAME, elasticquota.ElasticQuota),
     (coscheduling.NAME, coscheduling.Coscheduling),
     (defaultpreemption.NAME, defaultpreemption.DefaultPreemption),
+    (reservation.NAME, reservation.Reservation),
 ])
 
 
@@ -92,15 +96,20 @@ def watched_kinds(registry: Mapping[str, type]) -> frozenset[str]:
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
+RESERVATION_SCORE_WEIGHT = 5000
+"""Reservation's score weight in koord-scheduler's default profile: a nominated reservation's node (100)
+outweighs every other score, so an owner lands on its reservation."""
+
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((coscheduling.NAME, 0),),
-    "preFilter": ((nodeaffinity.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (elasticquota.NAME, 0)),
+    "preFilter": ((nodeaffinity.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0),
+                  (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (noderesourcesfit.NAME, 0), (loadaware.NAME, 0)),
+               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
-    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1)),
+    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),
-    "preBind": (),
+    "preBind": ((reservation.NAME, 0),),
 }
 """(plugin, score weight) per extension point of the default profile."""

@@ -27,14 +27,15 @@ def writers(topic_id: str) -> set[str]:
     return acls.writers(BINDINGS, TOPOLOGY.name(topic_id))
 
 
-@pytest.mark.parametrize("topic_id", [*INBOXES, *sorted(set(OUTPUT_TOPICS.values()) - {"deadletters", "podmigrationjobs"}),
+@pytest.mark.parametrize("topic_id", [*INBOXES, *sorted(set(OUTPUT_TOPICS.values()) - {"deadletters", "podmigrationjobs", "reservations"}),
                                       "changelog-node", "changelog-scheduling", "ticks"])
 def test_the_worker_alone_writes_inboxes_outputs_changelogs_and_ticks(topic_id):
     assert writers(topic_id) == {"User:worker"}
 
 
-def test_migration_jobs_are_applied_by_people_and_the_bridge_and_their_status_written_by_the_worker():
-    assert writers("podmigrationjobs") == {"User:worker", "User:operator", "User:bridge"}
+@pytest.mark.parametrize("topic_id", ["podmigrationjobs", "reservations"])
+def test_jobs_and_reservations_are_applied_by_people_and_the_bridge_and_their_status_written_by_the_worker(topic_id):
+    assert writers(topic_id) == {"User:worker", "User:operator", "User:bridge"}
 
 
 def test_dead_letters_come_from_the_worker_the_node_agents_and_the_bridge():

@@ -28,7 +28,7 @@ import numpy as np
 
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import CPU, MEMORY, PODS
-from streams.scheduler.framework import NODE_EVENT, POD_DELETE, SUCCESS, CycleState, FilterResult, Status
+from streams.scheduler.framework import NODE_EVENT, POD_DELETE, RESTORED, SUCCESS, CycleState, FilterResult, Status
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster
@@ -126,6 +126,14 @@ class NodeResourcesFit:
         columns = self.cluster.columns
         count = len(candidates)
         allocatable, requested = columns.allocatable, columns.requested
+        restored = state.get(RESTORED)
+        if restored:
+            requested = requested[:, :count].copy()
+            for row, amounts in restored.items():
+                for resource, amount in amounts.items():
+                    index = columns.index.get(resource)
+                    if index is not None and row < count:
+                        requested[index, row] -= amount
         too_many = requested[PODS, :count] + 1 > allocatable[PODS, :count]
         failed = too_many.copy()
         reasons = [(REASON_TOO_MANY_PODS, too_many)]

@@ -97,6 +97,24 @@ def pod_group(name: str, min_member: int, namespace: str = "default", timeout_s:
         "manifest": "{}", "minMember": min_member, "scheduleTimeoutSeconds": timeout_s, "minResources": {}}, ts=ts)
 
 
+def reservation(name: str, cpu: int, owners: list | None = None, node_name: str | None = None, ttl: str | None = None,
+                labels: dict | None = None, ts: int = 1000, **spec) -> InboxEvent:
+    """A Reservation record as ``koord apply`` converts it (requests from the template's one container)."""
+    requests = {"cpu": cpu, **spec.pop("extra_requests", {})}
+    template_spec = {"containers": [{"name": "main", "resources": {"requests": {
+        k: (f"{v}m" if k == "cpu" else str(v)) for k, v in requests.items()}}}]}
+    if node_name:
+        template_spec["nodeName"] = node_name
+    manifest = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+                "metadata": {"name": name, "labels": labels or {}},
+                "spec": {"template": {"spec": template_spec}, "owners": owners if owners is not None else [{}],
+                         **({"ttl": ttl} if ttl else {}), **spec}}
+    return event("Reservation", name, {
+        "metadata": {"name": name, "namespace": None, "uid": f"uid-{name}", "labels": labels or {},
+                     "annotations": {}, "generation": 0},
+        "manifest": json.dumps(manifest), "requests": requests, "nodeName": node_name}, ts=ts)
+
+
 def tick(ts: int) -> InboxEvent:
     return event("Tick", "tick", {"timestamp": ts}, ts=ts)
 

@@ -20,28 +20,31 @@ def points(document):
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["Coscheduling"],
-        "preFilter": ["NodeAffinity", "NodeResourcesFit", "LoadAwareScheduling", "ElasticQuota"],
-        "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
-                   "LoadAwareScheduling"],
+        "preFilter": ["NodeAffinity", "Reservation", "NodeResourcesFit", "LoadAwareScheduling", "ElasticQuota"],
+        "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "Reservation",
+                   "NodeResourcesFit", "LoadAwareScheduling"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": ["NodeResourcesFit", "LoadAwareScheduling"],
+        "score": ["NodeResourcesFit", "LoadAwareScheduling", "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "Coscheduling"],
         "permit": ["Coscheduling"],
-    }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1})
+        "preBind": ["Reservation"],
+    }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "Reservation": 5000})
 
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeResourcesFitPlus"],
-     {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "NodeResourcesFitPlus": 2}),
+     ["NodeResourcesFit", "LoadAwareScheduling", "Reservation", "NodeResourcesFitPlus"],
+     {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
-    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit"], {"NodeResourcesFit": 1}),
-    ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}}, ["NodeResourcesFit", "LoadAwareScheduling"],
-     {"NodeResourcesFit": 1, "LoadAwareScheduling": 5}),
+    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "Reservation"],
+     {"NodeResourcesFit": 1, "Reservation": 5000}),
+    ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
+     ["NodeResourcesFit", "LoadAwareScheduling", "Reservation"],
+     {"NodeResourcesFit": 1, "LoadAwareScheduling": 5, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeResourcesFitPlus"],
-     {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "NodeResourcesFitPlus": 3}),
+     ["NodeResourcesFit", "LoadAwareScheduling", "Reservation", "NodeResourcesFitPlus"],
+     {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
         "re-enabling a default re-weights it in place", "multiPoint enables where implemented"])
 def test_merge_like_kube_scheduler(plugins, score, weights):

@@ -1,0 +1,285 @@
+"""Reservation (``plugins/reservation``): resources held on a node for the pods that own them.
+
+- **The reserve pod.** Each Reservation is scheduled as a pod ("Reservation/<name>", ``ObjectPods``) through
+  the same cycle: its template's requests, nodeSelector and tolerations, ``spec.template.spec.nodeName``
+  pinning it, priority the template's or MaxInt32 (never a preemption victim). Placed, the reservation is
+  Available and holds its resources on the node.
+- **Owners use it first.** PreFilter finds, per node, the Available reservations the pod may use
+  (``objects``: owners, affinity by name, taints, selector, exact match; with ``allocatePolicy: Restricted``
+  the pod must fit what is left of it and its pod-count limit, template request ``pods``); one per node is
+  nominated (smallest non-zero ``reservation-order`` label, then name). Its unallocated resources count as
+  free for the pod there (``RESTORED``), the node scores 100 (weighted so owners land there), and PreBind
+  writes ``scheduling.koordinator.sh/reservation-allocated: {"name", "uid"}``. A pod with a reservation
+  affinity fails elsewhere: "node(s) no reservations match reservation affinity". A pod labelled
+  ``reservation-ignored`` owns nothing but may use any reservation's unallocated resources.
+- **Lifecycle, in event time.** ``allocateOnce`` (default) -> Succeeded once an owner is placed; otherwise
+  the reserve pod shrinks to what is left. ``ttl`` (default 24h; "0" never) from creationTimestamp (or
+  first sight) and ``expires`` -> Failed, reason Expired. Succeeded and Failed release the node and are
+  final. The status (phase, nodeName, allocatable, allocated, currentOwners, conditions) is written back to
+  the Reservation's topic whenever it changes; a status coming back changes nothing.
+
+Not implemented: reservation preemption (``enablePreemption``), pre-allocation, the Default-policy
+conflict check between reserve pods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+
+import numpy as np
+
+from streams.koordinator.annotations import (
+    ANNOTATION_RESERVATION_ALLOCATED, ANNOTATION_RESERVATION_NAME, ANNOTATION_RESERVE_POD)
+from streams.objects.args import ArgsError, ArgsReader
+from streams.scheduler.framework import (
+    NODE_EVENT, POD_DELETE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
+from streams.scheduler.plugins.reservation.objects import (
+    RESTRICTED, ReservationInfo, affinity, ignores_reservations, is_owner, parse, usable_by)
+from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodUnassigned
+
+NAME = "Reservation"
+KIND = "Reservation"
+MAX_PRIORITY = 2**31 - 1
+REASON_AFFINITY = "node(s) no reservations match reservation affinity"
+FIELDS = {"enablePreemption", "minCandidateNodesPercentage", "minCandidateNodesAbsolute", "controllerWorkers",
+          "gcDurationSeconds", "gcIntervalSeconds", "resyncIntervalSeconds", "ignoredResources",
+          "ignoredResourceGroups"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReservationArgs:
+    @classmethod
+    def from_config(cls, raw: Mapping | None) -> "ReservationArgs":
+        reader = ArgsReader(NAME, raw, FIELDS)
+        if reader.boolean("enablePreemption", False):
+            raise ArgsError(f"{NAME}: enablePreemption: reservation preemption is not supported by koordstream")
+        return cls()
+
+
+def _minus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return {name: max(0, value - b.get(name, 0)) for name, value in a.items()}
+
+
+class Reservation:
+    name = NAME
+    Args = ReservationArgs
+    watched_kinds = frozenset({KIND})
+    pod_kinds = frozenset({KIND})
+    events_to_register = frozenset({NODE_EVENT, POD_DELETE, KIND})
+
+    def __init__(self, args: ReservationArgs, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._infos: dict[str, ReservationInfo] = {}
+        self._dirty: set[str] = set()
+        self._ended: dict[str, tuple[str, str]] = {}
+        """Reservations ended this worker's lifetime, until their written-back status says so."""
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _records(self) -> Mapping[str, Mapping]:
+        return self.cluster.objects.get(KIND, {})
+
+    def info(self, name: str) -> ReservationInfo | None:
+        record = self._records().get(name)
+        if record is None:
+            return None
+        info = self._infos.get(name)
+        if info is None:
+            info = self._infos[name] = parse(name, record)
+        return info
+
+    def node_of(self, name: str) -> str | None:
+        key = f"{KIND}/{name}"
+        return self.cluster.assignment.get(key) if key not in self.cluster.waiting else None
+
+    def owners(self, name: str) -> list[str]:
+        cluster = self.cluster
+        return sorted(key for key, annotations in cluster.bind_annotations.items()
+                      if key in cluster.assignment
+                      and json.loads(annotations.get(ANNOTATION_RESERVATION_ALLOCATED) or "{}").get("name") == name)
+
+    def allocated(self, name: str) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for key in self.owners(name):
+            for resource, value in self.cluster.pods[key].requests.items():
+                total[resource] = total.get(resource, 0) + value
+        return total
+
+    def _first_seen(self, name: str) -> int:
+        held = self.cluster.pods.get(f"{KIND}/{name}")
+        if held is not None:
+            return json.loads(held.record["manifest"])["metadata"]["firstSeenMs"]
+        return self.cluster.now_ms
+
+    def phase(self, name: str) -> tuple[str, str]:
+        """(phase, reason) as Koordinator's status shows them."""
+        info = self.info(name)
+        if info.terminal_phase:
+            return info.terminal_phase, (info.manifest.get("status") or {}).get("reason") or ""
+        if name in self._ended:
+            return self._ended[name]
+        if info.expired(self.cluster.now_ms, self._first_seen(name)):
+            return "Failed", "Expired"
+        if info.allocate_once and self.owners(name):
+            return "Succeeded", "Succeeded"
+        if self.node_of(name):
+            return "Available", "Available"
+        return "Pending", "Unschedulable" if f"{KIND}/{name}" in self.cluster.pods else ""
+
+    # -- the reserve pod (ObjectPods) ----------------------------------------------------------
+
+    def object_pod(self, kind: str, name: str, record: dict | None) -> dict | None:
+        if record is None or self.info(name) is None:
+            return None
+        return self._reserve_pod(name)
+
+    def _reserve_pod(self, name: str) -> dict | None:
+        info = self.info(name)
+        if self.phase(name)[0] in ("Succeeded", "Failed"):
+            return None
+        template = info.manifest.get("spec", {}).get("template") or {}
+        meta, spec = template.get("metadata") or {}, dict(template.get("spec") or {})
+        spec.pop("nodeName", None)
+        priority = spec.get("priority")
+        remaining = info.requests if info.allocate_once else _minus(info.requests, self.allocated(name))
+        return {
+            "metadata": {"name": name, "namespace": meta.get("namespace") or "default", "uid": info.uid,
+                         "labels": {**(meta.get("labels") or {}), **info.labels},
+                         "annotations": {ANNOTATION_RESERVE_POD: "true", ANNOTATION_RESERVATION_NAME: name}},
+            "manifest": json.dumps({"metadata": {"name": name, "firstSeenMs": self._first_seen(name)}, "spec": spec},
+                                   sort_keys=True, separators=(",", ":")),
+            "requests": dict(sorted(remaining.items())), "limits": {}, "nodeName": info.pinned_node,
+            "schedulerName": spec.get("schedulerName") or "default-scheduler",
+            "priority": priority if isinstance(priority, int) else MAX_PRIORITY, "priorityClassName": None,
+            "nodeSelector": dict(spec.get("nodeSelector") or {}), "tolerations": list(spec.get("tolerations") or []),
+            "phase": None,
+        }
+
+    def refresh(self) -> list[tuple[str, dict | None]]:
+        """Reserve pods that time or allocation changed (expired, succeeded, shrunk)."""
+        out = []
+        for name in sorted(self._records()):
+            key = f"{KIND}/{name}"
+            held = self.cluster.pods.get(key)
+            if held is None and name not in self._dirty:
+                continue
+            wanted = self._reserve_pod(name)
+            if wanted is None and held is not None:
+                self._ended[name] = self.phase(name)
+            if (wanted is None) != (held is None) or (held is not None and held.record != wanted):
+                out.append((key, wanted))
+                self._dirty.add(name)
+        return out
+
+    def object_outputs(self) -> list[tuple[str, dict]]:
+        out = []
+        for name in sorted(self._dirty):
+            record = self._records().get(name)
+            if record is None:
+                continue
+            info = self.info(name)
+            phase, reason = self.phase(name)
+            node = self.node_of(name) or (info.manifest.get("status") or {}).get("nodeName")
+            status = {"phase": phase, "nodeName": node,
+                      "allocatable": {**info.requests, **({"pods": info.pods_limit} if info.pods_limit else {})},
+                      "allocated": self.allocated(name),
+                      "currentOwners": [{"namespace": key.partition("/")[0], "name": key.partition("/")[2]}
+                                        for key in self.owners(name)],
+                      "conditions": [{"type": "Ready" if phase != "Pending" else "Scheduled",
+                                      "status": "True" if phase in ("Available", "Succeeded") else "False",
+                                      "reason": reason}]}
+            if info.manifest.get("status") == status:
+                continue
+            manifest = {**info.manifest, "status": status}
+            out.append((KIND, {**record, "manifest": json.dumps(manifest, sort_keys=True, separators=(",", ":")),
+                               "nodeName": info.pinned_node or node}))
+        self._dirty.clear()
+        return out
+
+    def observe(self, change: object) -> None:
+        if isinstance(change, ObjectChanged) and change.kind == KIND:
+            self._infos.pop(change.name, None)
+            self._dirty.add(change.name)
+            if change.new is None or parse(change.name, change.new).terminal_phase:
+                self._ended.pop(change.name, None)
+        elif isinstance(change, (PodAssigned, PodUnassigned)):
+            kind, _, name = change.key.partition("/")
+            if kind == KIND:
+                self._dirty.add(name)
+            allocated = self.cluster.bind_annotations.get(change.key, {}).get(ANNOTATION_RESERVATION_ALLOCATED)
+            if allocated:
+                self._dirty.add(json.loads(allocated).get("name", ""))
+
+    # -- the cycle -------------------------------------------------------------------------
+
+    def _usable(self, pod: PodInfo, wanted: dict | None) -> dict[str, str]:
+        """node -> the reservation nominated for ``pod`` there."""
+        chosen: dict[str, tuple] = {}
+        for name in sorted(self._records()):
+            info, node = self.info(name), self.node_of(name)
+            if node is None or self.phase(name)[0] != "Available":
+                continue
+            if not is_owner(info, pod) or not usable_by(info, pod, wanted):
+                continue
+            if info.policy == RESTRICTED:
+                owners = self.owners(name)
+                if info.pods_limit is not None and len(owners) + 1 > info.pods_limit:
+                    continue
+                left = _minus(info.requests, self.allocated(name))
+                if any(value > left.get(resource, 0) for resource, value in pod.requests.items()
+                       if value > 0 and resource in info.requests):
+                    continue
+            rank = (info.order if info.order > 0 else MAX_PRIORITY, name)
+            if node not in chosen or rank < chosen[node][0]:
+                chosen[node] = (rank, name)
+        return {node: name for node, (_, name) in chosen.items()}
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        kind = pod.key.partition("/")[0]
+        if kind == KIND or not self._records():
+            return SKIP
+        rows = self.cluster.columns.row
+        restored: dict[int, dict[str, int]] = {}
+        if ignores_reservations(pod):
+            for name in sorted(self._records()):
+                node = self.node_of(name)
+                if node in rows and self.phase(name)[0] == "Available":
+                    left = _minus(self.info(name).requests, self.allocated(name))
+                    bucket = restored.setdefault(rows[node], {})
+                    for resource, value in left.items():
+                        bucket[resource] = bucket.get(resource, 0) + value
+            state[RESTORED] = restored
+            state[NAME] = ({}, None)
+            return SUCCESS
+        wanted = affinity(pod)
+        chosen = self._usable(pod, wanted)
+        for node, name in chosen.items():
+            if node in rows:
+                restored[rows[node]] = _minus(self.info(name).requests, self.allocated(name))
+        state[RESTORED] = restored
+        state[NAME] = (chosen, wanted)
+        return SUCCESS if chosen or wanted is not None else SKIP
+
+    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
+        chosen, wanted = state.get(NAME, ({}, None))
+        if wanted is None:
+            return FilterResult(candidates)
+        names = self.cluster.columns.names[: len(candidates)]
+        has = np.array([name in chosen for name in names], dtype=bool)
+        return FilterResult(candidates & has, ((REASON_AFFINITY, ~has),), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+        chosen, _ = state.get(NAME, ({}, None))
+        names = self.cluster.columns.names[: len(candidates)]
+        return np.array([100 if name in chosen else 0 for name in names], dtype=np.int64)
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> dict[str, str]:
+        chosen, _ = state.get(NAME, ({}, None))
+        name = chosen.get(node)
+        if name is None:
+            return {}
+        return {ANNOTATION_RESERVATION_ALLOCATED: json.dumps({"name": name, "uid": self.info(name).uid},
+                                                             separators=(",", ":"))}
