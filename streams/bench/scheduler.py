@@ -6,6 +6,12 @@ ElasticQuotas, waits until the scheduling inbox is caught up, then submits
 quotas, and reads the decision stream. Latency is from the moment a pod is
 handed to the producer to the moment its first decision is read back.
 Also reports the pure core's in-process pods/s (``streams.scheduler.bench``).
+
+Workloads: ``plain`` (the above); ``gang`` (the pods are one Strict gang whose min-available is all of
+them: no member is bound before the last arrives, and latency runs to each member's Scheduled decision);
+``reservations`` (one Reservation per pod, owned by that pod by name, applied and placed before the
+pods are submitted; latency runs to the owner's Scheduled decision, and the owners that landed on their
+reservation are counted).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
 from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up
-from streams.koordinator.labels import LABEL_QUOTA_NAME
+from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
+from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME
 from streams.objects import Document, to_record
 from streams.scheduler import bench as in_process
 from streams.schemas import codec
@@ -55,26 +62,49 @@ def cluster_manifests(nodes: int, seed: int) -> list[dict]:
     return out
 
 
-def pod_manifest(run: str, index: int, rng: random.Random) -> dict:
+WORKLOADS = ("plain", "gang", "reservations")
+
+
+def pod_manifest(run: str, index: int, rng: random.Random, workload: str = "plain", pods: int = 0) -> dict:
     cpu, memory = rng.choice(SHAPES)
+    annotations = {ANNOTATION_GANG_NAME: f"bench-{run}", ANNOTATION_GANG_MIN_NUM: str(pods)} \
+        if workload == "gang" else {}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"bench-{run}-{index:06d}", "namespace": NAMESPACE,
+            "metadata": {"name": f"bench-{run}-{index:06d}", "namespace": NAMESPACE, "annotations": annotations,
                          "labels": {LABEL_QUOTA_NAME: f"team-{index % QUOTAS}"}},
             "spec": {"containers": [{"name": "main", "image": "bench",
                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
 
 
-async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int) -> dict:
+def reservation_manifest(pod: dict) -> dict:
+    """A Reservation of exactly ``pod``'s requests, owned by that pod by name."""
+    meta = pod["metadata"]
+    return {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+            "metadata": {"name": f"reserve-{meta['name']}"},
+            "spec": {"template": {"metadata": {"namespace": NAMESPACE}, "spec": pod["spec"]},
+                     "owners": [{"object": {"namespace": NAMESPACE, "name": meta["name"]}}]}}
+
+
+async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int,
+                      workload: str = "plain") -> dict:
     names = harness.topology.names()
+    run = f"{int(time.time()) % 100000:05d}"
+    rng = random.Random(seed)
+    manifests = [pod_manifest(run, i, rng, workload, pods) for i in range(pods)]
+    setup = cluster_manifests(nodes, seed)
+    if workload == "reservations":
+        setup += [reservation_manifest(m) for m in manifests]
     async with kafka.producer(harness.bootstrap) as producer:
-        for topic, key, value in (_encode(m, names) for m in cluster_manifests(nodes, seed)):
+        for topic, key, value in (_encode(m, names) for m in setup):
             await producer.send(topic, key=key.encode(), value=value)
         await producer.flush()
     await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
-
-    run = f"{int(time.time()) % 100000:05d}"
-    rng = random.Random(seed)
-    encoded = [_encode(pod_manifest(run, i, rng), names) for i in range(pods)]
+    if workload == "reservations":
+        await asyncio.sleep(2.0)
+        await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
+    encoded = [_encode(m, names) for m in manifests]
+    final = workload != "plain"
+    on_reservation: set[str] = set()
     decisions = names["decisions"]
     consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.consumer_settings(), group_id=None,
                                 enable_auto_commit=False)
@@ -108,11 +138,18 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
             for messages in (await consumer.getmany(timeout_ms=100)).values():
                 now = time.monotonic()
                 for message in messages:
-                    _, decision = codec.decode(message.value)
+                    schema, decision = codec.decode(message.value)
+                    if schema != "SchedulingDecision":
+                        continue
                     name = decision["pod"]["name"]
-                    if name.startswith(prefix) and name not in seen:
-                        seen[name] = now
-                        produced_wall[name] = message.timestamp / 1000
+                    if not name.startswith(prefix) or name in seen:
+                        continue
+                    if final and decision["result"] != "Scheduled":
+                        continue
+                    seen[name] = now
+                    produced_wall[name] = message.timestamp / 1000
+                    if ANNOTATION_RESERVATION_ALLOCATED in (decision.get("annotations") or {}):
+                        on_reservation.add(name)
 
     try:
         await asyncio.gather(submit(), collect())
@@ -126,11 +163,12 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
             "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
             "submit_to_decision_sent": {"p50_ms": round(float(np.percentile(to_output, 50)), 1),
                                         "p99_ms": round(float(np.percentile(to_output, 99)), 1)} if seen else None,
-            "offered_rate": rate}
+            "offered_rate": rate, "workload": workload,
+            **({"on_their_reservation": len(on_reservation)} if workload == "reservations" else {})}
 
 
-def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int) -> dict:
-    end_to_end = asyncio.run(_end_to_end(harness, nodes, pods, rate, seed))
+def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int, workload: str = "plain") -> dict:
+    end_to_end = asyncio.run(_end_to_end(harness, nodes, pods, rate, seed, workload))
     core = in_process.run_in_process(nodes, min(pods, 3000), seed)
     return {"end_to_end": end_to_end, "in_process": {"pods_per_s": core["pods_per_s"], "nodes": nodes,
                                                      "pods": core["pods"]}}

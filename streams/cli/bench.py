@@ -50,14 +50,17 @@ def bench() -> None:
 @click.option("--pods", default=5000, show_default=True)
 @click.option("--rate", type=float, default=None, help="Offered pods/s (default: as fast as possible).")
 @click.option("--seed", default=1, show_default=True)
+@click.option("--workload", type=click.Choice(("plain", "gang", "reservations")), default="plain", show_default=True,
+              help="plain pods; one gang of all the pods; or one reservation per pod, placed first.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: str, broker_kind: str) -> None:
+def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, workload: str, output: str,
+                  broker_kind: str) -> None:
     """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s."""
     from streams.bench import scheduler
 
     with _harness(broker_kind, output) as running:
-        result = {"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed)}
+        result = {"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed, workload)}
     if output == "json":
         click.echo(json.dumps(result))
         return
@@ -65,7 +68,9 @@ def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, output: 
     e2e, core = result["end_to_end"], result["in_process"]
     click.echo(f"end to end ({nodes} nodes, {pods} pods, {'offered ' + str(rate) + '/s' if rate else 'saturated'}): "
                f"{e2e['pods_per_s']} pods/s, p50 {e2e['p50_ms']} ms, p99 {e2e['p99_ms']} ms "
-               f"({e2e['decided']}/{e2e['pods']} decided)")
+               f"({e2e['decided']}/{e2e['pods']} decided, workload {workload})")
+    if "on_their_reservation" in e2e:
+        click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
     if e2e["submit_to_decision_sent"]:
         stage = e2e["submit_to_decision_sent"]
         click.echo(f"  of which submit -> decision sent by the worker: p50 {stage['p50_ms']} ms, p99 {stage['p99_ms']} ms")

@@ -544,10 +544,10 @@ class SchedulingDomain:
         pod = self.cluster.pods[key]
         node = state.node
         self._account(key, pod, node, 0, sign=-1)
-        self.cluster.bind_annotations.pop(key, None)
         state.node = None
         state.assigned_at = None
         self._observe(PodUnassigned(key, pod, node))
+        self.cluster.bind_annotations.pop(key, None)
         self._dirty.add(f"pod/{key}")
 
     def _on_pod(self, event: InboxEvent, out: "_Outputs") -> None:
@@ -639,9 +639,9 @@ class SchedulingDomain:
         state = self.pods[key]
         cluster = self.cluster
         if outcome.node is not None:
-            self._assign(key, outcome.node)
             if outcome.annotations:
                 cluster.bind_annotations[key] = dict(outcome.annotations)
+            self._assign(key, outcome.node)
             if outcome.waiting_on:
                 cluster.waiting.pods[key] = WaitingPod(outcome.node, cluster.now_ms + outcome.wait_timeout_ms,
                                                        outcome.wait_timeout_ms, outcome.waiting_on)

@@ -76,6 +76,40 @@ class Reservation:
         self._dirty: set[str] = set()
         self._ended: dict[str, tuple[str, str]] = {}
         """Reservations ended this worker's lifetime, until their written-back status says so."""
+        self._owners: dict[str, set[str]] = {}
+        """reservation -> assigned pods allocated to it (``reservation-allocated``)."""
+        for key in cluster.assignment:
+            self._track(key, 1)
+        self._candidates: tuple[dict[tuple[str, str], list[str]], list[str]] | None = None
+        """(object owner (namespace, name) -> reservations naming it, reservations with other owners)."""
+
+    def _track(self, key: str, sign: int) -> None:
+        allocated = self.cluster.bind_annotations.get(key, {}).get(ANNOTATION_RESERVATION_ALLOCATED)
+        if not allocated:
+            return
+        name = json.loads(allocated).get("name", "")
+        owners = self._owners.setdefault(name, set())
+        (owners.add if sign > 0 else owners.discard)(key)
+        self._dirty.add(name)
+
+    def _for_pod(self, pod: PodInfo) -> list[str]:
+        """The reservations that may name ``pod`` as an owner, in name order (an index of object owners)."""
+        if self._candidates is None:
+            by_object: dict[tuple[str, str], list[str]] = {}
+            general = []
+            for name in sorted(self._records()):
+                owners = self.info(name).owners
+                keys = [(o["object"].get("namespace", ""), o["object"]["name"]) for o in owners
+                        if isinstance(o.get("object"), dict) and o["object"].get("name") and len(o) == 1]
+                if owners and len(keys) == len(owners):
+                    for key in keys:
+                        by_object.setdefault(key, []).append(name)
+                else:
+                    general.append(name)
+            self._candidates = (by_object, general)
+        by_object, general = self._candidates
+        named = by_object.get((pod.namespace, pod.name), []) + by_object.get(("", pod.name), [])
+        return sorted(set(named) | set(general))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -96,10 +130,7 @@ class Reservation:
         return self.cluster.assignment.get(key) if key not in self.cluster.waiting else None
 
     def owners(self, name: str) -> list[str]:
-        cluster = self.cluster
-        return sorted(key for key, annotations in cluster.bind_annotations.items()
-                      if key in cluster.assignment
-                      and json.loads(annotations.get(ANNOTATION_RESERVATION_ALLOCATED) or "{}").get("name") == name)
+        return sorted(self._owners.get(name, ()))
 
     def allocated(self, name: str) -> dict[str, int]:
         total: dict[str, int] = {}
@@ -202,6 +233,7 @@ class Reservation:
     def observe(self, change: object) -> None:
         if isinstance(change, ObjectChanged) and change.kind == KIND:
             self._infos.pop(change.name, None)
+            self._candidates = None
             self._dirty.add(change.name)
             if change.new is None or parse(change.name, change.new).terminal_phase:
                 self._ended.pop(change.name, None)
@@ -209,16 +241,14 @@ class Reservation:
             kind, _, name = change.key.partition("/")
             if kind == KIND:
                 self._dirty.add(name)
-            allocated = self.cluster.bind_annotations.get(change.key, {}).get(ANNOTATION_RESERVATION_ALLOCATED)
-            if allocated:
-                self._dirty.add(json.loads(allocated).get("name", ""))
+            self._track(change.key, 1 if isinstance(change, PodAssigned) else -1)
 
     # -- the cycle -------------------------------------------------------------------------
 
     def _usable(self, pod: PodInfo, wanted: dict | None) -> dict[str, str]:
         """node -> the reservation nominated for ``pod`` there."""
         chosen: dict[str, tuple] = {}
-        for name in sorted(self._records()):
+        for name in self._for_pod(pod):
             info, node = self.info(name), self.node_of(name)
             if node is None or self.phase(name)[0] != "Available":
                 continue
