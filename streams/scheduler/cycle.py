@@ -61,6 +61,8 @@ class CycleResult:
     """Plugins that rejected the pod (what a later event must concern to make a retry useful)."""
     waiting_on: tuple[str, ...] = ()
     """Permit plugins that said Wait: the pod is reserved on ``node`` but not bound."""
+    wait_message: str = ""
+    """What those plugins wait for (their Wait statuses' messages)."""
     wait_timeout_ms: int = 0
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     """What the PreBind plugins write on the pod."""
@@ -221,6 +223,7 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
             return CycleResult(None, fit_message(count, {}, status.message or "reserve failed"), filter_results,
                                scores, rejected_by=frozenset({plugin.name}))
     waiting_on: list[str] = []
+    waiting_for: list[str] = []
     timeout_ms = 0
     for plugin in fw.points["permit"]:
         started = time.perf_counter()
@@ -229,6 +232,7 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
         if status.code == Code.WAIT:
             timeout_ms = timeout if not waiting_on else min(timeout_ms, timeout)
             waiting_on.append(plugin.name)
+            waiting_for.extend(status.reasons)
         elif status.code != Code.SUCCESS:
             unreserve(fw, state, pod, node)
             return CycleResult(None, fit_message(count, {}, status.message or "rejected by permit"), filter_results,
@@ -239,7 +243,7 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
         annotations.update(plugin.pre_bind(state, pod, node))
         stats.record(plugin.name, "preBind", "Success", started)
     return CycleResult(node, "", filter_results, scores, waiting_on=tuple(waiting_on), wait_timeout_ms=timeout_ms,
-                       annotations=annotations)
+                       annotations=annotations, wait_message="; ".join(waiting_for))
 
 
 def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:

@@ -645,7 +645,7 @@ class SchedulingDomain:
             if outcome.waiting_on:
                 cluster.waiting.pods[key] = WaitingPod(outcome.node, cluster.now_ms + outcome.wait_timeout_ms,
                                                        outcome.wait_timeout_ms, outcome.waiting_on)
-                state.last_result, state.last_message = WAITING, _waiting_message(outcome.waiting_on, outcome.node)
+                state.last_result, state.last_message = WAITING, _waiting_message(outcome, outcome.node)
             else:
                 state.last_result, state.last_message = SCHEDULED, ""
         else:
@@ -793,8 +793,9 @@ def _assigned_message(pod: PodInfo, node: str) -> str:
     return f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
 
 
-def _waiting_message(plugins: tuple[str, ...], node: str) -> str:
-    return f"Reserved on {node}, waiting for {', '.join(plugins)} to permit the binding"
+def _waiting_message(outcome: CycleResult, node: str) -> str:
+    waiting = f"Reserved on {node}, waiting for {', '.join(outcome.waiting_on)} to permit the binding"
+    return f"{waiting}: {outcome.wait_message}" if outcome.wait_message else waiting
 
 
 class _Outputs:

@@ -203,11 +203,22 @@ class Coscheduling:
             return SUCCESS, 0
         gang = self.gang(gang_id)
         if not gang.initialized or not all(self._valid(self.gang(member), pod.key) for member in gang.groups):
-            return Status(Code.WAIT, (f'waiting for gang group "{gang.group_id}"',), NAME), gang.wait_ms
+            return Status(Code.WAIT, (self._progress(gang, pod.key),), NAME), gang.wait_ms
         for member in gang.groups:
             for key in self._waiting(member):
                 self.cluster.waiting.allow(key, NAME)
         return SUCCESS, 0
+
+    def _progress(self, gang: Gang, assumed: str) -> str:
+        """How far each gang of the group is: 'gang "ns/a": 2 of min 4 waiting, 0 bound; ...'."""
+        parts = []
+        for member_id in gang.groups or (gang.id,):
+            member = self.gang(member_id)
+            waiting = len(self._waiting(member_id)) + (assumed in self.members.get(member_id, ())
+                                                       and assumed not in self.cluster.waiting)
+            parts.append(f'gang "{member_id}": {waiting} of min {member.min} waiting, '
+                         f'{len(self._bound(member_id))} bound, {len(self.members.get(member_id, ()))} known')
+        return f'gang group "{gang.group_id or gang.id}" incomplete: ' + "; ".join(parts)
 
     def _valid(self, gang: Gang, assumed: str) -> bool:
         """``isGangValidForPermit``; ``assumed`` (the pod in Permit) counts as waiting."""

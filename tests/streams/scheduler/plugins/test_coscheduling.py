@@ -191,6 +191,8 @@ def test_a_strict_gang_that_does_not_fit_holds_nothing_and_is_placed_whole_when_
 def test_a_non_strict_gang_places_what_fits_and_waits_for_the_rest():
     domain, out = run(node("n1", cpu=3000), *strict_gang(mode="NonStrict"))
     assert [r for _, r, _ in results(out)].count("Waiting") == 3
+    progress = sorted(d["message"].rpartition(": gang ")[2] for d in decisions(out) if d["result"] == "Waiting")
+    assert progress == [f'"default/train": {n} of min 4 waiting, 0 bound, 4 known' for n in (1, 2, 3)]
     assert len(domain.cluster.assignment) == 3
 
 
