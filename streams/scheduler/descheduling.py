@@ -24,7 +24,7 @@ from streams.descheduler.evictor import refusal
 from streams.descheduler.lownodeload import LowNodeLoad
 from streams.descheduler.migration.arbitration import WorkloadView
 from streams.descheduler.migration.args import MigrationArgs
-from streams.descheduler.migration.jobs import Evict, Job, Migrations
+from streams.descheduler.migration.jobs import Evict, Job, Migrations, Reserve, ReservationView
 from streams.descheduler.snapshot import NodeView, PodView
 from streams.koordinator.annotations import (
     ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST, ANNOTATION_KUBE_MIRROR, ANNOTATION_POD_DELETION_COST,
@@ -75,19 +75,21 @@ class Descheduling:
                          record.get("ttlMs"), bool(record.get("paused")), phase)
         return True
 
-    def step(self, cluster: Cluster, now_ms: int) -> tuple[list[Job], list[Evict]]:
+    def step(self, cluster: Cluster, now_ms: int, reservations: Mapping[str, ReservationView] | None = None
+             ) -> tuple[list[Job], list[Evict], list[Reserve]]:
         config = self.config
         if config is None and not self.migrations.jobs:
-            return [], []
+            return [], [], []
         pods, nodes_of, workload_of, workloads = _pod_views(cluster)
         created: list[Job] = []
         if config is not None and (self.last_round_ms is None or now_ms - self.last_round_ms >= config.interval_ms):
             self.last_round_ms = now_ms
             created = self._round(cluster, config, pods, now_ms)
         migration = config.migration if config is not None else MigrationArgs()
-        changed, evictions = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, migration)
+        changed, evictions, reserves = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, migration,
+                                                            reservations)
         seen = {job.name for job in changed}
-        return [job for job in created if job.name not in seen] + changed, evictions
+        return [job for job in created if job.name not in seen] + changed, evictions, reserves
 
     def _round(self, cluster: Cluster, config, pods: Mapping[str, PodView], now_ms: int) -> list[Job]:
         views = _node_views(cluster, pods, config, now_ms)
@@ -124,6 +126,32 @@ class Descheduling:
         for name, plugin in self.plugins.items():
             prefix = f"detector/{name}/"
             plugin.restore({k[len(prefix):]: v for k, v in entries.items() if k.startswith(prefix)})
+
+
+def reservation_for(reserve: Reserve, pod: PodInfo) -> dict:
+    """The Reservation record a ReservationFirst job creates: the pod's template, kept off its node, owned by the
+    pod's controller (so its replacement may use it) or else by the pod itself."""
+    manifest = _manifest(pod)
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    spec = dict(manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {})
+    spec.pop("nodeName", None)
+    if reserve.avoid_node:
+        term = {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": [reserve.avoid_node]}]}
+        spec["affinity"] = {**(spec.get("affinity") or {}), "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    controller = next((o for o in meta.get("ownerReferences") or [] if isinstance(o, dict) and o.get("controller")),
+                      None)
+    owner = ({"controller": {k: controller[k] for k in ("apiVersion", "kind", "name", "uid") if controller.get(k)}
+              | {"namespace": pod.namespace}} if controller else
+             {"object": {"namespace": pod.namespace, "name": pod.name}})
+    body = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+            "metadata": {"name": reserve.name},
+            "spec": {"template": {"metadata": {"namespace": pod.namespace, "labels": dict(pod.labels)}, "spec": spec},
+                     "owners": [owner], "allocateOnce": True}}
+    return {"metadata": {"name": reserve.name, "namespace": None, "uid": None, "labels": {}, "annotations": {},
+                         "generation": 0},
+            "manifest": json.dumps(body, sort_keys=True, separators=(",", ":")),
+            "requests": dict(pod.requests), "nodeName": None}
 
 
 def _manifest(pod: PodInfo) -> dict:

@@ -53,9 +53,9 @@ from streams.scheduler import podinfo, registry
 from streams.objects.args import ArgsError
 from streams.descheduler.config import DeschedulerConfigError
 from streams.descheduler.lownodeload import NAME as LOW_NODE_LOAD
-from streams.descheduler.migration.jobs import Evict, Job
+from streams.descheduler.migration.jobs import Evict, Job, ReservationView
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle, unreserve
-from streams.scheduler.descheduling import Descheduling
+from streams.scheduler.descheduling import Descheduling, reservation_for
 from streams.scheduler.framework import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, ObjectPods, PodMutation,
     QueueGroup, StatusReporter)
@@ -503,13 +503,34 @@ class SchedulingDomain:
 
     def _deschedule(self, out: "_Outputs") -> None:
         before = self.descheduling.last_round_ms
-        jobs, evictions = self.descheduling.step(self.cluster, self.cluster.now_ms)
+        jobs, evictions, reserves = self.descheduling.step(self.cluster, self.cluster.now_ms,
+                                                           self._reservation_views())
         for job in jobs:
             out.migration_job(job)
         for evict in evictions:
             out.eviction(evict)
-        if jobs or evictions or before != self.descheduling.last_round_ms:
+        for reserve in reserves:
+            pod = self.cluster.pods.get(reserve.pod)
+            if pod is not None:
+                out.items.append(("Reservation", reservation_for(reserve, pod)))
+        if jobs or evictions or reserves or before != self.descheduling.last_round_ms:
             self._descheduler_changed()
+
+    def _reservation_views(self) -> dict[str, ReservationView]:
+        """What migration jobs read of the reservations they created (from the Reservation plugin)."""
+        wanted = {job.reservation for job in self.descheduling.migrations.jobs.values() if job.reservation}
+        plugin = next((p for p in self._enabled(ObjectPods) if "Reservation" in p.pod_kinds), None)
+        if not wanted or plugin is None:
+            return {}
+        views = {}
+        for name in sorted(wanted):
+            if plugin.info(name) is None:
+                continue
+            phase, _ = plugin.phase(name)
+            state = self.pods.get(f"Reservation/{name}")
+            message = state.last_message if state is not None and state.last_result == UNSCHEDULABLE else ""
+            views[name] = ReservationView(phase, plugin.node_of(name), tuple(plugin.owners(name)), message)
+        return views
 
     # -- pods ----------------------------------------------------------------------
 

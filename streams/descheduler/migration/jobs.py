@@ -6,9 +6,12 @@ timeout"); a job of a pod that is gone fails (MissingPod); a Pending job waits f
 (``arbitration.arbitrate``: passed, forbidden, or held by a limit); a passed job waits while its workload's
 object-limiter bucket is empty, then runs. EvictDirectly evicts the pod: the job is Succeeded,
 "Pod \"<ns/name>\" has been evicted", and an Eviction decision goes to whoever carries evictions out
-(the simulator, or the Kubernetes bridge through the Eviction API). ReservationFirst needs a Reservation
-to be scheduled before the eviction: this domain has no Reservation support yet, so such a job fails with
-FailedCreateReservation and says so (configure ``defaultJobMode: EvictDirectly``).
+(the simulator, or the Kubernetes bridge through the Eviction API). ReservationFirst (the default) first
+creates a Reservation for the pod (its template, owned by the pod's controller or else by the pod, kept
+off its current node) and waits, Running: when the reservation is Available on another node the pod is
+evicted ("WaitForPodBindReservation"); when a pod binds it the job is Succeeded, "Bind Pod \"<ns/name>\"
+in Reservation \"<name>\""; a reservation the scheduler cannot place fails the job (Unschedulable), one
+placed on the pod's own node too (ForbiddenMigratePod), and an expired one (ReservationExpired).
 
 Each job evicts at most once: its eviction is recorded in the job, so a duplicated or replayed event
 never produces a second Eviction.
@@ -27,7 +30,18 @@ from streams.descheduler.snapshot import PodView
 PENDING, RUNNING, SUCCEEDED, FAILED_PHASE, ABORTED = "Pending", "Running", "Succeeded", "Failed", "Aborted"
 FINISHED = (SUCCEEDED, FAILED_PHASE, ABORTED)
 REASON_TIMEOUT, REASON_MISSING_POD = "Timeout", "MissingPod"
-REASON_FAILED_CREATE_RESERVATION = "FailedCreateReservation"
+REASON_UNSCHEDULABLE, REASON_FORBIDDEN, REASON_EXPIRED = "Unschedulable", "ForbiddenMigratePod", "ReservationExpired"
+REASON_WAIT_BIND = "WaitForPodBindReservation"
+
+
+@dataclasses.dataclass(frozen=True)
+class ReservationView:
+    """What a job reads of its reservation: (phase, node, owners, last unschedulable message)."""
+
+    phase: str
+    node: str | None
+    owners: tuple[str, ...] = ()
+    message: str = ""
 
 
 @dataclasses.dataclass
@@ -47,6 +61,8 @@ class Job:
     """Why the job exists ("node is overutilized, ..." for LowNodeLoad; empty for a user's job)."""
     evicted: bool = False
     node: str | None = None
+    reservation: str | None = None
+    """The Reservation a ReservationFirst job created."""
 
     def to_entry(self) -> dict:
         return dataclasses.asdict(self)
@@ -61,6 +77,16 @@ class Evict:
     message: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Reserve:
+    """Create Reservation ``name`` for ``pod`` (a ReservationFirst job's first step)."""
+
+    job: str
+    name: str
+    pod: str
+    avoid_node: str | None
+
+
 class Migrations:
     """Every job the domain knows, and the object limiter's buckets."""
 
@@ -73,10 +99,13 @@ class Migrations:
 
     def step(self, now_ms: int, pods: Mapping[str, PodView], nodes_of: Mapping[str, str],
              workload_of: Mapping[str, str], workloads: Mapping[str, WorkloadView],
-             args: MigrationArgs) -> tuple[list[Job], list[Evict]]:
-        """(jobs whose status changed, evictions to carry out)."""
+             args: MigrationArgs, reservations: Mapping[str, ReservationView] | None = None
+             ) -> tuple[list[Job], list[Evict], list[Reserve]]:
+        """(jobs whose status changed, evictions to carry out, reservations to create)."""
         changed: dict[str, Job] = {}
         evictions: list[Evict] = []
+        reserves: list[Reserve] = []
+        reservations = reservations or {}
 
         def update(job: Job, **fields) -> None:
             for key, value in fields.items():
@@ -90,6 +119,8 @@ class Migrations:
             ttl = job.ttl_ms if job.ttl_ms else args.default_job_ttl_ms
             if ttl > 0 and now_ms - job.created_ms >= ttl:
                 update(job, phase=FAILED_PHASE, reason=REASON_TIMEOUT, message="Abort job caused by timeout")
+            elif job.phase == RUNNING:
+                self._follow(job, reservations.get(job.reservation or ""), nodes_of, update, evictions)
             elif job.pod not in pods:
                 update(job, phase=FAILED_PHASE, reason=REASON_MISSING_POD,
                        message=f'Abort job caused by missing Pod "{job.pod}"')
@@ -109,18 +140,42 @@ class Migrations:
             if not self._tokens(workload, now_ms):
                 continue
             mode = job.mode or args.default_job_mode
-            if mode == MODE_RESERVATION_FIRST:
-                update(job, phase=FAILED_PHASE, reason=REASON_FAILED_CREATE_RESERVATION,
-                       message="ReservationFirst needs the Reservation plugin, which this scheduling domain "
-                               f"does not run; use mode {MODE_EVICT_DIRECTLY}")
-                continue
             node = nodes_of.get(job.pod)
+            if mode == MODE_RESERVATION_FIRST:
+                name = job.reservation or job.name
+                update(job, phase=RUNNING, reason="", reservation=name, node=node,
+                       message=f'Creating Reservation "{name}" for Pod "{job.pod}"')
+                reserves.append(Reserve(job.name, name, job.pod, node))
+                self._track(workload, workloads, args, now_ms)
+                continue
             update(job, phase=SUCCEEDED, reason="", evicted=True, node=node,
                    message=f'Pod "{job.pod}" has been evicted')
             evictions.append(Evict(job.name, job.pod, node, "Descheduled",
                                    job.trigger or f"PodMigrationJob {job.name}"))
             self._track(workload, workloads, args, now_ms)
-        return list(changed.values()), evictions
+        return list(changed.values()), evictions, reserves
+
+    @staticmethod
+    def _follow(job: Job, reservation: ReservationView | None, nodes_of: Mapping[str, str], update,
+                evictions: list[Evict]) -> None:
+        """A Running ReservationFirst job: evict once its reservation is placed elsewhere, succeed once bound."""
+        if reservation is None:
+            return
+        if reservation.owners:
+            update(job, phase=SUCCEEDED, reason="",
+                   message=f'Bind Pod "{reservation.owners[0]}" in Reservation "{job.reservation}"')
+        elif reservation.phase == "Failed":
+            update(job, phase=FAILED_PHASE, reason=REASON_EXPIRED, message="Reservation expired")
+        elif reservation.phase == "Pending" and reservation.message:
+            update(job, phase=FAILED_PHASE, reason=REASON_UNSCHEDULABLE, message=reservation.message)
+        elif reservation.phase == "Available" and not job.evicted:
+            if reservation.node == job.node:
+                update(job, phase=FAILED_PHASE, reason=REASON_FORBIDDEN,
+                       message=f'Scheduler assignes the Reservation "{job.reservation}" on the same node as the Pod')
+                return
+            update(job, evicted=True, reason=REASON_WAIT_BIND, message="Waiting for Pod bind Reservation")
+            evictions.append(Evict(job.name, job.pod, job.node, "Descheduled",
+                                   job.trigger or f"PodMigrationJob {job.name}"))
 
     def _view(self, job: Job, nodes_of: Mapping[str, str], workload_of: Mapping[str, str]) -> JobView:
         return JobView(job.name, job.pod, job.phase, job.created_ms // 1000, nodes_of.get(job.pod), job.passed,

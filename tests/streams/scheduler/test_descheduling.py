@@ -4,7 +4,8 @@ PodMigrationJobs with their status, Eviction decisions — once each, across dup
 import json
 
 from streams.scheduler.domain import SchedulingDomain
-from tests.streams.scheduler.support import T0, deleted, descheduler_config, event, metric, node, pod, run, tick
+from tests.streams.scheduler.support import (
+    T0, decisions, deleted, descheduler_config, event, metric, node, pod, run, tick)
 
 LOW_NODE_LOAD = {"lowThresholds": {"cpu": 30, "pods": 30}, "highThresholds": {"cpu": 50, "pods": 50},
                  "anomalyCondition": {"consecutiveAbnormalities": 1, "consecutiveNormalities": 1}}
@@ -64,11 +65,28 @@ def test_the_anomaly_condition_waits_for_consecutive_rounds():
     assert [e["pod"]["name"] for e in outputs(out, "Eviction")] == ["p1"]
 
 
-def test_reservation_first_jobs_fail_with_the_reason_until_reservations_exist():
-    _, out = run(*cluster(), descheduler_config(config(mode="ReservationFirst"), ts=T0 + 1000))
+def test_reservation_first_reserves_elsewhere_then_evicts_then_the_replacement_binds_the_reservation():
+    domain, out = run(*cluster(), descheduler_config(config(mode="ReservationFirst"), ts=T0 + 1000))
     assert outputs(out, "Eviction") == []
-    [job] = [j for j in outputs(out, "PodMigrationJob") if j["phase"] == "Failed"]
-    assert json.loads(job["manifest"])["status"]["reason"] == "FailedCreateReservation"
+    [job] = outputs(out, "PodMigrationJob")
+    assert job["phase"] == "Running"
+    [created] = outputs(out, "Reservation")
+    name = created["metadata"]["name"]
+    spec = json.loads(created["manifest"])["spec"]
+    assert spec["owners"] == [{"controller": {"kind": "ReplicaSet", "name": "web", "uid": "rs-web",
+                                              "namespace": "default"}}]
+    _, out = run(event("Reservation", name, created, ts=T0 + 2000), domain=domain)
+    [eviction] = outputs(out, "Eviction")
+    assert (eviction["pod"]["name"], eviction["nodeName"]) == ("p1", "n1")
+    assert json.loads(outputs(out, "PodMigrationJob")[0]["manifest"])["status"]["reason"] == "WaitForPodBindReservation"
+    ended = pod("p1", cpu=400, memory=0, node_name="n1", phase="Failed", ts=T0 + 3000)
+    _, out = run(ended, owned("p1-new", None, T0 + 3100), domain=domain)
+    replacement = [d for d in decisions(out) if d["pod"]["name"] == "p1-new"][-1]
+    assert replacement["nodeName"] == "n2"
+    assert json.loads(replacement["annotations"]["scheduling.koordinator.sh/reservation-allocated"])["name"] == name
+    [done] = [j for j in outputs(out, "PodMigrationJob") if j["phase"] == "Succeeded"]
+    assert json.loads(done["manifest"])["status"]["message"] == (
+        f'Bind Pod "default/p1-new" in Reservation "{name}"')
 
 
 def test_a_duplicated_event_or_a_restored_domain_never_evicts_twice():
