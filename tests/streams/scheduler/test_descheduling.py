@@ -134,3 +134,27 @@ def test_a_bad_configuration_is_dead_lettered_and_deleting_it_stops_the_rounds()
     _, out = run(descheduler_config(config(abnormalities=3), ts=T0 + 2000), domain=domain)
     _, out = run(deleted("KubeSchedulerConfiguration", "koord-descheduler", ts=T0 + 3000), domain=domain)
     assert domain.descheduling.config is None
+
+
+def test_a_burst_of_fifty_jobs_is_held_to_the_per_node_limit():
+    """50 ReservationFirst jobs for pods of one node (each of a two-replica workload, so the expected-replicas
+    rule forbids none): arbitration lets maxMigratingPerNode (2) run at once; the others wait Pending."""
+    events = [node("n1", cpu=64_000, pods=110, ts=T0), node("n2", cpu=64_000, pods=110, ts=T0),
+              descheduler_config({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
+                                  "profiles": [{"name": "koord-descheduler", "pluginConfig": [
+                                      {"name": "MigrationController", "args": {"maxMigratingPerNode": 2}}]}]},
+                                 ts=T0)]
+    events += [owned(f"b{i:02d}", "n1", T0, workload=f"w{i:02d}") for i in range(50)]
+    events += [owned(f"spare{i:02d}", "n2", T0, workload=f"w{i:02d}") for i in range(50)]
+    domain, _ = run(*events)
+    jobs = [event("PodMigrationJob", f"move-{i:02d}", {
+        "metadata": {"name": f"move-{i:02d}"}, "manifest": "{}",
+        "podRef": {"namespace": "default", "name": f"b{i:02d}", "uid": None}, "mode": "ReservationFirst",
+        "ttlMs": None, "paused": False, "reservationName": None, "deleteOptions": None, "phase": None},
+        ts=T0 + 1000) for i in range(50)]
+    _, out = run(*jobs, domain=domain)
+    phases = {j["metadata"]["name"]: j["phase"] for j in outputs(out, "PodMigrationJob")}
+    running = sorted(name for name, phase in phases.items() if phase == "Running")
+    assert len(running) == 2
+    assert all(domain.descheduling.migrations.jobs[f"move-{i:02d}"].phase in ("Pending", "Running") for i in range(50))
+    assert len(outputs(out, "Reservation")) == 2
