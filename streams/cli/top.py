@@ -2,8 +2,9 @@
 
 Reads the read model every ``--interval`` seconds and redraws; ``--once``
 prints one frame (for scripts). Columns show ``usage / requested /
-allocatable`` for cpu and memory, then batch and mid allocatable. A node
-whose stored row cannot be read is listed as ``<name> (broken)``.
+allocatable`` for cpu and memory, then batch and mid allocatable, all in one human form (cores with
+one decimal, bytes in binary units: ``3.5``, ``1.2Gi``). A node whose stored row cannot be read is
+listed as ``<name> (broken)``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,29 @@ import click
 from state import queries
 from streams.cli.readmodel import open_for_view
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
-from streams.objects.quantity import format_quantity
+
+
+CPU_LIKE = ("cpu", BATCH_CPU, MID_CPU)
+"""Counted in millicores: shown in cores."""
+BINARY_UNITS = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
+
+
+def human(resource: str, value: int) -> str:
+    """One human form for every cell: cores with one decimal ("3.5", "0.3"), bytes in the largest binary unit
+    with one decimal ("1.2Gi", "512Mi"), other counts as they are."""
+    if resource in CPU_LIKE:
+        return f"{value / 1000:.1f}".removesuffix(".0")
+    if resource in ("memory", BATCH_MEMORY, MID_MEMORY):
+        for unit, size in BINARY_UNITS:
+            if abs(value) >= size:
+                return f"{value / size:.1f}".removesuffix(".0") + unit
+        return str(value)
+    return str(value)
 
 
 def _q(resource: str, values: dict, key: str | None = None) -> str:
     value = values.get(key or resource)
-    return "-" if value is None else format_quantity(resource, value)
+    return "-" if value is None else human(resource, value)
 
 
 def _percent(used: int | None, of: int | None) -> str:
