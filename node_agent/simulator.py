@@ -31,6 +31,7 @@ seconds; the caller decides how fast it runs.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import uuid
@@ -43,6 +44,7 @@ from node_agent.ringbuffer import RingBuffer
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_CLASS_VALUES, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.koordinator.labels import LABEL_POD_QOS
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, NVIDIA_GPU
+from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
 
 GIB = 1 << 30
 DAY_S = 86_400
@@ -208,6 +210,15 @@ class Fleet:
                       "kubernetes.io/arch": node.model.arch}
             manifests.append(node_manifest(node.name, capacity, labels, topology_of(node.model).annotations()))
         return manifests
+
+    def slo_config(self) -> dict:
+        """The demo's slo-controller-config: co-location on with Koordinator's defaults (batch resources from
+        what the LS pods leave), and the resource thresholds on (BE suppressed when an LS burst pushes the
+        node over 65 % cpu), so a first run shows batch-cpu appear, BE pods placed on it, and suppression."""
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": CONFIG_NAME, "namespace": CONFIG_NAMESPACE},
+                "data": {"colocation-config": json.dumps({"enable": True}),
+                         "resource-threshold-config": json.dumps({"clusterStrategy": {"enable": True}})}}
 
     def devices(self) -> list[dict]:
         manifests = []

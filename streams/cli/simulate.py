@@ -1,6 +1,7 @@
 """``koord simulate``: publish a synthetic fleet (``node_agent.simulator``) through the node agent's publisher.
 
-Nodes and Devices first, then every simulated second the pods that arrive or
+The demo's slo-controller-config (co-location and resource thresholds on), Nodes and Devices first, then
+every simulated second the pods that arrive or
 finish, and every report interval one NodeMetric per node. In the background
 it reads the decisions topic (to learn where its pods run) and the
 actuations topic, and acknowledges each actuation addressed to its nodes.
@@ -71,7 +72,7 @@ async def _main(fleet: Fleet, bootstrap: str, names: dict[str, str], speed: floa
 
 async def run_fleet(fleet: Fleet, publisher: Publisher, stop: asyncio.Event, speed: float, duration: int,
                     clock: dict[str, int]) -> None:
-    for manifest in fleet.nodes() + fleet.devices():
+    for manifest in [fleet.slo_config()] + fleet.nodes() + fleet.devices():
         publisher.submit_manifest(manifest, SOURCE)
     started = time.monotonic()
     second = 0

@@ -81,6 +81,7 @@ class Reservation:
         for key in cluster.assignment:
             self._track(key, 1)
         self._candidates: tuple[dict[tuple[str, str], list[str]], list[str]] | None = None
+        self._deadlines: dict[str, float] = {}
         """(object owner (namespace, name) -> reservations naming it, reservations with other owners)."""
 
     def _track(self, key: str, sign: int) -> None:
@@ -189,13 +190,26 @@ class Reservation:
             "phase": None,
         }
 
+    def _deadline(self, name: str) -> float:
+        """Event time after which ``name`` expires (inf: never), cached until the object changes."""
+        deadline = self._deadlines.get(name)
+        if deadline is None:
+            info = self.info(name)
+            created = info.created_ms if info.created_ms is not None else self._first_seen(name)
+            ends = [info.expires_ms] if info.expires_ms is not None else []
+            ends += [created + info.ttl_ms] if info.ttl_ms > 0 else []
+            deadline = self._deadlines[name] = min(ends) if ends else float("inf")
+        return deadline
+
     def refresh(self) -> list[tuple[str, dict | None]]:
-        """Reserve pods that time or allocation changed (expired, succeeded, shrunk)."""
+        """Reserve pods that time or allocation changed (expired, succeeded, shrunk): those whose state changed
+        this event, and those past their deadline."""
         out = []
+        now = self.cluster.now_ms
         for name in sorted(self._records()):
             key = f"{KIND}/{name}"
             held = self.cluster.pods.get(key)
-            if held is None and name not in self._dirty:
+            if name not in self._dirty and (held is None or self._deadline(name) >= now):
                 continue
             wanted = self._reserve_pod(name)
             if wanted is None and held is not None:
@@ -233,6 +247,7 @@ class Reservation:
     def observe(self, change: object) -> None:
         if isinstance(change, ObjectChanged) and change.kind == KIND:
             self._infos.pop(change.name, None)
+            self._deadlines.pop(change.name, None)
             self._candidates = None
             self._dirty.add(change.name)
             if change.new is None or parse(change.name, change.new).terminal_phase:
