@@ -36,7 +36,10 @@ from streams.scheduler.domain import SchedulingDomain
 
 SCHEDULING, NODE = "scheduling", "node"
 INBOX_IDS = {SCHEDULING: "inbox-scheduling", NODE: "inbox-node"}
-SCHEDULING_OUTPUTS = ("SchedulingDecision", "ElasticQuotaStatus")
+SCHEDULING_ONLY = ("SchedulingDecision", "ElasticQuotaStatus")
+SCHEDULING_OUTPUTS = SCHEDULING_ONLY + ("Eviction",)
+"""The scheduler's compared outputs: decisions, quota statuses and the evictions of preemption and descheduling
+(recorded Evictions are told apart from the node aggregate's by their causation's inbox)."""
 NOT_COMPARED = ("DeadLetter", "Ack")
 """Outputs without a decision id: dead letters are counted, not matched; the core emits no Acks."""
 OFFSET_LIMIT = 10**11
@@ -242,7 +245,7 @@ def compared_schemas(aggregate: str, output_topics: dict[str, str]) -> dict[str,
     if aggregate == SCHEDULING:
         return {schema: output_topics[schema] for schema in SCHEDULING_OUTPUTS}
     return {schema: topic for schema, topic in output_topics.items()
-            if schema not in SCHEDULING_OUTPUTS and schema not in NOT_COMPARED}
+            if schema not in SCHEDULING_ONLY and schema not in NOT_COMPARED}
 
 
 def decode_outputs(records: Iterable, schemas: Iterable[str]) -> list[tuple[str, dict]]:

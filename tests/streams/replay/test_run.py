@@ -108,5 +108,6 @@ def test_compared_schemas_follow_the_output_topics():
     topics = {"SchedulingDecision": "decisions", "ElasticQuotaStatus": "quotastatus", "NodeResource": "noderesources",
               "Eviction": "evictions", "DeadLetter": "deadletters", "Ack": "acks"}
     assert run.compared_schemas(run.SCHEDULING, topics) == {"SchedulingDecision": "decisions",
-                                                            "ElasticQuotaStatus": "quotastatus"}
+                                                            "ElasticQuotaStatus": "quotastatus",
+                                                            "Eviction": "evictions"}
     assert run.compared_schemas(run.NODE, topics) == {"NodeResource": "noderesources", "Eviction": "evictions"}
