@@ -11,6 +11,9 @@ LABEL_POD_SUB_PRIORITY = "koordinator.sh/priority"
 LABEL_POD_EVICTION_ENABLED = "koordinator.sh/eviction-enabled"
 LABEL_CORE_SCHED_GROUP_ID = "koordinator.sh/core-sched-group-id"
 """``slov1alpha1.LabelCoreSchedGroupID``: pods with the same id share a core-scheduling cookie."""
+LABEL_CORE_SCHED_GROUP = "koordinator.sh/coreSchedulingGroup"
+"""The v1.5 article's name for the core-scheduling group label; Koordinator's source reads
+``core-sched-group-id``. Both are accepted; the source's wins when a pod carries both."""
 LABEL_CORE_SCHED_POLICY = "koordinator.sh/core-sched-policy"
 """``""`` (by group id), ``none`` (no core scheduling) or ``exclusive`` (the pod UID is its group)."""
 

@@ -34,7 +34,7 @@ from streams.actuation import CPU_BVT_WARP, CPU_IDLE, MECHANISM_CGROUP, TARGET_P
 from streams.koordinator.annotations import ANNOTATION_CPU_QOS
 from streams.koordinator.classes import (
     KUBE_BEST_EFFORT, KUBE_BURSTABLE, KUBE_GUARANTEED, QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_NONE, QOS_SYSTEM)
-from streams.koordinator.labels import LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY
+from streams.koordinator.labels import LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY
 from streams.nodeqos.framework import CORE_SCHED_GROUP, CORE_SCHED_NONE, Plan, Setting, Snapshot
 from streams.nodeqos.podmeta import kube_qos, raw_qos
 from streams.noderesource.views import PodView
@@ -107,7 +107,8 @@ def core_sched_group(strategy: ResourceQoSStrategy, qos: str, kube: str | None, 
     enabled, expeller = core and param.enable, core and param.core_expeller
     mapping = dict(labels)
     policy = mapping.get(LABEL_CORE_SCHED_POLICY, "")
-    group = uid if policy == "exclusive" else mapping.get(LABEL_CORE_SCHED_GROUP_ID, "")
+    group = uid if policy == "exclusive" else (mapping.get(LABEL_CORE_SCHED_GROUP_ID)
+                                                or mapping.get(LABEL_CORE_SCHED_GROUP, ""))
     if policy == "none":
         enabled = False
     return enabled, group + EXPELLER_SUFFIX if expeller else group

@@ -59,6 +59,11 @@ ENABLED_CORE = _qos(policy="coreSched", be=False)
                  id="policy-none"),
     pytest.param(_qos(policy="groupIdentity"), "LS", None, {"koordinator.sh/core-sched-group-id": "group-xxx"},
                  (False, "group-xxx"), id="disabled-rule"),
+    pytest.param(ENABLED_CORE, "LS", None, {"koordinator.sh/coreSchedulingGroup": "xxx-group"},
+                 (True, "xxx-group-expeller"), id="v1.5-article-label"),
+    pytest.param(ENABLED_CORE, "LS", None, {"koordinator.sh/coreSchedulingGroup": "article",
+                                            "koordinator.sh/core-sched-group-id": "source"},
+                 (True, "source-expeller"), id="source-label-wins"),
 ])
 def test_core_sched_group(strategy, qos, kube, labels, expected):
     """Test_isPodEnabled (TV-3-31)."""
