@@ -27,6 +27,11 @@ LABEL_CPU_NORMALIZATION_ENABLED = "node.koordinator.sh/cpu-normalization-enabled
 LABEL_GPU_VENDOR = "node.koordinator.sh/gpu-vendor"
 LABEL_GPU_MODEL = "node.koordinator.sh/gpu-model"
 LABEL_GPU_DRIVER_VERSION = "node.koordinator.sh/gpu-driver-version"
+LABEL_GPU_PARTITION_POLICY = "node.koordinator.sh/gpu-partition-policy"
+"""Node or Device: ``Honor`` (pods must take a partition) or ``Prefer`` (anything else)."""
+LABEL_GPU_ISOLATION_PROVIDER = "koordinator.sh/gpu-isolation-provider"
+"""Pod and node: ``HAMi-core`` isolates shared GPUs with HAMi."""
+GPU_ISOLATION_HAMI = "HAMi-core"
 
 QUOTA_PREFIX = "quota.scheduling.koordinator.sh/"
 """Prefix of the ElasticQuota labels and annotations."""

@@ -59,6 +59,7 @@ from streams.scheduler.descheduling import Descheduling, reservation_for
 from streams.scheduler.framework import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, ObjectPods, PodMutation,
     QueueGroup, StatusReporter)
+from streams.scheduler.plugins.deviceshare.devices import KIND as DEVICE_KIND, device_sync
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.queue import QueuedPod, SchedulingQueue
 from streams.scheduler.state import (
@@ -329,7 +330,13 @@ class SchedulingDomain:
         overlay = self.node_resources.get(name)
         if overlay:
             allocatable.update(overlay.get("allocatable") or {})
-        return NodeObject(name, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
+        labels = dict(meta.get("labels") or {})
+        device = self.cluster.objects.get(DEVICE_KIND, {}).get(name)
+        if device is not None:
+            synced = device_sync(device)
+            allocatable.update(synced.allocatable)
+            labels.update(synced.labels)
+        return NodeObject(name, labels, dict(meta.get("annotations") or {}),
                           tuple(record.get("taints") or ()), bool(record.get("unschedulable")), allocatable)
 
     def _put_node(self, name: str) -> tuple[NodeObject | None, NodeObject]:
@@ -447,6 +454,10 @@ class SchedulingDomain:
         self._dirty.add(f"object/{kind}/{name}")
         self._observe(ObjectChanged(kind, name, old, objects.get(name)))
         self._queue_event(kind)
+        if kind == DEVICE_KIND and name in self.node_records:
+            old_node, new_node = self._put_node(name)
+            self._observe(NodeChanged(name, old_node, new_node))
+            self._queue_event(NODE_EVENT)
         for source in self._enabled(ObjectPods):
             if kind in source.pod_kinds:
                 self._object_pod(f"{kind}/{name}", source.object_pod(kind, name, objects.get(name)), out)

@@ -25,6 +25,7 @@ from streams.koordinator.classes import (
     qos_class_by_name)
 from streams.koordinator.labels import (
     LABEL_POD_PRIORITY_CLASS, LABEL_POD_QOS, LABEL_QUOTA_NAME, LABEL_QUOTA_PREEMPTIBLE)
+from streams.koordinator.resources import GPU_SHARED, GPU_SHARED_ARTICLE
 from streams.objects.fields import FieldReader
 from streams.objects.kinds.nodemetric import rfc3339_millis
 from streams.objects.podresources import ContainerResources, pod_requests
@@ -128,6 +129,14 @@ class PodInfo:
         return total
 
 
+def _canonical_names(requests: Mapping[str, int]) -> dict[str, int]:
+    """The v1.6 article's ``koordinator.sh/gpu-shared`` is Koordinator's ``koordinator.sh/gpu.shared``."""
+    out = dict(requests)
+    if GPU_SHARED_ARTICLE in out:
+        out[GPU_SHARED] = out.pop(GPU_SHARED_ARTICLE) + out.get(GPU_SHARED, 0)
+    return out
+
+
 def _nonzero_value(resource: str, requests: Mapping[str, int]) -> int:
     if resource == "cpu":
         return requests.get("cpu", DEFAULT_MILLI_CPU_REQUEST)
@@ -183,7 +192,7 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         uid=meta.get("uid"),
         labels=labels,
         annotations=dict(meta.get("annotations") or {}),
-        requests=dict(record.get("requests") or {}),
+        requests=_canonical_names(record.get("requests") or {}),
         limits=dict(record.get("limits") or {}),
         priority=value,
         priority_class_raw=raw_class,

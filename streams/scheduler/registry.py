@@ -27,7 +27,11 @@ enables. Order within a stage:
 - score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
   NodeResourcesFitPlus and ScarceResourceAvoidance are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
-  never veto), Coscheduling (its Unreserve rejects a Strict gang's other waiting members).
+  never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
+  Unreserve rejects a Strict gang's other waiting members).
+- DeviceShare: PreFilter (validates device requests), Filter last (tries the allocation per node), Score
+  (weight 1, LeastAllocated over the node's devices), PreBind (``device-allocated``), as koord-scheduler's
+  default profile enables it.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, Watc
 from streams.scheduler.plugins import (
     defaultpreemption, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
     scarceresourceavoidance, tainttoleration)
-from streams.scheduler.plugins import coscheduling, elasticquota, reservation
+from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, reservation
 
 
 def _registry(entries: list[tuple[str, type]]) -> dict[str, type]:
@@ -63,6 +67,7 @@ REGISTRY: dict[str, type] = _registry([
     (coscheduling.NAME, coscheduling.Coscheduling),
     (defaultpreemption.NAME, defaultpreemption.DefaultPreemption),
     (reservation.NAME, reservation.Reservation),
+    (deviceshare.NAME, deviceshare.DeviceShare),
 ])
 
 
@@ -103,13 +108,14 @@ outweighs every other score, so an owner lands on its reservation."""
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((coscheduling.NAME, 0),),
     "preFilter": ((nodeaffinity.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0),
-                  (elasticquota.NAME, 0)),
+                  (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0)),
+               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
-    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
-    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (coscheduling.NAME, 0)),
+    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (deviceshare.NAME, 1),
+              (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
+    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (deviceshare.NAME, 0), (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),
-    "preBind": ((reservation.NAME, 0),),
+    "preBind": ((reservation.NAME, 0), (deviceshare.NAME, 0)),
 }
 """(plugin, score weight) per extension point of the default profile."""

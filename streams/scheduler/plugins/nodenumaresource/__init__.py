@@ -1,0 +1,1 @@
+"""NodeNUMAResource (Koordinator ``pkg/scheduler/plugins/nodenumaresource``): CPU topology and cpuset selection."""
