@@ -43,7 +43,7 @@ from streams.scheduler.plugins.deviceshare.devices import NodeDevices, parse_all
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster, NodeChanged, ObjectChanged, PodAssigned, PodUnassigned
-from streams.scheduler.units import quantity_string
+from streams.objects.quantity import format_quantity
 
 NAME = "DeviceShare"
 KIND = "Device"
@@ -91,7 +91,7 @@ class DeviceShareArgs:
 
 def annotation(allocations: Mapping[str, list[dict]]) -> str:
     """The ``device-allocated`` JSON: quantities as Kubernetes writes them, keys sorted."""
-    out = {kind: [{**entry, "resources": {name: quantity_string(name, value)
+    out = {kind: [{**entry, "resources": {name: format_quantity(name, value)
                                           for name, value in sorted(entry["resources"].items())}}
                   for entry in entries] for kind, entries in sorted(allocations.items())}
     return json.dumps(out, sort_keys=True, separators=(",", ":"))
