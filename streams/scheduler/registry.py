@@ -25,7 +25,7 @@ enables. Order within a stage:
   then finds; it never preempts), then ElasticQuota (preemption within the pod's own quota), then
   DefaultPreemption (kube-scheduler's priority preemption, for what the quota preemption did not find).
 - score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
-  NodeResourcesFitPlus and ScarceResourceAvoidance are registered, not enabled by default.
+  NodeResourcesFitPlus, ScarceResourceAvoidance and GPUFragmentation are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
   never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
   Unreserve rejects a Strict gang's other waiting members).
@@ -40,8 +40,8 @@ from collections.abc import Mapping
 
 from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
-    defaultpreemption, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus, nodeunschedulable,
-    scarceresourceavoidance, tainttoleration)
+    defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus,
+    nodeunschedulable, scarceresourceavoidance, tainttoleration)
 from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, reservation
 
 
@@ -68,6 +68,7 @@ REGISTRY: dict[str, type] = _registry([
     (defaultpreemption.NAME, defaultpreemption.DefaultPreemption),
     (reservation.NAME, reservation.Reservation),
     (deviceshare.NAME, deviceshare.DeviceShare),
+    (gpufragmentation.NAME, gpufragmentation.GPUFragmentation),
 ])
 
 

@@ -40,6 +40,10 @@ LEAST_ALLOCATED, MOST_ALLOCATED = "LeastAllocated", "MostAllocated"
 SCOPE_LEVELS = {"Device": 4, "PCIe": 3, "NUMANode": 2, "Node": 1}
 APPLY_FOR_ALL, REQUESTS_AS_COUNT = "ApplyForAll", "RequestsAsCount"
 SAME_PCIE = "SamePCIe"
+PREFERRED = "DeviceShare/preferred"
+PREFERRED_BONUS = 1000
+"""A preferred shared GPU outscores any other in the topology path (device scores are 0..100)."""
+"""CycleState key: {node row: {device type: minors}} a score plugin prefers DeviceShare to take on that node."""
 RESTRICTED = "Restricted"
 BINPACK_WEIGHTS = ((8, 10000), (4, 100), (2, 1))
 
@@ -200,8 +204,10 @@ def _free_vf(node: NodeDevices, kind: str, minor: int, selector: LabelSelector, 
 
 
 def _default(pod: PodDevices, node: NodeDevices, kind: str, request: Mapping[str, int], count: int,
-             scorer: Scorer, most: int, preferred_pcie: frozenset[str] = frozenset()) -> list[dict]:
-    """``defaultAllocateDevices``: best scored first (preferred PCIe switches before others), minor ascending."""
+             scorer: Scorer, most: int, preferred_pcie: frozenset[str] = frozenset(),
+             preferred: frozenset[int] = frozenset()) -> list[dict]:
+    """``defaultAllocateDevices``: preferred devices first, else devices on preferred PCIe switches first; then
+    best scored, minor ascending."""
     hint = pod.hints.get(kind)
     devices = node.devices.get(kind, {})
     ranked = []
@@ -210,7 +216,8 @@ def _default(pod: PodDevices, node: NodeDevices, kind: str, request: Mapping[str
         if not device.total or (hint is not None and hint.selector is not None and not hint.selector.matches(device.labels)):
             continue
         free = node.free(kind, minor)
-        on_preferred = bool(preferred_pcie) and device.topology is not None and device.topology.pcie in preferred_pcie
+        on_preferred = minor in preferred if preferred else (
+            bool(preferred_pcie) and device.topology is not None and device.topology.pcie in preferred_pcie)
         ranked.append((not on_preferred, -scorer.device(request, device.total, free), minor, free))
     ranked.sort(key=lambda item: item[:3])
     out: list[dict] = []
@@ -316,7 +323,7 @@ def _from_scope(gpu: GPURequirements, required_level: int, scope: _Scope, used: 
 
 
 def _gpus(pod: PodDevices, node: NodeDevices, node_labels: Mapping[str, str], scorer: Scorer, count: int,
-          most: int) -> list[dict]:
+          most: int, preferred: frozenset[int]) -> list[dict]:
     gpu = pod.gpu
     request = gpu.per_gpu
     devices = node.devices.get(DEVICE_GPU, {})
@@ -342,20 +349,23 @@ def _gpus(pod: PodDevices, node: NodeDevices, node_labels: Mapping[str, str], sc
         for minor in sorted(present):
             free = node.free(DEVICE_GPU, minor)
             if _fits(request, free):
-                usable[minor] = scorer.device(request, devices[minor].total, free) if gpu.shared else 0
+                score = scorer.device(request, devices[minor].total, free) if gpu.shared else 0
+                usable[minor] = score + (PREFERRED_BONUS if minor in preferred else 0)
         found = _from_scope(gpu, required, tree, used, usable, 0, 0)
         if found is None:
             raise Unfit(ERR_TOPOLOGY if required else ERR_GPU_DEVICES)
         return [{"minor": m, "resources": dict(request)} for m in found[3]]
-    return _default(pod, node, DEVICE_GPU, request, count, scorer, most)
+    return _default(pod, node, DEVICE_GPU, request, count, scorer, most, preferred=preferred)
 
 
 def _allocate_type(pod: PodDevices, node: NodeDevices, node_labels: Mapping[str, str], kind: str, scorer: Scorer,
-                   count: int, request: dict[str, int], preferred_pcie: frozenset[str] = frozenset()) -> list[dict]:
+                   count: int, request: dict[str, int], preferred_pcie: frozenset[str] = frozenset(),
+                   preferred: Mapping[str, frozenset[int]] | None = None) -> list[dict]:
     most = max(count, len(preferred_pcie), 1)
+    chosen = (preferred or {}).get(kind, frozenset())
     if kind == DEVICE_GPU:
-        return _gpus(pod, node, node_labels, scorer, count, most)
-    return _default(pod, node, kind, request, count, scorer, most, preferred_pcie)
+        return _gpus(pod, node, node_labels, scorer, count, most, chosen)
+    return _default(pod, node, kind, request, count, scorer, most, preferred_pcie, chosen)
 
 
 def _pcies(node: NodeDevices, kind: str, entries: list[dict]) -> frozenset[str]:
@@ -364,8 +374,12 @@ def _pcies(node: NodeDevices, kind: str, entries: list[dict]) -> frozenset[str]:
                      if e["minor"] in devices and devices[e["minor"]].topology is not None)
 
 
-def allocate(pod: PodDevices, node: NodeDevices, node_labels: Mapping[str, str], scorer: Scorer) -> dict[str, list[dict]]:
-    """The pod's ``device-allocated`` value on this node (integer quantities), or Unfit."""
+def allocate(pod: PodDevices, node: NodeDevices, node_labels: Mapping[str, str], scorer: Scorer,
+             preferred: Mapping[str, frozenset[int]] | None = None) -> dict[str, list[dict]]:
+    """The pod's ``device-allocated`` value on this node (integer quantities), or Unfit. ``preferred`` devices
+    (per type) are taken first (Koordinator's reservation-preferred minors, which only reorder its default path;
+    here a preferred shared GPU also wins within its topology scope); a score plugin may name them through
+    ``PREFERRED``."""
     counts = {}
     for kind in sorted(pod.requests):
         if not node.devices.get(kind):
@@ -394,7 +408,7 @@ def allocate(pod: PodDevices, node: NodeDevices, node_labels: Mapping[str, str],
     for kind in sorted(counts):
         if kind not in result:
             count, request = counts[kind]
-            result[kind] = _allocate_type(pod, node, node_labels, kind, scorer, count, request)
+            result[kind] = _allocate_type(pod, node, node_labels, kind, scorer, count, request, preferred=preferred)
     for kind, entries in result.items():
         for entry in entries:
             device = node.devices[kind][entry["minor"]]

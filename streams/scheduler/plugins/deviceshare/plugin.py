@@ -33,24 +33,21 @@ import numpy as np
 
 from streams.koordinator.annotations import ANNOTATION_DEVICE_ALLOCATED, ANNOTATION_HAMI_VGPU_NODE
 from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_PROVIDER
-from streams.koordinator.resources import DEVICE_GPU, FPGA, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
+from streams.koordinator.resources import DEVICE_GPU, FPGA, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.framework import (
     NODE_EVENT, POD_DELETE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
 from streams.scheduler.plugins.deviceshare.allocator import (
-    LEAST_ALLOCATED, MOST_ALLOCATED, PodDevices, Scorer, Unfit, allocate, prepare)
-from streams.scheduler.plugins.deviceshare.devices import NodeDevices, parse_allocated
+    LEAST_ALLOCATED, MOST_ALLOCATED, PREFERRED, PodDevices, Scorer, Unfit, allocate, prepare)
+from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError
 from streams.scheduler.podinfo import PodInfo
-from streams.scheduler.state import Cluster, NodeChanged, ObjectChanged, PodAssigned, PodUnassigned
+from streams.scheduler.state import Cluster
 from streams.objects.quantity import format_quantity
 
 NAME = "DeviceShare"
 KIND = "Device"
 REASON_HAMI = "GPUIsolationProviderHAMICore not found on the node"
-SLOTS = 16
-"""GPUs per node the vectorized path holds; nodes with more take the per-node path."""
-FAST = (GPU_CORE, GPU_MEMORY_RATIO, GPU_MEMORY)
 DEFAULT_WEIGHTS = ((GPU_MEMORY_RATIO, 1), (GPU_MEMORY, 1), (RDMA, 1), (FPGA, 1))
 
 
@@ -107,85 +104,14 @@ class DeviceShare:
         self.args = args
         self.cluster = cluster
         self.scorer = Scorer(args.scoring_type, args.weights)
-        self.owner = f"{NAME}#{id(self)}"
-        cluster.columns.attach(self.owner, "free", len(FAST) * SLOTS, np.int64, -1)
-        cluster.columns.attach(self.owner, "total", len(FAST), np.int64, 0)
-        cluster.columns.attach(self.owner, "slow", None, bool, False)
-        self.nodes: dict[str, NodeDevices] = {}
-        self._applied: dict[str, tuple[str, dict]] = {}
-        for name in sorted(cluster.objects.get(KIND, {})):
-            self._load(name)
-        for key in sorted(cluster.assignment):
-            self._apply(key, cluster.assignment[key], 1)
+        self.ledger = DeviceLedger(cluster, f"{NAME}#{id(self)}")
+        self.nodes = self.ledger.nodes
 
     def close(self) -> None:
-        self.cluster.columns.detach(self.owner)
-
-    # -- state -------------------------------------------------------------------------------
-
-    def _load(self, name: str) -> None:
-        record = self.cluster.objects.get(KIND, {}).get(name)
-        old = self.nodes.pop(name, None)
-        if record is not None:
-            node = self.nodes[name] = NodeDevices.from_record(record)
-            if old is not None:
-                node.used, node.used_vfs = old.used, old.used_vfs
-        self._publish(name)
-
-    def _publish(self, name: str) -> None:
-        """Refresh the node's row of the vectorized path."""
-        columns = self.cluster.columns
-        row = columns.row.get(name)
-        if row is None:
-            return
-        free = columns.attached(self.owner, "free").reshape(len(FAST), SLOTS, -1)
-        total = columns.attached(self.owner, "total")
-        slow = columns.attached(self.owner, "slow")
-        free[:, :, row] = -1
-        total[:, row] = 0
-        node = self.nodes.get(name)
-        gpus = node.devices.get(DEVICE_GPU, {}) if node is not None else {}
-        slow[row] = node is not None and (len(gpus) > SLOTS or node.honor_partitions)
-        for slot, minor in enumerate(sorted(gpus)[:SLOTS]):
-            device = gpus[minor]
-            if not device.total:
-                continue
-            available = node.free(DEVICE_GPU, minor)
-            for index, resource in enumerate(FAST):
-                free[index, slot, row] = available.get(resource, 0)
-                total[index, row] += device.total.get(resource, 0)
-
-    def _allocations(self, key: str) -> dict:
-        annotations = self.cluster.bind_annotations.get(key)
-        if not annotations or ANNOTATION_DEVICE_ALLOCATED not in annotations:
-            pod = self.cluster.pods.get(key)
-            annotations = pod.annotations if pod is not None else {}
-        return parse_allocated(annotations)
-
-    def _apply(self, key: str, node: str, sign: int) -> None:
-        if sign > 0:
-            allocations = self._allocations(key)
-            if not allocations:
-                return
-            self._applied[key] = (node, allocations)
-        else:
-            node, allocations = self._applied.pop(key, (node, None))
-            if allocations is None:
-                return
-        devices = self.nodes.get(node)
-        if devices is not None:
-            devices.apply(allocations, sign)
-            self._publish(node)
+        self.ledger.close()
 
     def observe(self, change: object) -> None:
-        if isinstance(change, ObjectChanged) and change.kind == KIND:
-            self._load(change.name)
-        elif isinstance(change, PodAssigned):
-            self._apply(change.key, change.node, 1)
-        elif isinstance(change, PodUnassigned):
-            self._apply(change.key, change.node, -1)
-        elif isinstance(change, NodeChanged) and change.new is not None and change.old is None:
-            self._publish(change.name)
+        self.ledger.observe(change)
 
     # -- the cycle ---------------------------------------------------------------------------
 
@@ -230,8 +156,8 @@ class DeviceShare:
             np.zeros(count, dtype=bool)
         rows = np.flatnonzero(candidates & with_devices)
         if self._fast(devices):
-            slow = columns.attached(self.owner, "slow")[:count]
-            free = columns.attached(self.owner, "free").reshape(len(FAST), SLOTS, -1)[:, :, :count]
+            slow = self.ledger.slow(count)
+            free = self.ledger.free(count)
             fits = np.ones((SLOTS, count), dtype=bool)
             for index, resource in enumerate(FAST):
                 if resource in devices.gpu.per_gpu:
@@ -239,7 +165,7 @@ class DeviceShare:
                 else:
                     fits &= free[index] >= 0
             enough = fits.sum(axis=0) >= devices.gpu.count
-            has_gpu = columns.attached(self.owner, "total")[0, :count] > 0
+            has_gpu = self.ledger.totals(count)[0] > 0
             for row in rows[~slow[rows]]:
                 name = names[row]
                 if devices.gpu.shared and self._hami_refused(pod, devices, name):
@@ -292,9 +218,8 @@ class DeviceShare:
 
     def _fast_scores(self, devices: PodDevices, count: int) -> np.ndarray:
         """``Scorer.node`` over every node at once, from the vectorized totals."""
-        columns = self.cluster.columns
-        free = columns.attached(self.owner, "free").reshape(len(FAST), SLOTS, -1)[:, :, :count]
-        totals = columns.attached(self.owner, "total")[:, :count]
+        free = self.ledger.free(count)
+        totals = self.ledger.totals(count)
         score = np.zeros(count, dtype=np.int64)
         weights = np.zeros(count, dtype=np.int64)
         for name, weight in self.scorer.weights:
@@ -319,10 +244,12 @@ class DeviceShare:
         if devices is None or node not in self.nodes:
             return SUCCESS
         row = self.cluster.columns.row[node]
-        allocations = state.get(NAME + "/allocated", {}).get(row)
+        preferred = state.get(PREFERRED, {}).get(row)
+        allocations = None if preferred else state.get(NAME + "/allocated", {}).get(row)
         if allocations is None:
             try:
-                allocations = allocate(devices, self.nodes[node], self.cluster.nodes[node].labels, self.scorer)
+                allocations = allocate(devices, self.nodes[node], self.cluster.nodes[node].labels, self.scorer,
+                                       preferred)
             except Unfit as unfit:
                 return Status.unschedulable(unfit.reason, NAME)
         state[NAME + "/chosen"] = allocations
