@@ -77,6 +77,49 @@ def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, workload
     click.echo(f"in process: {core['pods_per_s']} pods/s ({core['pods']} pods)")
 
 
+@bench.command("trace")
+@click.option("--nodes", "nodes_csv", required=True, type=click.Path(dir_okay=False),
+              help="The trace's node list (sn,cpu_milli,memory_mib,gpu,model), e.g. openb_node_list_gpu_node.csv.")
+@click.option("--pods", "pods_csv", required=True, type=click.Path(dir_okay=False),
+              help="The trace's pod list (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...,qos,...).")
+@click.option("--policy", type=click.Choice(("default", "fragmentation")), default="default", show_default=True,
+              help="Koordinator's default device scoring, or with the GPUFragmentation score added.")
+@click.option("--seeds", default=10, show_default=True, help="Arrival orders (seeds 42, 43, ...); medians are reported.")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@broker_option
+def trace_cmd(nodes_csv: str, pods_csv: str, policy: str, seeds: int, output: str, broker_kind: str) -> None:
+    """Unallocated GPU and fragmentation at 100 % arrived on a GPU cluster trace, replayed as the FGD paper does
+    (Alibaba's cluster-trace-gpu-v2023 is public: github.com/alibaba/clusterdata, cluster-trace-gpu-v2023)."""
+    from pathlib import Path
+
+    from streams.bench import gputrace, trace
+
+    try:
+        nodes, pods = gputrace.read_nodes(Path(nodes_csv)), gputrace.read_pods(Path(pods_csv))
+    except gputrace.TraceError as error:
+        raise click.ClickException(str(error)) from None
+    if seeds < 1:
+        raise click.ClickException("--seeds must be at least 1")
+    with _harness(broker_kind, output) as running:
+        result = {"broker": _broker(running), **trace.run(running, nodes, pods, policy, seeds)}
+    if output == "json":
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"broker: {running.describe()}")
+    click.echo(f"trace: {result['nodes']} GPU nodes, {result['gpus']} GPUs, {result['trace_pods']} pods; "
+               f"policy {policy}; {seeds} seed(s)")
+    click.echo(f"{'seed':>6} {'unallocated GPU %':>18} {'fragmentation %':>16} {'failed':>7} {'pods/s':>8} "
+               f"{'p99 ms':>8}")
+    for row in result["seeds"]:
+        click.echo(f"{row['seed']:>6} {row['unallocated_gpu_pct']:>18} {row['fragmentation_pct']:>16} "
+                   f"{row['failed_pods']:>7} {row['pods_per_s']:>8} {row['p99_ms']:>8}")
+    median = result["median"]
+    click.echo(f"{'median':>6} {median['unallocated_gpu_pct']:>18} {median['fragmentation_pct']:>16} "
+               f"{median['failed_pods']:>7} {median['pods_per_s']:>8} {median['p99_ms']:>8}")
+    click.echo("paper (unallocated GPU % at 100 % arrived, medians of 10 seeds): " +
+               ", ".join(f"{name} {value}" for name, value in result["paper_baselines_unallocated_gpu_pct"].items()))
+
+
 @bench.command("nodes")
 @click.option("--nodes", default=10000, show_default=True)
 @click.option("--pods", default=20, show_default=True, help="Pods per node.")

@@ -128,6 +128,7 @@ class SchedulingDomain:
             framework.close()
         self.frameworks = frameworks
         self.config = config
+        self._enabled_cache: dict[type, list] = {}
         self.queue.initial_backoff_ms = config.initial_backoff_ms
         self.queue.max_backoff_ms = config.max_backoff_ms
 
@@ -136,13 +137,18 @@ class SchedulingDomain:
 
     def _enabled(self, protocol: type) -> list:
         """The enabled plugins implementing ``protocol``, each name once: the instance of the first profile
-        that enables it (webhooks and statuses are cluster-wide, not per profile)."""
+        that enables it (webhooks and statuses are cluster-wide, not per profile). Cached per configuration:
+        checking a runtime protocol is slow."""
+        cached = self._enabled_cache.get(protocol)
+        if cached is not None:
+            return cached
         found: dict[str, object] = {}
         for profile in self.config.profiles:
             for name, plugin in self.frameworks[profile.scheduler_name].plugins.items():
                 if name not in found and isinstance(plugin, protocol):
                     found[name] = plugin
-        return list(found.values())
+        self._enabled_cache[protocol] = list(found.values())
+        return self._enabled_cache[protocol]
 
     def _refused(self, event: InboxEvent, name: str, out: "_Outputs") -> bool:
         """Run the object webhooks of ``event.kind``; a refusal becomes a DeadLetter (the state stays)."""

@@ -29,6 +29,7 @@ class DeviceLedger:
         cluster.columns.attach(owner, "free", len(FAST) * SLOTS, np.int64, -1)
         cluster.columns.attach(owner, "total", len(FAST), np.int64, 0)
         cluster.columns.attach(owner, "slow", None, bool, False)
+        cluster.columns.attach(owner, "present", None, bool, False)
         self.nodes: dict[str, NodeDevices] = {}
         self.version: dict[str, int] = {}
         """Bumped whenever a node's devices or their use change."""
@@ -49,7 +50,12 @@ class DeviceLedger:
         return self.cluster.columns.attached(self.owner, "total")[:, :count]
 
     def slow(self, count: int) -> np.ndarray:
+        """Nodes the vectorized arrays do not describe exactly (more GPUs than slots, partitions honoured)."""
         return self.cluster.columns.attached(self.owner, "slow")[:count]
+
+    def present(self, count: int) -> np.ndarray:
+        """Nodes with a Device object."""
+        return self.cluster.columns.attached(self.owner, "present")[:count]
 
     def _load(self, name: str) -> None:
         record = self.cluster.objects.get(KIND, {}).get(name)
@@ -74,6 +80,7 @@ class DeviceLedger:
         node = self.nodes.get(name)
         gpus = node.devices.get(DEVICE_GPU, {}) if node is not None else {}
         slow[row] = node is not None and (len(gpus) > SLOTS or node.honor_partitions)
+        columns.attached(self.owner, "present")[row] = node is not None
         for slot, minor in enumerate(sorted(gpus)[:SLOTS]):
             device = gpus[minor]
             if not device.total:

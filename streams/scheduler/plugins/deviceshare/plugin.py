@@ -152,29 +152,30 @@ class DeviceShare:
             mask[row] = True
             passed[row] = False
 
-        with_devices = np.array([name in self.nodes for name in names], dtype=bool) if self.nodes else \
-            np.zeros(count, dtype=bool)
-        rows = np.flatnonzero(candidates & with_devices)
+        rows_mask = candidates & self.ledger.present(count)
+        hami = bool(pod.labels.get(LABEL_GPU_ISOLATION_PROVIDER)) and devices.gpu is not None and devices.gpu.shared
         if self._fast(devices):
-            slow = self.ledger.slow(count)
+            fast = rows_mask & ~self.ledger.slow(count)
+            rows_mask &= ~fast
+            if hami:
+                for row in np.flatnonzero(fast):
+                    if self._hami_refused(pod, devices, names[row]):
+                        fail(row, REASON_HAMI, Code.ERROR)
+                        fast[row] = False
             free = self.ledger.free(count)
             fits = np.ones((SLOTS, count), dtype=bool)
             for index, resource in enumerate(FAST):
-                if resource in devices.gpu.per_gpu:
-                    fits &= free[index] >= devices.gpu.per_gpu[resource]
-                else:
-                    fits &= free[index] >= 0
+                fits &= free[index] >= devices.gpu.per_gpu.get(resource, 0)
             enough = fits.sum(axis=0) >= devices.gpu.count
-            has_gpu = self.ledger.totals(count)[0] > 0
-            for row in rows[~slow[rows]]:
-                name = names[row]
-                if devices.gpu.shared and self._hami_refused(pod, devices, name):
-                    fail(row, REASON_HAMI, Code.ERROR)
-                elif not has_gpu[row] and not self.nodes[name].devices.get(DEVICE_GPU):
-                    fail(row, f"Insufficient {DEVICE_GPU} devices", Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-                elif not enough[row]:
-                    fail(row, f"Insufficient {DEVICE_GPU} devices", Code.UNSCHEDULABLE)
-            rows = rows[slow[rows]]
+            no_gpu = fast & (self.ledger.totals(count)[0] <= 0)
+            short = fast & ~no_gpu & ~enough
+            reason = f"Insufficient {DEVICE_GPU} devices"
+            if no_gpu.any():
+                failures[(reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)] = no_gpu
+            if short.any():
+                failures[(reason, Code.UNSCHEDULABLE)] = short
+            passed &= ~(no_gpu | short)
+        rows = np.flatnonzero(rows_mask)
         for row in rows:
             name = names[row]
             if self._hami_refused(pod, devices, name):
