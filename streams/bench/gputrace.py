@@ -6,6 +6,8 @@ Protocol (``shared/data/openb/BENCHMARK.md`` §1.2 and §4, from the paper's sim
 - **Cluster**: every row of the node list (GPU nodes): cpu, memory, GPUs of 1000 milli, model; as Koordinator
   objects a Node (cpu, memory, ``nvidia.com/gpu``, pods 1001) and a Device with one GPU per card (gpu-core 100,
   gpu-memory-ratio 100) labelled with the model.
+- **Nodes are renamed per seed** with a random four-digit prefix, as the simulator does: equal scores go to the
+  name that sorts first, so this makes ties fall on a random, fixed node order.
 - **Pods**: every row of the pod list; per seed shuffled (``random.Random(seed)``, over the name-sorted list),
   then copies drawn uniformly with replacement appended until the GPU asked for would pass 1.3 x capacity (the
   simulator's stop test adds the copy's per-GPU share, its running total the copy's whole request). A shared
@@ -138,9 +140,20 @@ def capacity(nodes: list[TraceNode]) -> int:
     return sum(n.gpus for n in nodes) * MILLI_PER_GPU
 
 
-def workload(pods: list[TracePod], nodes: list[TraceNode], seed: int) -> list[TracePod]:
-    """One seed's arrival order: the shuffled pods, then copies until 1.3 x the GPU capacity has arrived."""
+def seeded(pods: list[TracePod], nodes: list[TraceNode], seed: int) -> tuple[list[TraceNode], list[TracePod]]:
+    """One seed's cluster and arrival order: the nodes renamed ``<NNNN>-<name>`` with a random permutation as
+    the prefix (the simulator's, so that ties between equal scores, which go to the name that sorts first, fall
+    on a random but fixed node order), and ``workload``."""
     rng = random.Random(seed)
+    order = workload(pods, nodes, rng)
+    prefixes = list(range(len(nodes)))
+    rng.shuffle(prefixes)
+    renamed = [dataclasses.replace(node, name=f"{prefix:04d}-{node.name}") for node, prefix in zip(nodes, prefixes)]
+    return renamed, order
+
+
+def workload(pods: list[TracePod], nodes: list[TraceNode], rng: random.Random) -> list[TracePod]:
+    """An arrival order: the shuffled pods, then copies until 1.3 x the GPU capacity has arrived."""
     order = list(pods)
     rng.shuffle(order)
     target = TUNE * capacity(nodes)

@@ -6,7 +6,8 @@ them; every decision is read back from the decision stream; a pod decided Unsche
 (the trace's failed pods are dropped, never retried); then the unallocated GPU and the fragmentation at 100 %
 arrived are computed from the placements the decisions name (``device-allocated``). The cluster is deleted
 before the next seed. Policies: ``default`` (Koordinator's default profile: DeviceShare LeastAllocated) and
-``fragmentation`` (the same plus GPUFragmentation, weight 1000, with the trace's typical pods).
+``fragmentation`` (GPUFragmentation, with the trace's typical pods, as the only score plugin, as the paper runs
+each policy alone; ties go to the node whose name sorts first).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def _tombstone(manifest: dict, names: dict) -> tuple[str, str, None]:
 def scheduler_configuration(policy: str, pods: list[gputrace.TracePod]) -> dict:
     profile: dict = {"schedulerName": "default-scheduler"}
     if policy == "fragmentation":
-        profile["plugins"] = {"score": {"enabled": [{"name": FRAGMENTATION, "weight": FRAGMENTATION_WEIGHT}]}}
+        profile["plugins"] = {"score": {"disabled": [{"name": "*"}],
+                                        "enabled": [{"name": FRAGMENTATION, "weight": FRAGMENTATION_WEIGHT}]}}
         profile["pluginConfig"] = [{"name": FRAGMENTATION, "args": gputrace.fragmentation_args(pods)}]
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
             "profiles": [profile]}
@@ -139,9 +141,9 @@ async def _run(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gpu
     model = FragmentModel(tuple((shape, float(count)) for shape, count in gputrace.typical_pods(pods)))
     runs = []
     for seed in range(FIRST_SEED, FIRST_SEED + seeds):
-        order = gputrace.workload(pods, nodes, seed)
-        placements, timing = await _seed(harness, nodes, order, timeout_s=300 + len(order) / 20)
-        runs.append({"seed": seed, **gputrace.measure(nodes, order, placements, model), **timing})
+        cluster, order = gputrace.seeded(pods, nodes, seed)
+        placements, timing = await _seed(harness, cluster, order, timeout_s=300 + len(order) / 20)
+        runs.append({"seed": seed, **gputrace.measure(cluster, order, placements, model), **timing})
 
     def median(key: str) -> float | None:
         values = [r[key] for r in runs if r.get(key) is not None and r[key] == r[key]]

@@ -67,3 +67,13 @@ GANG_MODE_STRICT, GANG_MODE_NON_STRICT = "Strict", "NonStrict"
 GANG_MATCH_ONLY_WAITING = "only-waiting"
 GANG_MATCH_WAITING_AND_RUNNING = "waiting-and-running"
 GANG_MATCH_ONCE_SATISFIED = "once-satisfied"
+
+LABEL_NODE_CPU_BIND_POLICY = "node.koordinator.sh/cpu-bind-policy"
+"""Node: ``None`` | ``FullPCPUsOnly`` | ``SpreadByPCPUs``: the cpu bind policy every cpuset pod gets there."""
+LABEL_NODE_NUMA_ALLOCATE_STRATEGY = "node.koordinator.sh/numa-allocate-strategy"
+"""Node: ``MostAllocated`` | ``LeastAllocated`` | ``DistributeEvenly``: how cpus are picked there."""
+LABEL_NUMA_TOPOLOGY_POLICY = "node.koordinator.sh/numa-topology-policy"
+"""Node: ``""`` | ``BestEffort`` | ``Restricted`` | ``SingleNUMANode``."""
+NUMA_TOPOLOGY_POLICY_BEST_EFFORT = "BestEffort"
+"""The ``numa-topology-policy`` value (also the pod's numa-topology-spec ``numaTopologyPolicy``) that aligns
+NUMA nodes when it can and admits the pod anyway; not the Kubernetes QoS class of the same name."""

@@ -29,6 +29,9 @@ enables. Order within a stage:
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
   never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
   Unreserve rejects a Strict gang's other waiting members).
+- NodeNUMAResource: PreFilter, Filter after LoadAwareScheduling, Score (weight 1), Reserve (cpuset and NUMA
+  split; it may refuse, so before DeviceShare and Coscheduling), PreBind (``resource-status``), as koord-scheduler's
+  default profile enables it.
 - DeviceShare: PreFilter (validates device requests), Filter last (tries the allocation per node), Score
   (weight 1, LeastAllocated over the node's devices), PreBind (``device-allocated``), as koord-scheduler's
   default profile enables it.
@@ -42,7 +45,7 @@ from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, Watc
 from streams.scheduler.plugins import (
     defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus,
     nodeunschedulable, scarceresourceavoidance, tainttoleration)
-from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, reservation
+from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, nodenumaresource, reservation
 
 
 def _registry(entries: list[tuple[str, type]]) -> dict[str, type]:
@@ -68,6 +71,7 @@ REGISTRY: dict[str, type] = _registry([
     (defaultpreemption.NAME, defaultpreemption.DefaultPreemption),
     (reservation.NAME, reservation.Reservation),
     (deviceshare.NAME, deviceshare.DeviceShare),
+    (nodenumaresource.NAME, nodenumaresource.NodeNUMAResource),
     (gpufragmentation.NAME, gpufragmentation.GPUFragmentation),
 ])
 
@@ -109,14 +113,16 @@ outweighs every other score, so an owner lands on its reservation."""
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((coscheduling.NAME, 0),),
     "preFilter": ((nodeaffinity.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0),
-                  (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
+                  (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (deviceshare.NAME, 0)),
+               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
+               (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
-    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (deviceshare.NAME, 1),
+    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1), (deviceshare.NAME, 1),
               (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
-    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (deviceshare.NAME, 0), (coscheduling.NAME, 0)),
+    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
+                (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),
-    "preBind": ((reservation.NAME, 0), (deviceshare.NAME, 0)),
+    "preBind": ((reservation.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
 }
 """(plugin, score weight) per extension point of the default profile."""

@@ -11,8 +11,10 @@ cluster usually runs; the weights are normalized to probabilities p_m. For a nod
     F = Σ_m p_m f(m)
 
 Placing the pod turns F into F' (a shared pod on the GPU that gives the least F', whole-GPU pods on the lowest
-free minors, the cpu taken in both); the node's score is the fragmentation it avoids, Δ = F - F', min-max
-normalized over the candidate nodes to 0..100. For shared pods the chosen GPU is handed to DeviceShare as its
+free minors, the cpu taken in both); the node's score is the fragmentation it avoids, Δ = F - F', as the
+paper scores it: int(100 x sigmoid(Δ / 1000)) (Δ in milli-GPU). The coarse integer lets nearby nodes tie, and
+ties go to the node whose name sorts first: a fixed order that packs; finer scales (100 - the milli-GPU behind
+the best; min-max over the candidates) left more GPU unallocated on Alibaba's trace. For shared pods the chosen GPU is handed to DeviceShare as its
 preferred device (``PREFERRED``), so the device DeviceShare allocates is the one scored. F and F' are cached
 per node and pod shape until the node's devices, use or cpu change, so a pod costs one node's worth of work
 once the cache is warm.
@@ -41,6 +43,7 @@ from streams.scheduler.state import Cluster, NodeChanged, ObjectChanged, PodAssi
 
 NAME = "GPUFragmentation"
 MILLI_PER_GPU = 1000
+MAX_SCORE = 100
 CORE = FAST.index(GPU_CORE)
 Shape = tuple[int, int, int]
 """(cpu milli-cores, per-GPU share in milli-GPU, number of GPUs)."""
@@ -213,9 +216,7 @@ class GPUFragmentation:
             state[PREFERRED] = _Preferred(self.ledger, slot[column].copy())
         scores = np.zeros(count, dtype=np.int64)
         if len(rows):
-            low, high = gain[rows].min(), gain[rows].max()
-            if high > low:
-                scores[rows] = np.floor((gain[rows] - low) * 100 / (high - low)).astype(np.int64)
+            scores[rows] = (MAX_SCORE / (1.0 + np.exp(-gain[rows] / MILLI_PER_GPU))).astype(np.int64)
         return scores
 
 

@@ -48,9 +48,11 @@ def test_missing_file(tmp_path):
 
 def test_workload_is_a_seeded_shuffle_then_copies_up_to_130_percent(tmp_path):
     nodes, pods = files(tmp_path)
-    order = g.workload(pods, nodes, 42)
+    cluster, order = g.seeded(pods, nodes, 42)
     assert sorted(p.name for p in order[:4]) == ["p-0", "p-1", "p-2", "p-3"]
-    assert order == g.workload(pods, nodes, 42) and order != g.workload(pods, nodes, 43)
+    assert (cluster, order) == g.seeded(pods, nodes, 42) and order != g.seeded(pods, nodes, 43)[1]
+    assert sorted(n.name.split("-", 1)[1] for n in cluster) == ["n-0", "n-1"]
+    assert sorted(n.name.split("-", 1)[0] for n in cluster) == ["0000", "0001"]
     assert all("-tuned-" in p.name for p in order[4:])
     asked = sum(p.gpu_milli for p in order)
     # the stop test adds the next copy's per-GPU share: the total stays within 1.3 x 4000 = 5200 + one share

@@ -20,34 +20,35 @@ def points(document):
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["Coscheduling"],
-        "preFilter": ["NodeAffinity", "Reservation", "NodeResourcesFit", "LoadAwareScheduling", "DeviceShare",
-                      "ElasticQuota"],
+        "preFilter": ["NodeAffinity", "Reservation", "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource",
+                      "DeviceShare", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "Reservation",
-                   "NodeResourcesFit", "LoadAwareScheduling", "DeviceShare"],
+                   "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": ["NodeResourcesFit", "LoadAwareScheduling", "DeviceShare", "Reservation"],
-        "reserve": ["LoadAwareScheduling", "ElasticQuota", "DeviceShare", "Coscheduling"],
+        "score": ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
+        "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
-        "preBind": ["Reservation", "DeviceShare"],
-    }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "DeviceShare": 1, "Reservation": 5000})
+        "preBind": ["Reservation", "NodeNUMAResource", "DeviceShare"],
+    }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1,
+        "Reservation": 5000})
 
 
-D = {"DeviceShare": 1}
+D = {"NodeNUMAResource": 1, "DeviceShare": 1}
 
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
-    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "DeviceShare", "Reservation"],
+    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {"NodeResourcesFit": 1, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "DeviceShare", "Reservation"],
+     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
         "re-enabling a default re-weights it in place", "multiPoint enables where implemented"])
