@@ -181,10 +181,19 @@ def typical_pods(pods: list[TracePod]) -> list[tuple[tuple[int, int, int], int]]
     return chosen
 
 
-def fragmentation_args(pods: list[TracePod]) -> dict:
-    """GPUFragmentation's args for this trace's mix."""
-    return {"typicalPods": [{"cpu": f"{cpu}m", "gpuMilli": milli, "gpus": gpus, "weight": count}
-                            for (cpu, milli, gpus), count in typical_pods(pods)]}
+def fragmentation_args(pods: list[TracePod], memory: bool = False) -> dict:
+    """GPUFragmentation's args for this trace's mix; with ``memory``, each shape also states the mean memory of
+    its pods."""
+    means: dict[tuple[int, int, int], list[int]] = {}
+    for pod in pods:
+        means.setdefault(pod.shape, []).append(pod.memory_mib)
+    out = []
+    for (cpu, milli, gpus), count in typical_pods(pods):
+        shape = {"cpu": f"{cpu}m", "gpuMilli": milli, "gpus": gpus, "weight": count}
+        if memory:
+            shape["memory"] = f"{sum(means[cpu, milli, gpus]) // len(means[cpu, milli, gpus])}Mi"
+        out.append(shape)
+    return {"typicalPods": out}
 
 
 # -- Koordinator objects ----------------------------------------------------------------------

@@ -6,8 +6,12 @@ them; every decision is read back from the decision stream; a pod decided Unsche
 (the trace's failed pods are dropped, never retried); then the unallocated GPU and the fragmentation at 100 %
 arrived are computed from the placements the decisions name (``device-allocated``). The cluster is deleted
 before the next seed. Policies: ``default`` (Koordinator's default profile: DeviceShare LeastAllocated) and
-``fragmentation`` (GPUFragmentation, with the trace's typical pods, as the only score plugin, as the paper runs
-each policy alone; ties go to the node whose name sorts first).
+``fragmentation`` (GPUFragmentation, with the trace's typical pods and their mean memory, as the only score
+plugin, as the paper runs each policy alone; ties go to the node whose name sorts first).
+
+A failed pod is deleted as soon as its decision is read; if the scheduler retried it before the deletion arrived
+(a node event in between) and placed it, the run counts it failed as the protocol says and reports how many
+(``placed_before_their_deletion``): their brief stay is a deviation from the simulator, which never retries.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def scheduler_configuration(policy: str, pods: list[gputrace.TracePod]) -> dict:
     if policy == "fragmentation":
         profile["plugins"] = {"score": {"disabled": [{"name": "*"}],
                                         "enabled": [{"name": FRAGMENTATION, "weight": FRAGMENTATION_WEIGHT}]}}
-        profile["pluginConfig"] = [{"name": FRAGMENTATION, "args": gputrace.fragmentation_args(pods)}]
+        profile["pluginConfig"] = [{"name": FRAGMENTATION, "args": gputrace.fragmentation_args(pods, memory=True)}]
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
             "profiles": [profile]}
 
@@ -88,6 +92,7 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
     placements: dict[str, gputrace.Placement] = {}
     sent: dict[str, float] = {}
     seen: dict[str, float] = {}
+    late: set[str] = set()
     try:
         tps = [TopicPartition(decisions, p) for p in await kafka.partitions_for(consumer, decisions)]
         consumer.assign(tps)
@@ -111,6 +116,8 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
                             if schema != "SchedulingDecision":
                                 continue
                             name = decision["pod"]["name"]
+                            if name in seen and placements[name].node is None and decision["result"] == "Scheduled":
+                                late.add(name)
                             if name not in manifests or name in seen:
                                 continue
                             seen[name] = now
@@ -126,7 +133,8 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
     elapsed = max(seen.values()) - min(sent.values()) if seen else float("nan")
     timing = {"decided": len(seen), "pods_per_s": round(len(seen) / elapsed, 1) if seen else 0.0,
               "p50_ms": round(float(np.percentile(latencies, 50)), 1) if seen else None,
-              "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None}
+              "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
+              "placed_before_their_deletion": len(late)}
     await _send_all(harness, [_tombstone(manifests[pod.name], names) for pod in order if
                               placements.get(pod.name, gputrace.Placement(None)).node is not None] +
                     [_tombstone(m, names) for m in cluster])
@@ -138,7 +146,7 @@ async def _run(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gpu
                seeds: int) -> dict:
     names = harness.topology.names()
     await _send_all(harness, [_encode(scheduler_configuration(policy, pods), names)])
-    model = FragmentModel(tuple((shape, float(count)) for shape, count in gputrace.typical_pods(pods)))
+    model = FragmentModel(tuple((shape + (0,), float(count)) for shape, count in gputrace.typical_pods(pods)))
     runs = []
     for seed in range(FIRST_SEED, FIRST_SEED + seeds):
         cluster, order = gputrace.seeded(pods, nodes, seed)

@@ -6,7 +6,8 @@ The pod mix M (``typicalPods``: cpu request, per-GPU share in milli-GPU, number 
 cluster usually runs; the weights are normalized to probabilities p_m. For a node with free GPU shares g_j
 (milli, per GPU) and free cpu c, shape m leaves as fragment::
 
-    f(m) = Σ_j g_j                    if m asks for no GPU, c < cpu_m, or fewer than num_m GPUs have g_j >= milli_m
+    f(m) = Σ_j g_j                    if m asks for no GPU, c < cpu_m, free memory < memory_m (when the mix
+                                      states memory), or fewer than num_m GPUs have g_j >= milli_m
          = Σ_{j: g_j < milli_m} g_j   otherwise
     F = Σ_m p_m f(m)
 
@@ -33,7 +34,7 @@ import numpy as np
 from streams.koordinator.resources import DEVICE_GPU, GPU_CORE
 from streams.objects.args import ArgsError, ArgsReader
 from streams.objects.quantity import QuantityError, to_canonical
-from streams.scheduler.columns import CPU
+from streams.scheduler.columns import CPU, MEMORY
 from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.deviceshare.allocator import PREFERRED
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
@@ -45,14 +46,15 @@ NAME = "GPUFragmentation"
 MILLI_PER_GPU = 1000
 MAX_SCORE = 100
 CORE = FAST.index(GPU_CORE)
-Shape = tuple[int, int, int]
-"""(cpu milli-cores, per-GPU share in milli-GPU, number of GPUs)."""
+Shape = tuple[int, int, int, int]
+"""(cpu milli-cores, per-GPU share in milli-GPU, number of GPUs, memory bytes)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class GPUFragmentationArgs:
     typical_pods: tuple[tuple[Shape, float], ...] = ()
-    """``typicalPods``: [{cpu, gpuMilli, gpus, weight}]: the pod mix fragmentation is measured against."""
+    """``typicalPods``: [{cpu, memory, gpuMilli, gpus, weight}]: the pod mix fragmentation is measured against
+    (memory optional)."""
 
     @classmethod
     def from_config(cls, raw: Mapping | None) -> "GPUFragmentationArgs":
@@ -60,53 +62,58 @@ class GPUFragmentationArgs:
         shapes = []
         for index, item in enumerate(reader.sequence("typicalPods") or ()):
             where = f"typicalPods[{index}]"
-            if not isinstance(item, dict) or set(item) - {"cpu", "gpuMilli", "gpus", "weight"}:
-                raise ArgsError(f"{NAME}: {where} must be {{cpu, gpuMilli, gpus, weight}}, got {item!r}")
+            if not isinstance(item, dict) or set(item) - {"cpu", "memory", "gpuMilli", "gpus", "weight"}:
+                raise ArgsError(f"{NAME}: {where} must be {{cpu, memory, gpuMilli, gpus, weight}}, got {item!r}")
             try:
                 cpu = to_canonical("cpu", item.get("cpu", 0))
+                memory = to_canonical("memory", item.get("memory", 0))
             except QuantityError as error:
-                raise ArgsError(f"{NAME}: {where}.cpu: {error}") from None
+                raise ArgsError(f"{NAME}: {where}: {error}") from None
             milli, gpus, weight = item.get("gpuMilli", 0), item.get("gpus", 0), item.get("weight", 1)
             if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (milli, gpus)) \
                     or milli > MILLI_PER_GPU:
                 raise ArgsError(f"{NAME}: {where}: gpuMilli (0..1000) and gpus must be non-negative integers")
             if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight <= 0:
                 raise ArgsError(f"{NAME}: {where}.weight must be positive, got {weight!r}")
-            shapes.append(((cpu, milli, gpus), float(weight)))
+            shapes.append(((cpu, milli, gpus, memory), float(weight)))
         return cls(tuple(shapes))
 
 
 def shape_of(pod: PodInfo) -> Shape | None:
-    """The pod's (cpu, per-GPU milli, GPUs); None when its device requests are invalid or not plain GPUs."""
+    """The pod's (cpu, per-GPU milli, GPUs, memory); None when its device requests are invalid or not plain
+    GPUs."""
     try:
         requests = device_requests(pod.requests)
     except DeviceRequestError:
         return None
-    cpu = pod.requests.get("cpu", 0)
+    cpu, memory = pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
     if not requests:
-        return cpu, 0, 0
+        return cpu, 0, 0, memory
     if set(requests) != {DEVICE_GPU} or GPU_CORE not in requests[DEVICE_GPU]:
         return None
     need = gpu_requirements(requests[DEVICE_GPU])
-    return cpu, need.per_gpu[GPU_CORE] * MILLI_PER_GPU // 100, need.count
+    return cpu, need.per_gpu[GPU_CORE] * MILLI_PER_GPU // 100, need.count, memory
 
 
 class FragmentModel:
-    """F over many node states at once: ``gpus`` (..., SLOTS, n) free milli (-1 absent), ``cpu`` (..., n)."""
+    """F over many node states at once: ``gpus`` (..., SLOTS, n) free milli (-1 absent), ``cpu`` and
+    ``memory`` (..., n) free."""
 
     def __init__(self, typical: tuple[tuple[Shape, float], ...]) -> None:
         total = sum(weight for _, weight in typical) or 1.0
         self.shapes = [(shape, weight / total) for shape, weight in typical]
 
-    def fragment(self, gpus: np.ndarray, cpu: np.ndarray) -> np.ndarray:
+    def fragment(self, gpus: np.ndarray, cpu: np.ndarray, memory: np.ndarray | None = None) -> np.ndarray:
         free = np.where(gpus > 0, gpus, 0)
         everything = free.sum(axis=-2).astype(np.float64)
         out = np.zeros(everything.shape, dtype=np.float64)
-        for (cpu_m, milli_m, num_m), p in self.shapes:
+        for (cpu_m, milli_m, num_m, memory_m), p in self.shapes:
             if num_m == 0:
                 out += p * everything
                 continue
             fits = ((gpus >= milli_m).sum(axis=-2) >= num_m) & (cpu >= cpu_m)
+            if memory_m and memory is not None:
+                fits &= memory >= memory_m
             stranded = np.where(free < milli_m, free, 0).sum(axis=-2)
             out += p * np.where(fits, stranded, everything)
         return out
@@ -167,7 +174,8 @@ class GPUFragmentation:
         self._stale.clear()
         if rows:
             rows = np.array(rows, dtype=np.int64)
-            base[rows] = self.model.fragment(self._gpus(count)[:, rows], self._cpu(count)[rows])
+            base[rows] = self.model.fragment(self._gpus(count)[:, rows], self._cpu(count)[rows],
+                                             self._memory(count)[rows])
             after[:, rows] = np.nan
             slot[:, rows] = -1
         return base, after, slot
@@ -180,25 +188,30 @@ class GPUFragmentation:
         columns = self.cluster.columns
         return columns.allocatable[CPU, :count] - columns.requested[CPU, :count]
 
+    def _memory(self, count: int) -> np.ndarray:
+        columns = self.cluster.columns
+        return columns.allocatable[MEMORY, :count] - columns.requested[MEMORY, :count]
+
     def _place(self, shape: Shape, rows: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
         """(F', GPU slot or -1) after placing ``shape`` on each of ``rows``."""
-        cpu_p, milli_p, num_p = shape
+        cpu_p, milli_p, num_p, memory_p = shape
         gpus = self._gpus(count)[:, rows]
         cpu = self._cpu(count)[rows] - cpu_p
+        memory = self._memory(count)[rows] - memory_p
         if num_p == 0:
-            return self.model.fragment(gpus, cpu), np.full(len(rows), -1)
+            return self.model.fragment(gpus, cpu, memory), np.full(len(rows), -1)
         if milli_p < MILLI_PER_GPU and num_p == 1:
             trials = np.repeat(gpus[None], SLOTS, axis=0)
             index = np.arange(SLOTS)
             trials[index, index, :] -= milli_p
-            frag = self.model.fragment(trials, cpu[None])
+            frag = self.model.fragment(trials, cpu[None], memory[None])
             frag[gpus < milli_p] = np.inf
             best = np.argmin(frag, axis=0)
             return frag[best, np.arange(len(rows))], np.where(np.isfinite(frag.min(axis=0)), best, -1)
         whole = gpus >= MILLI_PER_GPU
         take = whole & (np.cumsum(whole, axis=0) <= num_p)
         placed = np.where(take, 0, gpus)
-        return self.model.fragment(placed, cpu), np.full(len(rows), -1)
+        return self.model.fragment(placed, cpu, memory), np.full(len(rows), -1)
 
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         count = len(candidates)

@@ -96,7 +96,7 @@ def test_measure_by_hand(tmp_path):
              g.TracePod("c", 1000, 1, 2, 1000, ""), g.TracePod("d", 1000, 1, 1, 500, "")]
     placements = {"a": g.Placement("n-0", ((0, 1000),)), "b": g.Placement("n-1", ((0, 1000),)),
                   "c": g.Placement(None), "d": g.Placement("n-0", ((1, 500),))}
-    model = FragmentModel((((1000, 1000, 1), 1.0),))
+    model = FragmentModel((((1000, 1000, 1, 0), 1.0),))
     result = g.measure(nodes, order, placements, model)
     # arrived: 25, 50, 100, 112.5 %; at 100 % two GPUs of four are placed -> 50 % unallocated
     assert result["unallocated_gpu_pct"] == 50.0 and result["failed_pods"] == 1

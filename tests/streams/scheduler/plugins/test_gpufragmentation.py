@@ -16,19 +16,19 @@ K = "koordinator.sh/"
 
 def test_fragment_of_one_node_by_hand():
     # Node: GPUs with 1000, 600, 200 milli free, 8 cores free. Mix: half 500-milli shared, half whole GPUs.
-    model = FragmentModel((((1000, 500, 1), 1.0), ((1000, 1000, 1), 1.0)))
+    model = FragmentModel((((1000, 500, 1, 0), 1.0), ((1000, 1000, 1, 0), 1.0)))
     gpus = np.array([[1000], [600], [200]])
     # shared 500: only the 200 GPU cannot take it -> 200; whole: 600 + 200 cannot -> 800; F = (200 + 800) / 2
     assert model.fragment(gpus, np.array([8000]))[0] == 500.0
     # no cpu left: every free share is fragment for both shapes
     assert model.fragment(gpus, np.array([0]))[0] == 1800.0
     # a CPU-only shape counts all free GPU as fragment
-    assert FragmentModel((((1000, 0, 0), 1.0),)).fragment(gpus, np.array([8000]))[0] == 1800.0
+    assert FragmentModel((((1000, 0, 0, 0), 1.0),)).fragment(gpus, np.array([8000]))[0] == 1800.0
 
 
 def test_args():
     args = GPUFragmentationArgs.from_config({"typicalPods": [{"cpu": "6", "gpuMilli": 460, "gpus": 1, "weight": 3}]})
-    assert args.typical_pods == (((6000, 460, 1), 3.0),)
+    assert args.typical_pods == (((6000, 460, 1, 0), 3.0),)
     with pytest.raises(ArgsError, match="gpuMilli"):
         GPUFragmentationArgs.from_config({"typicalPods": [{"cpu": "1", "gpuMilli": 1500, "gpus": 1}]})
     with pytest.raises(ArgsError, match="weight"):
