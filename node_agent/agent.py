@@ -271,8 +271,11 @@ class NodeAgent:
         return node_resource_topology_manifest(self.node_name, self.topology.numa_zones())
 
     def device(self) -> dict | None:
-        gpus = [GPUDevice(g.uuid, g.minor, g.memory_total, g.numa_node, g.pcie_root, g.bus_id) for g in self._gpus]
-        rdmas = [RDMADevice(d.bus_id, d.minor, d.healthy, d.numa_node, d.pcie_root, d.virtual_functions)
+        socket_of = self.topology.socket_of_numa_node()
+        gpus = [GPUDevice(g.uuid, g.minor, g.memory_total, g.numa_node, g.pcie_root, g.bus_id,
+                          socket=socket_of.get(g.numa_node, -1)) for g in self._gpus]
+        rdmas = [RDMADevice(d.bus_id, d.minor, d.healthy, d.numa_node, d.pcie_root, d.virtual_functions,
+                            socket=socket_of.get(d.numa_node, -1))
                  for d in rdma.discover(self.settings.sys_root)]
         return device_manifest(self.node_name, gpus, rdmas, model_label([g.model for g in self._gpus]),
                                self.nvml.driver_version)

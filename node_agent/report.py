@@ -180,6 +180,7 @@ class GPUDevice:
     pcie_root: str
     bus_id: str
     healthy: bool = True
+    socket: int = -1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -190,6 +191,8 @@ class RDMADevice:
     numa_node: int
     pcie_root: str
     virtual_functions: tuple[str, ...] = ()
+    """Bus ids of the SR-IOV VFs in ``virtfnN`` order: N is the VF's minor."""
+    socket: int = -1
 
 
 def device_manifest(node_name: str, gpus: list[GPUDevice], rdmas: list[RDMADevice], gpu_model: str = "",
@@ -204,16 +207,17 @@ def device_manifest(node_name: str, gpus: list[GPUDevice], rdmas: list[RDMADevic
                                 GPU_MEMORY: format_quantity(GPU_MEMORY, gpu.memory_total),
                                 GPU_MEMORY_RATIO: "100"}}
         if gpu.pcie_root and gpu.bus_id:
-            device["topology"] = {"socketID": -1, "nodeID": gpu.numa_node, "pcieID": gpu.pcie_root,
+            device["topology"] = {"socketID": gpu.socket, "nodeID": gpu.numa_node, "pcieID": gpu.pcie_root,
                                   "busID": gpu.bus_id}
         devices.append(device)
     for rdma in sorted(rdmas, key=lambda r: r.minor):
         device = {"type": "rdma", "id": rdma.bus_id, "minor": rdma.minor, "health": rdma.healthy,
                   "resources": {RDMA: "100"},
-                  "topology": {"socketID": -1, "nodeID": rdma.numa_node, "pcieID": rdma.pcie_root,
+                  "topology": {"socketID": rdma.socket, "nodeID": rdma.numa_node, "pcieID": rdma.pcie_root,
                                "busID": rdma.bus_id}}
         if rdma.virtual_functions:
-            device["vfGroups"] = [{"vfs": [{"minor": -1, "busID": vf} for vf in rdma.virtual_functions]}]
+            device["vfGroups"] = [{"vfs": [{"minor": minor, "busID": vf}
+                                           for minor, vf in enumerate(rdma.virtual_functions)]}]
         devices.append(device)
     labels = {}
     if gpus:

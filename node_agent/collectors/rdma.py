@@ -68,8 +68,11 @@ def _healthy(ports: Path) -> bool:
 
 
 def _virtual_functions(device: Path) -> tuple[str, ...]:
+    """The VFs' bus ids by their ``virtfnN`` index (N is the VF's minor in the Device object)."""
     try:
-        links = [entry for entry in os.listdir(device) if entry.startswith("virtfn")]
+        links = [entry for entry in os.listdir(device)
+                 if entry.startswith("virtfn") and entry.removeprefix("virtfn").isdigit()]
     except OSError:
         return ()
-    return tuple(sorted(Path(os.path.realpath(device / link)).name for link in links))
+    links.sort(key=lambda link: int(link.removeprefix("virtfn")))
+    return tuple(Path(os.path.realpath(device / link)).name for link in links)

@@ -91,6 +91,10 @@ class Topology:
         memory = dict(self.numa_memory)
         return [(node, cpus.get(node, 0), memory.get(node, 0)) for node in sorted(set(memory) | set(cpus))]
 
+    def socket_of_numa_node(self) -> dict[int, int]:
+        """NUMA node id -> the socket of its CPUs (the Device topology's socketID)."""
+        return {cpu.node: cpu.socket for cpu in sorted(self.cpus, key=lambda c: c.id)}
+
     def annotations(self) -> dict[str, str]:
         return {ANNOTATION_CPU_BASIC_INFO: json.dumps(self.cpu_basic_info(), separators=(",", ":")),
                 ANNOTATION_CPU_TOPOLOGY: json.dumps(self.cpu_topology(), separators=(",", ":"))}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from node_agent.report import Usage, device_manifest, go_duration, node_resource_topology_manifest, rfc3339
+from node_agent.report import GPUDevice, RDMADevice, Usage, device_manifest, go_duration, node_resource_topology_manifest, rfc3339
 from streams.objects import Document, to_record
 
 
@@ -27,6 +27,15 @@ def test_usage_resources(usage, expected):
 
 def test_no_device_no_device_object():
     assert device_manifest("n1", [], []) is None
+
+
+def test_device_topology_names_socket_numa_pcie_and_the_vfs_by_minor():
+    gpu = GPUDevice("GPU-1", 0, 80 << 30, 1, "pci0000:80", "0000:81:00.0", socket=1)
+    nic = RDMADevice("0000:82:00.0", 0, True, 1, "pci0000:80", ("0000:82:00.2", "0000:82:00.3"), socket=1)
+    devices = device_manifest("n1", [gpu], [nic], "A100")["spec"]["devices"]
+    assert devices[0]["topology"] == {"socketID": 1, "nodeID": 1, "pcieID": "pci0000:80", "busID": "0000:81:00.0"}
+    assert devices[1]["vfGroups"] == [{"vfs": [{"minor": 0, "busID": "0000:82:00.2"},
+                                               {"minor": 1, "busID": "0000:82:00.3"}]}]
 
 
 def test_node_resource_topology_as_koordlet_reports_it():

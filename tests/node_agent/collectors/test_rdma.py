@@ -41,3 +41,13 @@ def test_a_dangling_device_link_is_skipped(tmp_path):
     ib.mkdir(parents=True)
     os.symlink(tmp_path / "nowhere", ib / "device")
     assert discover(tmp_path) == []
+
+
+def test_vfs_are_listed_in_virtfn_order_not_bus_order(tmp_path):
+    vfs = [f"0000:17:{slot:02x}.{fn}" for slot, fn in ((1, 0), (0, 7), (0, 3))] + [f"0000:17:00.{i}" for i in (1, 2)]
+    for bus in vfs:
+        (tmp_path / "devices/pci0000:16/0000:16:02.0" / bus).mkdir(parents=True)
+    _rdma(tmp_path, "mlx5_0", "0000:17:00.0", vfs=vfs * 2 + vfs[:1])  # virtfn0..virtfn10
+    (device,) = discover(tmp_path)
+    assert len(device.virtual_functions) == 11 and device.virtual_functions[10] == vfs[0]
+    assert device.virtual_functions[:3] == tuple(vfs[:3])
