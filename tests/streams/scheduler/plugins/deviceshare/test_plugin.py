@@ -248,7 +248,7 @@ def test_an_invalid_request_is_refused_with_koordinators_message():
     assert "invalid resource device requests: [koordinator.sh/gpu-core]" in decision["message"]
 
 
-def test_shared_gpus_are_spread_by_default_and_released_when_the_pod_ends():
+def test_shared_gpus_are_spread_by_default_and_restored_after_a_restart():
     domain, _ = run(gpu_node("g1", gpus=2), device("g1", gpus=2))
     pod = """
         apiVersion: v1
@@ -266,3 +266,43 @@ def test_shared_gpus_are_spread_by_default_and_released_when_the_pod_ends():
     restored = SchedulingDomain.restore("default", domain.entries())
     assert restored.frameworks["default-scheduler"].plugins["DeviceShare"].nodes["g1"].free("gpu", 1)[
         K + "gpu-core"] == 50
+
+
+def test_gpu_model_constraints_through_the_synced_node_label():
+    domain, _ = run(gpu_node("v100"), device("v100", labels={"node.koordinator.sh/gpu-model": "V100"}),
+                    gpu_node("a100"), device("a100", labels={"node.koordinator.sh/gpu-model": "A100"}))
+    _, out = run(applied("""
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: wants-a100}
+        spec:
+          affinity:
+            nodeAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+                nodeSelectorTerms:
+                - matchExpressions:
+                  - {key: node.koordinator.sh/gpu-model, operator: In, values: [A100]}
+          containers:
+          - resources:
+              requests: {nvidia.com/gpu: 1}
+    """), domain=domain)
+    assert allocated(out, "wants-a100")[0] == "a100"
+
+
+def test_a_deleted_pod_gives_its_gpu_back():
+    domain, _ = run(gpu_node("g1", gpus=1), device("g1", gpus=1))
+    pod = """
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: whole}
+        spec:
+          containers:
+          - resources:
+              requests: {nvidia.com/gpu: 1}
+    """
+    run(applied(pod), domain=domain)
+    plugin = domain.frameworks["default-scheduler"].plugins["DeviceShare"]
+    assert plugin.nodes["g1"].free("gpu", 0)[K + "gpu-core"] == 0
+    from tests.streams.scheduler.support import deleted
+    run(deleted("Pod", "default/whole"), domain=domain)
+    assert plugin.nodes["g1"].free("gpu", 0)[K + "gpu-core"] == 100
