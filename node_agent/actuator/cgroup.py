@@ -95,7 +95,7 @@ class CgroupBackend:
         group = values.get(CORE_SCHED_GROUP)
         if group is not None and not GROUP.match(group):
             raise Rejected(BAD_VALUE, f"{CORE_SCHED_GROUP}={group!r} is not a label value or a pod UID")
-        desired = self.normalize(rel, values)
+        desired = self.normalize(rel, values, target.kind)
         if target.kind == contract.TARGET_QOS and target.qos in (QOS_LSR, QOS_LS):
             protect_ls(target, desired)
         writes, unsupported = self.writes(rel, desired)
@@ -144,14 +144,15 @@ class CgroupBackend:
                     found.append(int(line))
         return found
 
-    def normalize(self, rel: str, values: dict[str, str]) -> Desired:
-        """The checked values; Rejected(bad-value) for text that is not a value of its setting or is out of range."""
+    def normalize(self, rel: str, values: dict[str, str], kind: str = contract.TARGET_QOS) -> Desired:
+        """The checked values for a target of ``kind``; Rejected(bad-value) for text that is not a value of its
+        setting or is out of range."""
         try:
-            return self._normalize(rel, values)
+            return self._normalize(rel, values, kind)
         except limits.ValueProblem as err:
             raise Rejected(BAD_VALUE, str(err)) from None
 
-    def _normalize(self, rel: str, values: dict[str, str]) -> Desired:
+    def _normalize(self, rel: str, values: dict[str, str], kind: str) -> Desired:
         ints = {name: limits.parse_int(name, text) for name, text in values.items()
                 if name in CGROUP_SETTINGS and name != CPUSET_CPUS}
         desired: Desired = {}
@@ -175,7 +176,8 @@ class CgroupBackend:
             desired[MEMORY_LIMIT] = limits.check_memory(ints[MEMORY_LIMIT])
         if CPUSET_CPUS in values:
             allowed = self.allowed_cpus(rel.rpartition("/")[0])
-            desired[CPUSET_CPUS] = limits.check_cpuset(limits.parse_cpulist(values[CPUSET_CPUS]), allowed)
+            minimum = limits.POD_MIN_CPUSET_CPUS if kind == contract.TARGET_POD else limits.BE_MIN_CPUSET_CPUS
+            desired[CPUSET_CPUS] = limits.check_cpuset(limits.parse_cpulist(values[CPUSET_CPUS]), allowed, minimum)
         return desired
 
 

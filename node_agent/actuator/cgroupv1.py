@@ -15,14 +15,22 @@ memory.limit_in_bytes  memory      an unlimited limit reads back as 2^63 - 4096:
 
 The v1 kernel also refuses a child quota above its parent's; that error
 comes back in the acknowledgement and the previous values stay.
+
+A v1 cpuset must lie within its parent's, and a parent cannot drop CPUs a
+child still uses (EBUSY). A target with child cgroups (a pod's containers, the
+besteffort tier's pods) therefore gets the set on its whole subtree, as
+koordlet's ``writeBECgroupsCPUSet``: first the union of the old and new sets
+from the target down, then the new set from the deepest cgroup up.
 """
 
 from __future__ import annotations
 
+import os
+
 from node_agent.actuator import limits
 from node_agent.actuator.cgroup import CgroupBackend, Desired, ordered_bandwidth
 from node_agent.actuator.files import Write, read_value
-from node_agent.actuator.paths import PathProblem
+from node_agent.actuator.paths import PathProblem, confined
 from streams.actuation import (CPU_BURST, CPU_BVT_WARP, CPU_IDLE, CPU_PERIOD, CPU_QUOTA, CPU_SHARES, CPUSET_CPUS,
                                MEMORY_LIMIT)
 
@@ -77,9 +85,6 @@ class CgroupV1Backend(CgroupBackend):
                 return None
             value = present[setting]
             path = self._path(rel, setting)
-            if setting == CPUSET_CPUS:
-                return Write(path, limits.format_cpulist(value),
-                             same=lambda text, v=value: _parses_to(text, v))
             if setting == MEMORY_LIMIT:
                 return Write(path, str(value), same=lambda text, v=value: _memory_is(text, v))
             return Write(path, str(value))
@@ -87,8 +92,40 @@ class CgroupV1Backend(CgroupBackend):
         bandwidth = [w for w in (write(CPU_PERIOD), write(CPU_QUOTA)) if w is not None]
         writes = ordered_bandwidth(bandwidth, write(CPU_BURST), self.read_current(rel, CPU_BURST),
                                    present.get(CPU_BURST))
-        writes += [w for s in ORDER if (w := write(s)) is not None]
+        for setting in ORDER:
+            if setting == CPUSET_CPUS and setting in present:
+                writes += self._cpuset_writes(rel, present[setting])
+            elif (w := write(setting)) is not None:
+                writes.append(w)
         return writes, unsupported
+
+    def _cpuset_writes(self, rel: str, cpus: frozenset[int]) -> list[Write]:
+        """``cpus`` on ``rel`` and every cgroup below it, in an order the v1 kernel accepts at each step."""
+        below = self._cpuset_descendants(rel)
+        final = _cpuset_write(self._path(rel, CPUSET_CPUS), cpus)
+        if not below:
+            return [final]
+        loose = (self.read_current(rel, CPUSET_CPUS) or frozenset()) | cpus
+        widen = [_cpuset_write(self._path(child, CPUSET_CPUS), loose) for child in [rel, *below]]
+        narrow = [_cpuset_write(self._path(child, CPUSET_CPUS), cpus) for child in reversed(below)]
+        return [*widen, *narrow, final]
+
+    def _cpuset_descendants(self, rel: str) -> list[str]:
+        """The cgroups below ``rel`` in the cpuset hierarchy, parents before children (symlinks not followed)."""
+        hierarchy = self.paths.hierarchy("cpuset")
+        top = self.paths.directory("cpuset", rel)
+        found = []
+        for directory, subdirs, _ in os.walk(top, followlinks=False):
+            subdirs.sort()
+            if directory != str(top):
+                child = os.path.relpath(directory, hierarchy)
+                confined(hierarchy, child)
+                found.append(child)
+        return found
+
+
+def _cpuset_write(path, cpus: frozenset[int]) -> Write:
+    return Write(path, limits.format_cpulist(cpus), same=lambda text, v=cpus: _parses_to(text, v))
 
 
 def _parses_to(text: str, cpus: frozenset[int]) -> bool:

@@ -17,7 +17,9 @@ Floors and ranges come from Koordinator where it has one (pinned in
   the quota in force (the kernel refuses burst > quota).
 - ``cpu.bvt_warp_ns`` -1 .. 2 (group identity); ``cpu.idle`` 0 or 1.
 - ``cpuset.cpus``: at least ``min(2, cpus available)`` CPUs (cpusuppress'
-  ``beMinCPUSetCores``), never outside the parent's set.
+  ``beMinCPUSetCores``) on class and host-application targets, at least one on a
+  pod (the scheduler pins an LSE/LSR pod to as few as one CPU); never outside
+  the parent's set.
 - Memory limit: ``-1`` or 64 MiB .. 2^62 bytes. Koordinator has no floor here; 64 MiB
   is koordstream's, below it a container runtime's own shim and the pause
   process are at risk.
@@ -50,6 +52,7 @@ MIN_WEIGHT, MAX_WEIGHT = 1, 10_000
 MAX_BURST_US = 100 * 10 * 100_000
 MIN_BVT, MAX_BVT = -1, 2
 BE_MIN_CPUSET_CPUS = 2
+POD_MIN_CPUSET_CPUS = 1
 MIN_MEMORY_LIMIT_BYTES = 64 << 20
 MAX_MEMORY_LIMIT_BYTES = 1 << 62
 """Above this a v1 limit reads back as "unlimited" (PAGE_COUNTER_MAX x page size)."""
@@ -168,14 +171,15 @@ def format_cpulist(cpus: frozenset[int] | set[int]) -> str:
     return ",".join(parts)
 
 
-def check_cpuset(wanted: frozenset[int], allowed: frozenset[int] | None) -> frozenset[int]:
-    """``wanted`` when it lies within ``allowed`` (the parent's set) and has at least min(2, |allowed|) CPUs;
-    ValueProblem otherwise (a CPU outside the parent's set is refused, not dropped)."""
+def check_cpuset(wanted: frozenset[int], allowed: frozenset[int] | None,
+                 minimum: int = BE_MIN_CPUSET_CPUS) -> frozenset[int]:
+    """``wanted`` when it lies within ``allowed`` (the parent's set) and has at least min(``minimum``, |allowed|)
+    CPUs, and at least one; ValueProblem otherwise (a CPU outside the parent's set is refused, not dropped)."""
     outside = wanted - allowed if allowed is not None else frozenset()
     if outside:
         raise ValueProblem(f"cpuset {format_cpulist(wanted)!r} names CPUs {format_cpulist(outside)} outside the "
                            f"parent's {format_cpulist(allowed)}")
-    floor = BE_MIN_CPUSET_CPUS if allowed is None else min(BE_MIN_CPUSET_CPUS, len(allowed))
+    floor = minimum if allowed is None else min(minimum, len(allowed))
     if len(wanted) < max(floor, 1):
         raise ValueProblem(f"cpuset {format_cpulist(wanted)!r} has {len(wanted)} CPUs; the floor is {max(floor, 1)}")
     return wanted

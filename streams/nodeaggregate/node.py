@@ -31,7 +31,7 @@ Events (``event.kind``; records as the Avro schemas decode them):
   live in the NRT object, which the update or deletion already changed).
 - ``SchedulingDecision`` — ``Scheduled``/``Bound`` to this node adds or
   updates the pod (requests, priority class and QoS with default, NUMA nodes
-  of its ``scheduling.koordinator.sh/resource-status`` annotation);
+  and pinned cpuset of its ``scheduling.koordinator.sh/resource-status`` annotation);
   ``Released``/``Preempted`` removes it. No publication: Koordinator does not
   recalculate on pod changes, the next NodeMetric or tick does.
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
@@ -73,7 +73,7 @@ from streams.noderesource.prediction.profile import (
 )
 from streams.noderesource.reconcile import Published, published_after, reconcile, strategies
 from streams.noderesource.views import (
-    MetricView, NodeView, PodTable, PodView, Zone, metric_view, node_view, numa_nodes_of, zones_of,
+    MetricView, NodeView, PodTable, PodView, Zone, cpuset_of, metric_view, node_view, numa_nodes_of, zones_of,
 )
 from streams.pluginstats import PluginStats
 from streams.sloconfig.configmap import SloConfig
@@ -255,7 +255,8 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
         uid=pod.get("uid"), limit_cpu=limits.get("cpu", 0), request_batch_cpu=requests.get(BATCH_CPU, 0),
         priority=record.get("priority"),
         labels=tuple(sorted(selected(record.get("labels"), LABELS).items())),
-        annotations=tuple(sorted(selected(record.get("annotations"), ANNOTATIONS).items())))
+        annotations=tuple(sorted(selected(record.get("annotations"), ANNOTATIONS).items())),
+        cpuset=cpuset_of(record.get("annotations")))
     if view == known:
         return state
     pods = PodTable(state.pods)

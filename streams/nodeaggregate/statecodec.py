@@ -55,7 +55,8 @@ def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
     node_json = None if node is None else [node.name, node.capacity, node.allocatable, node.labels, node.annotations]
     pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
                   p.since_ms, list(p.numa_nodes), p.uid, p.limit_cpu, p.request_batch_cpu, p.priority,
-                  dict(p.labels), dict(p.annotations)] for key in keys for p in (state.pods[key],)]
+                  dict(p.labels), dict(p.annotations), *([p.cpuset] if p.cpuset else [])]
+                 for key in keys for p in (state.pods[key],)]
     static = [node_json, pods_json]
     if state.zones:
         static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
@@ -152,12 +153,14 @@ def _uids(pods: Mapping[str, PodView]) -> list[str]:
 
 
 def _pod_view(entry: list) -> PodView:
-    """A pod-table entry: seven fields, or thirteen with what the node-QoS plan reads (UID, cpu limit,
-    batch-cpu request, spec priority, labels, annotations); a seven-field entry loads with their defaults."""
+    """A pod-table entry: seven fields, thirteen with what the node-QoS plan reads (UID, cpu limit, batch-cpu
+    request, spec priority, labels, annotations), fourteen when the pod has a pinned cpuset; missing fields
+    load with their defaults."""
     _, cpu, memory, priority, qos, since, numa, *more = entry
-    uid, limit_cpu, batch_cpu, spec_priority, labels, annotations = more or (None, 0, 0, None, {}, {})
+    uid, limit_cpu, batch_cpu, spec_priority, labels, annotations, *pinned = more or (None, 0, 0, None, {}, {})
     return PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa), uid, limit_cpu,
-                   batch_cpu, spec_priority, tuple(sorted(labels.items())), tuple(sorted(annotations.items())))
+                   batch_cpu, spec_priority, tuple(sorted(labels.items())), tuple(sorted(annotations.items())),
+                   pinned[0] if pinned else "")
 
 
 def load_state(data: bytes) -> NodeState:

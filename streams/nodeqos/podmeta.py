@@ -3,7 +3,8 @@
 The scheduler copies exactly these keys into each SchedulingDecision
 (``labels`` / ``DECISION_ANNOTATIONS``), so the node aggregate learns them with
 the pod without storing whole manifests (``PodView.labels`` / ``annotations``,
-and ``PodView.numa_nodes`` from the resource status).
+and ``PodView.numa_nodes`` / ``cpuset`` from the resource status; ``pinned_cpus``
+parses the cpuset strictly).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from streams.koordinator.classes import KUBE_QOS_BY_DEFAULT_QOS, qos_class_by_na
 from streams.koordinator.labels import (
     LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY, LABEL_POD_EVICTION_ENABLED,
     LABEL_POD_QOS, LABEL_POD_SUB_PRIORITY)
+from streams.noderesource.views import BAD_RESOURCE_STATUS
 
 LABELS = (LABEL_POD_QOS, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_POLICY,
           LABEL_POD_SUB_PRIORITY, LABEL_POD_EVICTION_ENABLED)
@@ -25,7 +27,43 @@ ANNOTATIONS = (ANNOTATION_CPU_QOS, ANNOTATION_CPU_BURST, ANNOTATION_NETWORK_QOS,
 DECISION_ANNOTATIONS = (*ANNOTATIONS, ANNOTATION_RESOURCE_STATUS)
 """What a SchedulingDecision carries: the node-QoS annotations and the pod's
 ``scheduling.koordinator.sh/resource-status`` (its NUMA placement, which the
-NUMA-level batch calculation reads), passed through when the pod has one."""
+NUMA-level batch calculation reads, and its pinned cpuset, which the CPUSet and
+CPUSuppress strategies read), passed through when the pod has one."""
+
+MAX_CPUS = 8192
+"""CPU ids a pinned cpuset may name (0 .. MAX_CPUS - 1), the node agent's bound as well."""
+REASON_BAD_STATUS = "resource-status annotation does not parse"
+REASON_BAD_CPUSET = "resource-status cpuset is not a CPU list"
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """A Linux CPU list (``0-3,8``) as k8s ``cpuset.Parse`` reads it, strictly: comma-separated ids or
+    ``low-high`` ranges of decimal digits, no blanks, no empty part, ``low <= high < MAX_CPUS``; ValueError
+    otherwise. Empty text is the empty set."""
+    cpus: set[int] = set()
+    if not text:
+        return frozenset()
+    for part in text.split(","):
+        low, dash, high = part.partition("-")
+        if not (low.isdigit() and low.isascii()) or dash and not (high.isdigit() and high.isascii()):
+            raise ValueError(f"cpuset {text!r}: {part!r} is not a CPU id or range")
+        first, last = int(low), int(high) if dash else int(low)
+        if first > last or last >= MAX_CPUS:
+            raise ValueError(f"cpuset {text!r}: range {part!r} is empty or beyond CPU {MAX_CPUS - 1}")
+        cpus.update(range(first, last + 1))
+    return frozenset(cpus)
+
+
+def pinned_cpus(cpuset: str) -> tuple[frozenset[int], str | None]:
+    """(CPUs, None) of a pod's ``PodView.cpuset``; (empty, None) when the pod is not pinned; (empty, reason)
+    when its resource status or cpuset does not parse (koordlet then writes nothing for the pod and leaves its
+    CPUs in the shared pools)."""
+    if cpuset == BAD_RESOURCE_STATUS:
+        return frozenset(), REASON_BAD_STATUS
+    try:
+        return parse_cpu_list(cpuset), None
+    except ValueError as err:
+        return frozenset(), f"{REASON_BAD_CPUSET}: {err}"
 
 
 def selected(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> dict[str, str]:

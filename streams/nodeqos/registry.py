@@ -3,12 +3,17 @@
 Order (``ORDER``) and why:
 
 1. CPUSuppress — writes ``qos/BE`` quota or cpuset; first, as koordlet's suppress loop owns BE's cpu limit.
-2. CPUBurst — pod ``cpu.cfs_burst_us`` / ``cpu.cfs_quota_us`` of LS pods; independent of suppress.
-3. CgroupIdle — bvt / cpu.idle / core-sched cookies; after the two above because it adds settings to the
+   Its BE cpuset and CPUSet's pools read the same pinned cpusets, so neither depends on the other's output.
+2. CPUSet — pod ``cpuset.cpus`` (pinned cpuset or LS share pool) and a pinned pod's quota -1; right after
+   suppress so the CPU placement of every class is planned (and emitted) before the per-pod CPU settings,
+   and before CPUBurst so that, on an LS pod that also has a cpuset, a scaled burst quota wins over the
+   unset one as koordlet's burst reconciler overrides what the cpuset hook wrote at container creation.
+3. CPUBurst — pod ``cpu.cfs_burst_us`` / ``cpu.cfs_quota_us`` of LS pods; independent of suppress.
+4. CgroupIdle — bvt / cpu.idle / core-sched cookies; after the ones above because it adds settings to the
    same ``qos/BE`` cgroup target, and merging keeps every strategy's setting names.
-4. Resctrl, 5. NetQoS — other mechanisms, order-free.
-6. HostApps — host applications get the LS/BE treatment computed from the same class settings.
-7. MemoryEvict, 8. CPUEvict — evictions last: koordlet runs BEMemoryEvict before BECPUEvict, and a pod
+5. Resctrl, 6. NetQoS — other mechanisms, order-free.
+7. HostApps — host applications get the LS/BE treatment computed from the same class settings.
+8. MemoryEvict, 9. CPUEvict — evictions last: koordlet runs BEMemoryEvict before BECPUEvict, and a pod
    picked by the first is not picked again by the second.
 """
 
@@ -17,7 +22,7 @@ from __future__ import annotations
 from typing import Callable
 
 from streams.nodeqos.plugins import (
-    cgroupidle, cpuburst, cpuevict, cpusuppress, hostapps, memoryevict, netqos, resctrl,
+    cgroupidle, cpuburst, cpuevict, cpuset, cpusuppress, hostapps, memoryevict, netqos, resctrl,
 )
 
 
@@ -32,6 +37,7 @@ def _registry(entries: list[tuple[str, Callable[[], object]]]) -> dict[str, Call
 
 REGISTRY = _registry([
     (cpusuppress.NAME, cpusuppress.CPUSuppress),
+    (cpuset.NAME, cpuset.CPUSet),
     (cpuburst.NAME, cpuburst.CPUBurst),
     (cgroupidle.NAME, cgroupidle.CgroupIdle),
     (resctrl.NAME, resctrl.Resctrl),
@@ -41,7 +47,7 @@ REGISTRY = _registry([
     (cpuevict.NAME, cpuevict.CPUEvict),
 ])
 
-ORDER = (cpusuppress.NAME, cpuburst.NAME, cgroupidle.NAME, resctrl.NAME, netqos.NAME, hostapps.NAME,
+ORDER = (cpusuppress.NAME, cpuset.NAME, cpuburst.NAME, cgroupidle.NAME, resctrl.NAME, netqos.NAME, hostapps.NAME,
          memoryevict.NAME, cpuevict.NAME)
 
 

@@ -124,6 +124,10 @@ class PodView:
     """The node-QoS labels of the pod (``streams.nodeqos.podmeta.LABELS``), sorted."""
     annotations: tuple[tuple[str, str], ...] = ()
     """The node-QoS annotations of the pod (``streams.nodeqos.podmeta.ANNOTATIONS``), sorted."""
+    cpuset: str = ""
+    """``cpuset`` of ``scheduling.koordinator.sh/resource-status`` as written (parsed by the plan, which reports
+    a bad one); empty: none; ``BAD_RESOURCE_STATUS`` when the annotation is not a JSON object with a string
+    cpuset (``cpuset_of``)."""
 
     def label(self, key: str) -> str | None:
         return next((value for name, value in self.labels if name == key), None)
@@ -178,6 +182,31 @@ def numa_nodes_of(annotations: Mapping[str, str] | None) -> tuple[int, ...]:
             return ()
         nodes.append(node)
     return tuple(nodes)
+
+
+BAD_RESOURCE_STATUS = "!resource-status"
+"""``PodView.cpuset`` of a resource status that does not parse (never a CPU list, so never applied)."""
+
+
+def cpuset_of(annotations: Mapping[str, str] | None) -> str:
+    """The ``cpuset`` the scheduler pinned the pod to (``ResourceStatus.CPUSet``), unparsed: empty when the
+    annotation or its cpuset is absent, ``BAD_RESOURCE_STATUS`` when ``extension.GetResourceStatus`` would fail
+    on it (not a JSON object, or a cpuset that is not a string)."""
+    text = (annotations or {}).get(ANNOTATION_RESOURCE_STATUS)
+    if not text:
+        return ""
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return BAD_RESOURCE_STATUS
+    if status is None:
+        return ""
+    if not isinstance(status, dict):
+        return BAD_RESOURCE_STATUS
+    cpuset = status.get("cpuset")
+    if cpuset is None:
+        return ""
+    return cpuset if isinstance(cpuset, str) else BAD_RESOURCE_STATUS
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -17,10 +17,13 @@ non-BE; a host application is BE only when its QoS is BE and its cgroup base is 
 - ``cpuset`` (default): ``ceil(suppress / 1000)`` CPUs, at least 2, at most the current count plus
   ``ceil(CPUs * 0.1)``, picked by ``suppress_cpuset`` (HT pairs first, round robin over NUMA nodes/sockets).
   The Node record carries no CPU topology, so the node's CPUs are ``0..ceil(capacity/1000)-1`` as one
-  socket without Hyper-Threading, minus the ``reservedCPUs`` of the node reservation annotation; pods'
-  pinned cpusets are not known, so no LSE/LSR pool is set apart. The BE quota is recovered to -1.
+  socket without Hyper-Threading, minus the ``reservedCPUs`` of the node reservation annotation and the
+  CPUs pinned to LSE pods (``resource-status`` cpuset; ``adjustByCPUSet``): of the rest, CPUs pinned to LSR
+  pods give ``cpus * |LSR| // (|LSR| + |LS|)`` of the set and the others the remainder, each picked as
+  above. The BE quota is recovered to -1.
 - Disabled (``enable`` false, or the args' gate): what was suppressed is recovered once (quota -1, the full
-  cpuset), as ``recoverCFSQuotaIfNeed`` / ``recoverCPUSetIfNeed``; nothing when nothing was written.
+  cpuset: the node's CPUs less reserved and LSE-pinned ones, ``calcBECPUSet``), as ``recoverCFSQuotaIfNeed`` /
+  ``recoverCPUSetIfNeed``; nothing when nothing was written.
 
 "Current" values are the ones this planner emitted last (``Snapshot.previous``): koordlet reads the cgroup
 it wrote itself. No plan without a NodeMetric carrying node usage (koordlet skips such rounds).
@@ -35,8 +38,9 @@ from collections.abc import Iterable, Sequence
 
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_QOS
 from streams.koordinator.annotations import ANNOTATION_NODE_RESERVATION
-from streams.koordinator.classes import QOS_BE
+from streams.koordinator.classes import QOS_BE, QOS_LSE, QOS_LSR
 from streams.nodeqos.framework import NOTHING, Plan, Setting, Snapshot
+from streams.nodeqos.podmeta import pinned_cpus
 from streams.sloconfig.nodeqos import SUPPRESS_CFS_QUOTA
 
 NAME = "CPUSuppress"
@@ -188,6 +192,27 @@ def node_processors(snapshot: Snapshot) -> list[Processor]:
     return [(cpu, cpu, 0, 0) for cpu in range(total) if cpu not in reserved]
 
 
+def pinned_classes(snapshot: Snapshot) -> dict[int, str]:
+    """CPU -> QoS class of the pod pinned to it (cpusets that do not parse are skipped, as koordlet does)."""
+    pinned: dict[int, str] = {}
+    for key in sorted(snapshot.pods):
+        pod = snapshot.pods[key]
+        for cpu in pinned_cpus(pod.cpuset)[0]:
+            pinned[cpu] = pod.qos
+    return pinned
+
+
+def be_cpuset(cpus: int, processors: Sequence[Processor], pinned: dict[int, str]) -> list[int]:
+    """``adjustByCPUSet``'s pick: LSE-pinned CPUs left out, LSR-pinned ones contributing in proportion."""
+    lsr = [p for p in processors if pinned.get(p[0]) == QOS_LSR]
+    ls = [p for p in processors if pinned.get(p[0]) not in (QOS_LSR, QOS_LSE)]
+    if not lsr and not ls:
+        return []
+    lsr_cpus = cpus * len(lsr) // (len(lsr) + len(ls))
+    chosen = suppress_cpuset(lsr_cpus, lsr) if lsr_cpus > 0 else []
+    return chosen + (suppress_cpuset(cpus - lsr_cpus, ls) if cpus - lsr_cpus > 0 else [])
+
+
 class CPUSuppress:
     name = NAME
 
@@ -197,7 +222,8 @@ class CPUSuppress:
 
     def plan(self, snapshot: Snapshot) -> Plan:
         previous = snapshot.previous.get(BE_TARGET, {})
-        full = format_cpuset(p[0] for p in node_processors(snapshot))
+        pinned = pinned_classes(snapshot)
+        full = format_cpuset(p[0] for p in node_processors(snapshot) if pinned.get(p[0]) != QOS_LSE)
         recover_quota = {CPU_QUOTA: "-1"} if CPU_QUOTA in previous else {}
         recover_cpuset = {CPUSET_CPUS: full} if CPUSET_CPUS in previous and full else {}
         threshold = snapshot.strategy.threshold
@@ -216,7 +242,7 @@ class CPUSuppress:
         cpus = max(math.ceil(suppress / 1000), BE_MIN_CPUSET_CORES)
         old = len(parse_cpuset(previous[CPUSET_CPUS])) if CPUSET_CPUS in previous else len(processors)
         cpus = min(cpus, old + math.ceil(len(processors) * MAX_INCREASE_RATIO))
-        chosen = suppress_cpuset(cpus, processors)
+        chosen = be_cpuset(cpus, processors, pinned)
         if not chosen:
             return Plan((Setting(*BE_TARGET, recover_quota),)) if recover_quota else NOTHING
         return Plan((Setting(*BE_TARGET, {CPUSET_CPUS: format_cpuset(chosen), **recover_quota}),))

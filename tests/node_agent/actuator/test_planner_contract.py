@@ -6,6 +6,7 @@ or a mechanism the contract does not declare fails here, before any node agent r
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -44,7 +45,8 @@ def _strategy(cpu_policy: str, net_policy: str, suppress_policy: str):
 
 
 PODS = {
-    "ns/lsr": pod("LSR", UIDS[0], cpu=2000, limit_cpu=2000, labels={"koordinator.sh/qosClass": "LSR"}),
+    "ns/lsr": dataclasses.replace(pod("LSR", UIDS[0], cpu=2000, limit_cpu=2000,
+                                      labels={"koordinator.sh/qosClass": "LSR"}), cpuset="0-1"),
     "ns/ls": pod("LS", UIDS[1], cpu=1000, limit_cpu=2000, labels={
         "koordinator.sh/qosClass": "LS", "koordinator.sh/core-sched-group-id": "group-a"},
         annotations={"koordinator.sh/networkQOS": '{"ingressLimit": "50M", "egressLimit": "60M"}',
@@ -116,8 +118,9 @@ def test_every_planned_cgroup_setting_is_applied_or_reported_unsupported_never_r
         tree.pod(uid, ("Guaranteed", "Burstable", "BestEffort")[index % 3])
     for path in ("host-latency-sensitive/nginx", "kubepods/besteffort/agent"):
         tree.mkdir(path)
-    for name in ("cpuset.cpus", "cpuset.effective_cpus"):
-        (tree.root / "cpuset/kubepods" / name).write_text("0-19\n")  # the snapshot's 20 cores
+    for tier in ("kubepods", "kubepods/burstable", "kubepods/besteffort"):
+        for name in ("cpuset.cpus", "cpuset.effective_cpus"):
+            (tree.root / "cpuset" / tier / name).write_text("0-19\n")  # the snapshot's 20 cores
     actuator = Actuator(NODE, {"cgroup": tree.backend(core_sched=CoreScheduling(NoCoreSched()))},
                         Verifier(NODE, None, SequenceStore(None)), clock=lambda: 0.0)
     for sequence, (_, setting) in enumerate(EMITTED, start=1):
