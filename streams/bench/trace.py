@@ -1,11 +1,14 @@
 """``koord bench trace``: a GPU cluster trace replayed through the broker as Koordinator objects.
 
-Per seed (``gputrace``: the FGD paper's protocol): the trace's GPU nodes (Node + Device) are applied and the
+Per seed (``gputrace``: the FGD paper's protocol), on a fresh broker and worker (the simulator starts each run
+from an empty cluster): the trace's GPU nodes (Node + Device) are applied and the
 scheduling inbox caught up; the seed's pods are submitted in order, one at a time as fast as the broker takes
 them; every decision is read back from the decision stream; a pod decided Unschedulable is deleted at once
 (the trace's failed pods are dropped, never retried); then the unallocated GPU and the fragmentation at 100 %
-arrived are computed from the placements the decisions name (``device-allocated``). The cluster is deleted
-before the next seed. Policies: ``default`` (Koordinator's default profile: DeviceShare LeastAllocated) and
+arrived are computed from the placements the decisions name (``device-allocated``). On a shared broker
+(``KOORD_BROKER``) the cluster is deleted before the next seed instead.
+
+Policies: ``default`` (Koordinator's default profile: DeviceShare LeastAllocated) and
 ``fragmentation`` (GPUFragmentation, with the trace's typical pods and their mean memory, as the only score
 plugin, as the paper runs each policy alone; ties go to the node whose name sorts first).
 
@@ -38,6 +41,7 @@ POLICIES = ("default", "fragmentation")
 FIRST_SEED = 42
 """The paper's seeds are 42, 43, ..."""
 FRAGMENTATION_WEIGHT = 1000
+CATCH_UP_S = 900
 
 
 def _encode(manifest: dict, names: dict) -> tuple[str, str, bytes]:
@@ -83,7 +87,7 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
     names = harness.topology.names()
     cluster = [m for node in nodes for m in gputrace.node_manifests(node)]
     await _send_all(harness, (_encode(m, names) for m in cluster))
-    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
+    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id, timeout_s=CATCH_UP_S)
     manifests = {pod.name: gputrace.pod_manifest(pod) for pod in order}
     decisions = names["decisions"]
     consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.consumer_settings(),
@@ -135,24 +139,32 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
               "p50_ms": round(float(np.percentile(latencies, 50)), 1) if seen else None,
               "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
               "placed_before_their_deletion": len(late)}
-    await _send_all(harness, [_tombstone(manifests[pod.name], names) for pod in order if
-                              placements.get(pod.name, gputrace.Placement(None)).node is not None] +
-                    [_tombstone(m, names) for m in cluster])
-    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
+    if harness.broker_origin != "fresh":
+        await _send_all(harness, [_tombstone(manifests[pod.name], names) for pod in order if
+                                  placements.get(pod.name, gputrace.Placement(None)).node is not None] +
+                        [_tombstone(m, names) for m in cluster])
+        await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id,
+                             timeout_s=CATCH_UP_S)
     return placements, timing
 
 
-async def _run(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gputrace.TracePod], policy: str,
-               seeds: int) -> dict:
+async def _run_seed(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gputrace.TracePod], policy: str,
+                    seed: int) -> dict:
     names = harness.topology.names()
     await _send_all(harness, [_encode(scheduler_configuration(policy, pods), names)])
     model = FragmentModel(tuple((shape + (0,), float(count)) for shape, count in gputrace.typical_pods(pods)))
-    runs = []
-    for seed in range(FIRST_SEED, FIRST_SEED + seeds):
-        cluster, order = gputrace.seeded(pods, nodes, seed)
-        placements, timing = await _seed(harness, cluster, order, timeout_s=300 + len(order) / 20)
-        runs.append({"seed": seed, **gputrace.measure(cluster, order, placements, model), **timing})
+    cluster, order = gputrace.seeded(pods, nodes, seed)
+    placements, timing = await _seed(harness, cluster, order, timeout_s=300 + len(order) / 20)
+    return {"seed": seed, **gputrace.measure(cluster, order, placements, model), **timing}
 
+
+def run_seed(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gputrace.TracePod], policy: str,
+             seed: int) -> dict:
+    """One seed on ``harness``: a fresh broker and worker (or, on a shared broker, its cluster deleted after)."""
+    return asyncio.run(_run_seed(harness, nodes, pods, policy, seed))
+
+
+def summary(nodes: list[gputrace.TraceNode], pods: list[gputrace.TracePod], policy: str, runs: list[dict]) -> dict:
     def median(key: str) -> float | None:
         values = [r[key] for r in runs if r.get(key) is not None and r[key] == r[key]]
         return round(statistics.median(values), 2) if values else None
@@ -162,8 +174,3 @@ async def _run(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gpu
             "median": {key: median(key) for key in ("unallocated_gpu_pct", "fragmentation_pct", "pods_per_s",
                                                     "p99_ms", "failed_pods")},
             "paper_baselines_unallocated_gpu_pct": gputrace.BASELINES}
-
-
-def run(harness: Harness, nodes: list[gputrace.TraceNode], pods: list[gputrace.TracePod], policy: str,
-        seeds: int) -> dict:
-    return asyncio.run(_run(harness, nodes, pods, policy, seeds))

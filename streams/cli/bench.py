@@ -100,8 +100,13 @@ def trace_cmd(nodes_csv: str, pods_csv: str, policy: str, seeds: int, output: st
         raise click.ClickException(str(error)) from None
     if seeds < 1:
         raise click.ClickException("--seeds must be at least 1")
-    with _harness(broker_kind, output) as running:
-        result = {"broker": _broker(running), **trace.run(running, nodes, pods, policy, seeds)}
+    runs = []
+    for seed in range(trace.FIRST_SEED, trace.FIRST_SEED + seeds):
+        with _harness(broker_kind, output) as running:
+            runs.append(trace.run_seed(running, nodes, pods, policy, seed))
+        if output != "json":
+            click.echo(f"seed {seed} done: {runs[-1]['unallocated_gpu_pct']} % GPU unallocated", err=True)
+    result = {"broker": _broker(running), **trace.summary(nodes, pods, policy, runs)}
     if output == "json":
         click.echo(json.dumps(result))
         return
