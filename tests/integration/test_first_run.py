@@ -6,27 +6,17 @@ thresholds on."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 
+from tests.integration.embedded import fresh_env, koord, read_model_rows
+
 pytestmark = pytest.mark.integration
 
 
-def koord(env, *args, check=True):
-    result = subprocess.run([sys.executable, "-m", "streams.cli", *args], capture_output=True, text=True, env=env,
-                            timeout=120)
-    if check and result.returncode != 0:
-        raise AssertionError(f"koord {' '.join(args)}: {result.stdout}\n{result.stderr}")
-    return result
-
-
 def test_make_up_shows_colocation_within_a_minute(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOORD_")}
-    env["KOORD_HOME"] = str(tmp_path / "home")
+    env = fresh_env(tmp_path / "home")
     koord(env, "up", "--detach", "--nodes", "3")
     try:
         deadline = time.monotonic() + 60
@@ -51,13 +41,8 @@ def test_make_up_shows_colocation_within_a_minute(tmp_path):
 
 def _suppress_actuation(env) -> str | None:
     """The first actuation of the BE class's cgroup (cpuset.cpus or cpu.cfs_quota_us: CPU suppress)."""
-    import sqlite3
-    database = os.path.join(env["KOORD_HOME"], "readmodel.sqlite")
-    if not os.path.exists(database):
-        return None
-    with sqlite3.connect(database) as connection:
-        for (values,) in connection.execute(
-                'SELECT "values" FROM actuations WHERE target_kind = \'qos\' AND target_id = \'BE\''):
-            if any(key in json.loads(values) for key in ("cpuset.cpus", "cpu.cfs_quota_us")):
-                return values
+    for (values,) in read_model_rows(
+            env, 'SELECT "values" FROM actuations WHERE target_kind = \'qos\' AND target_id = \'BE\''):
+        if any(key in json.loads(values) for key in ("cpuset.cpus", "cpu.cfs_quota_us")):
+            return values
     return None

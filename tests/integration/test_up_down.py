@@ -6,30 +6,20 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from streams import supervision
+from tests.integration.embedded import fresh_env, koord
 
 pytestmark = pytest.mark.integration
 
 
-def koord(env, *args, check=True, input_text=None):
-    result = subprocess.run([sys.executable, "-m", "streams.cli", *args], capture_output=True, text=True,
-                            env=env, timeout=120, input=input_text)
-    if check and result.returncode != 0:
-        raise AssertionError(f"koord {' '.join(args)}: {result.stdout}\n{result.stderr}")
-    return result
-
-
 def test_up_detach_status_down(tmp_path, broker_kind):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOORD_")}
     home = tmp_path / "home"
-    env["KOORD_HOME"] = str(home)
+    env = fresh_env(home)
     started = koord(env, "up", "--detach", "--nodes", "2", "--broker", broker_kind)
     assert ("keeps topics in memory only" in started.stdout) == (broker_kind == "tansu")
     try:
@@ -64,8 +54,7 @@ def test_status_reports_a_stuck_worker_and_up_restarts_a_killed_one(tmp_path, br
             "Tansu kill -9 run (tests/integration/test_crash.py TANSU_OPEN), not yet diagnosed")))
     from tests.integration.test_flow import node_yaml, pod_yaml
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KOORD_")}
-    env["KOORD_HOME"] = str(tmp_path / "home")
+    env = fresh_env(tmp_path / "home")
     koord(env, "up", "--detach", "--nodes", "0", "--broker", broker_kind)
     try:
         koord(env, "apply", "-f", "-", "--wait", input_text=node_yaml("n1") + "---\n" + pod_yaml("before", "1"))

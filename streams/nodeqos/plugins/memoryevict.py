@@ -107,14 +107,15 @@ class MemoryEvict:
                 continue
             used = metric.pods.get(key, (0, 0, None))[1]
             candidates.append((key, pod.priority, used))
-        victims, released = [], 0
-        usage = metric.node_usage[1] * 100 // capacity
+        chosen, released = [], 0
         for key, _, used in sort_victims(candidates):
             if released >= release:
                 break
             released += used
-            victims.append(Eviction(key, snapshot.pods[key].uid, REASON_EVICTED,
-                                    f"node memory usage {usage}% >= threshold "
-                                    f"{threshold.memory_evict_threshold_percent}%, need to release {release} bytes, "
-                                    f"pod uses {used} bytes"))
-        return Plan(evictions=tuple(victims))
+            chosen.append((key, used))
+        usage = metric.node_usage[1] * 100 // capacity
+        return Plan(evictions=tuple(
+            Eviction(key, snapshot.pods[key].uid, REASON_EVICTED,
+                     f"node memory usage {usage}% >= threshold {threshold.memory_evict_threshold_percent}%, need to "
+                     f"release {release} bytes; pod {rank} of {len(chosen)} in eviction order uses {used} bytes")
+            for rank, (key, used) in enumerate(chosen, 1)))
