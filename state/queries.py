@@ -42,7 +42,8 @@ from sqlalchemy.orm import Session
 from state.models import Ack, DeadLetter, Decision, Eviction, LatestObject, Node, NodeResource, Pod, QuotaStatus
 from state.projection import LEFT_OUT
 from state.projection import STAGE as PROJECTION_STAGE
-from streams.koordinator.annotations import ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
+from streams.descheduler.migration.jobs import CONDITION_ARBITRATION
+from streams.koordinator.annotations import ANNOTATION_EVICT_REASON, ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
 from streams.koordinator.resources import BATCH_RESOURCES, EXTENDED_RESOURCES
 from streams.objects.quantity import format_quantity, resource_list
 from state.topics import LATEST_STATE_TOPICS
@@ -501,7 +502,8 @@ def explain_pod(engine: Engine, namespace: str, name: str, history: int = 3) -> 
             Decision.topic_offset.desc(), Decision.timestamp_ms.desc()).limit(history)).all()
         evictions = session.scalars(select(Eviction).where(Eviction.pod_key == key).order_by(
             Eviction.topic_offset.desc()).limit(history)).all()
-        if pod is None and not decisions and not evictions:
+        jobs = _migration_jobs(session, namespace, name)
+        if pod is None and not decisions and not evictions and not jobs:
             return None
         return {
             "pod": {"namespace": namespace, "name": name, "uid": pod.uid if pod else None,
@@ -509,7 +511,28 @@ def explain_pod(engine: Engine, namespace: str, name: str, history: int = 3) -> 
             "decisions": [_explained_decision(decision) for decision in decisions],
             "evictions": [{"decisionId": e.decision_id, "nodeName": e.node_name, "reason": e.reason,
                            "message": e.message, "timestamp": e.timestamp_ms} for e in evictions],
+            "migrationJobs": jobs,
         }
+
+
+def _migration_jobs(session: Session, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The live PodMigrationJobs of a pod, by name: phase, reason and message, why the job exists (the
+    descheduler's evict-reason: which node was hot and by how much) and the arbitration limit that held it."""
+    jobs = []
+    for row in session.scalars(select(LatestObject).where(
+            LatestObject.topic == "podmigrationjobs", LatestObject.deleted.is_(False)).order_by(LatestObject.key)):
+        ref = (row.record or {}).get("podRef") or {}
+        if ref.get("name") != name or (ref.get("namespace") or "default") != namespace:
+            continue
+        manifest = _manifest(row.manifest)
+        status = manifest.get("status") or {}
+        held = next((c for c in status.get("conditions") or [] if c.get("type") == CONDITION_ARBITRATION), None)
+        jobs.append({"name": row.name, "phase": status.get("phase") or (row.record or {}).get("phase"),
+                     "reason": status.get("reason") or "", "message": status.get("message") or "",
+                     "trigger": (manifest.get("metadata", {}).get("annotations") or {}).get(ANNOTATION_EVICT_REASON,
+                                                                                              ""),
+                     "heldBy": held.get("message", "") if held else ""})
+    return jobs
 
 
 def _explained_decision(decision: Decision) -> dict[str, Any]:

@@ -64,3 +64,12 @@ def decision_id(causation: Causation, index: int, subject: str = "") -> str:
     prefix = f"{causation.incarnation}|" if causation.incarnation else ""
     text = f"{prefix}{causation.inbox_topic}|{causation.inbox_partition}|{causation.inbox_offset}|{index}|{subject}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+DELETES = "deletes"
+"""The one field of an output record that deletes an object: ``{DELETES: key}`` goes to the schema's topic
+as a tombstone (no value) under ``key``, as a controller deletes the objects it owns."""
+
+
+def deletion(key: str) -> dict:
+    return {DELETES: key}

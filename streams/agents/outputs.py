@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from streams import deadletter
-from streams.events import InboxEvent
+from streams.events import DELETES, InboxEvent
 from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
 from streams.schemas import codec
 
@@ -34,6 +34,8 @@ OUTPUT_TOPICS = {
 
 
 def output_key(schema: str, record: dict) -> str:
+    if DELETES in record:
+        return record[DELETES]
     if schema in ("SchedulingDecision", "Eviction"):
         return f"{record['pod']['namespace']}/{record['pod']['name']}"
     if schema == "ElasticQuotaStatus":
@@ -67,7 +69,7 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
             outputs = [*outputs, ack(inbox, event, outputs)]
         source = (event.causation.inbox_topic, event.causation.inbox_partition)
         for schema, record in outputs:
-            value = codec.encode(schema, record)
+            value = None if DELETES in record else codec.encode(schema, record)
             pending.append(await batches.send(topics[schema], output_key(schema, record).encode(), value, source))
             _observe(aggregate, schema, record)
         if outputs:

@@ -77,6 +77,15 @@ def _print_pod(found: dict) -> None:
     for eviction in found.get("evictions") or []:
         click.echo(f"\nEvicted from {eviction['nodeName'] or '-'} ({eviction['reason']}) at {_when(eviction['timestamp'])}")
         click.echo(f"  why:       {eviction['message']}")
+    for job in found.get("migrationJobs") or []:
+        click.echo(f"\nPodMigrationJob {job['name']}: {job['phase'] or 'Pending'}"
+                   + (f" ({job['reason']})" if job["reason"] else ""))
+        if job["trigger"]:
+            click.echo(f"  why:       {job['trigger']}")
+        if job["heldBy"]:
+            click.echo(f"  held by:   {job['heldBy']}")
+        if job["message"]:
+            click.echo(f"  status:    {job['message']}")
 
 
 def _print_node(found: dict) -> None:

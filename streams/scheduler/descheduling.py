@@ -16,6 +16,7 @@ required node affinity, NoSchedule/NoExecute taints tolerated, requests within a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 
@@ -24,7 +25,7 @@ from streams.descheduler.evictor import refusal
 from streams.descheduler.lownodeload import LowNodeLoad
 from streams.descheduler.migration.arbitration import WorkloadView
 from streams.descheduler.migration.args import MigrationArgs
-from streams.descheduler.migration.jobs import Evict, Job, Migrations, Reserve, ReservationView
+from streams.descheduler.migration.jobs import ABORTED, Job, Migrations, Reserve, ReservationView, Step
 from streams.descheduler.snapshot import NodeView, PodView
 from streams.koordinator.annotations import (
     ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST, ANNOTATION_KUBE_MIRROR, ANNOTATION_POD_DELETION_COST,
@@ -62,6 +63,8 @@ class Descheduling:
             return jobs.pop(name, None) is not None
         held = jobs.get(name)
         if held is not None:
+            if record.get("phase") == ABORTED:
+                return self.migrations.abort(name)
             paused = bool(record.get("paused"))
             if held.paused != paused:
                 held.paused = paused
@@ -76,20 +79,19 @@ class Descheduling:
         return True
 
     def step(self, cluster: Cluster, now_ms: int, reservations: Mapping[str, ReservationView] | None = None
-             ) -> tuple[list[Job], list[Evict], list[Reserve]]:
+             ) -> Step:
         config = self.config
         if config is None and not self.migrations.jobs:
-            return [], [], []
+            return Step([], [], [], [])
         pods, nodes_of, workload_of, workloads = _pod_views(cluster)
         created: list[Job] = []
         if config is not None and (self.last_round_ms is None or now_ms - self.last_round_ms >= config.interval_ms):
             self.last_round_ms = now_ms
             created = self._round(cluster, config, pods, now_ms)
         migration = config.migration if config is not None else MigrationArgs()
-        changed, evictions, reserves = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, migration,
-                                                            reservations)
-        seen = {job.name for job in changed}
-        return [job for job in created if job.name not in seen] + changed, evictions, reserves
+        step = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, migration, reservations)
+        seen = {job.name for job in step.changed} | {job.name for job in step.deleted}
+        return dataclasses.replace(step, changed=[job for job in created if job.name not in seen] + step.changed)
 
     def _round(self, cluster: Cluster, config, pods: Mapping[str, PodView], now_ms: int) -> list[Job]:
         views = _node_views(cluster, pods, config, now_ms)

@@ -43,7 +43,7 @@ import json
 from collections.abc import Mapping
 
 from streams.deadletter import dead_letter_record
-from streams.events import InboxEvent, decision_id
+from streams.events import InboxEvent, decision_id, deletion
 from streams.koordinator.annotations import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER
 from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
@@ -53,7 +53,7 @@ from streams.scheduler import podinfo, registry
 from streams.objects.args import ArgsError
 from streams.descheduler.config import DeschedulerConfigError
 from streams.descheduler.lownodeload import NAME as LOW_NODE_LOAD
-from streams.descheduler.migration.jobs import Evict, Job, ReservationView
+from streams.descheduler.migration.jobs import CONDITION_ARBITRATION, Evict, Job, ReservationView
 from streams.scheduler.cycle import CycleResult, Framework, run_cycle, unreserve
 from streams.scheduler.descheduling import Descheduling, reservation_for
 from streams.scheduler.framework import (
@@ -520,17 +520,21 @@ class SchedulingDomain:
 
     def _deschedule(self, out: "_Outputs") -> None:
         before = self.descheduling.last_round_ms
-        jobs, evictions, reserves = self.descheduling.step(self.cluster, self.cluster.now_ms,
-                                                           self._reservation_views())
-        for job in jobs:
+        step = self.descheduling.step(self.cluster, self.cluster.now_ms, self._reservation_views())
+        for job in step.changed:
             out.migration_job(job)
-        for evict in evictions:
+        for evict in step.evictions:
             out.eviction(evict)
-        for reserve in reserves:
+        for reserve in step.reserves:
             pod = self.cluster.pods.get(reserve.pod)
             if pod is not None:
                 out.items.append(("Reservation", reservation_for(reserve, pod)))
-        if jobs or evictions or reserves or before != self.descheduling.last_round_ms:
+        for job in step.deleted:
+            out.items.append(("PodMigrationJob", deletion(job.name)))
+            if job.reservation:
+                out.items.append(("Reservation", deletion(job.reservation)))
+        if step.changed or step.evictions or step.reserves or step.deleted \
+                or before != self.descheduling.last_round_ms:
             self._descheduler_changed()
 
     def _reservation_views(self) -> dict[str, ReservationView]:
@@ -896,6 +900,9 @@ class _Outputs:
         pod = self.domain.cluster.pods.get(job.pod)
         ref = {"namespace": namespace, "name": name, "uid": pod.uid if pod else None}
         status = {"phase": job.phase, "reason": job.reason, "message": job.message, "nodeName": job.node}
+        if job.held_by:
+            status["conditions"] = [{"type": CONDITION_ARBITRATION, "status": "True" if job.passed else "False",
+                                     "reason": "Passed" if job.passed else "HeldByLimit", "message": job.held_by}]
         manifest = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
                     "metadata": {"name": job.name, "annotations": {ANNOTATION_EVICT_REASON: job.trigger,
                                                                    ANNOTATION_EVICT_TRIGGER: LOW_NODE_LOAD}

@@ -1,6 +1,7 @@
 """PodMigrationJobs end to end on the real brokers (issue 18): a ReservationFirst job reserves a place, evicts
 the pod once the reservation is placed, and the workload's replacement binds the reservation; a burst of 50 jobs
-for one node is held to ``maxMigratingPerNode`` (2 Running, the other 48 waiting).
+for one node is held to ``maxMigratingPerNode`` (2 Running, the other 48 waiting, ``koord explain pod`` naming
+the limit), and a job the user aborts frees its place for a waiting one.
 
 The pods are pre-bound on this scenario's tainted nodes and owned by ReplicaSets (two replicas each, so the
 expected-replicas rule forbids no move). The cluster carries the eviction out as Kubernetes would: the test
@@ -61,14 +62,15 @@ spec:{bound}
 """
 
 
-def job(name: str, pod_name: str) -> str:
+def job(name: str, pod_name: str, phase: str | None = None) -> str:
+    status = f"\nstatus: {{phase: {phase}}}" if phase else ""
     return f"""\
 apiVersion: scheduling.koordinator.sh/v1alpha1
 kind: PodMigrationJob
 metadata: {{name: {name}}}
 spec:
   mode: ReservationFirst
-  podRef: {{namespace: {NAMESPACE}, name: {pod_name}}}
+  podRef: {{namespace: {NAMESPACE}, name: {pod_name}}}{status}
 """
 
 
@@ -129,6 +131,15 @@ def test_reservation_first_then_a_burst_held_to_the_per_node_limit(cluster):
         time.sleep(5)
         found = jobs(cluster, "burst-move-")
         assert len(running()) == 2, {name: phase(j) for name, j in found.items()}
-        assert all(phase(j) in (None, "Pending") for name, j in found.items() if name not in running())
+        first = running()
+        assert all(phase(j) in (None, "Pending") for name, j in found.items() if name not in first)
+        waiting = next(name for name in sorted(found) if name not in first)
+        [held] = cluster.koord_json("explain", "pod", waiting.replace("-move", ""), "-n", NAMESPACE)["migrationJobs"]
+        assert held["heldBy"] == 'maxMigratingPerNode: 2 pods migrating on node "migrate-a"', held
+
+        aborted = first[0]
+        apply(cluster, job(aborted, aborted.replace("-move", ""), phase="Aborted"), wait=False)
+        until(lambda: phase(jobs(cluster, aborted)[aborted]) == "Aborted" and len(set(running()) - {aborted}) == 2,
+              60, "the aborted job to free its place for a waiting one")
     finally:
         cluster.koord("delete", "deschedulerconfiguration", "koord-descheduler", check=False)

@@ -1,5 +1,7 @@
 """Tests of the explain queries: a pod's decisions with aggregated filter results, a node's batch/mid history."""
 
+import json
+
 import pytest
 
 from state.queries import explain_node, explain_pod, filter_summary
@@ -53,6 +55,31 @@ def test_explain_pod_says_why_the_pod_was_moved(projector, read_model, records):
     [eviction] = explain_pod(read_model, "default", "web")["evictions"]
     assert (eviction["nodeName"], eviction["reason"]) == ("node-a", "Descheduled")
     assert "node cpu usage(80.00%)>threshold(50.00%)" in eviction["message"]
+
+
+def test_explain_pod_names_the_job_the_hot_node_and_the_limit_that_delayed_the_move(projector, read_model, records):
+    manifest = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+                "metadata": {"name": "default.web.1", "annotations": {
+                    "koordinator.sh/evict-reason": "node is overutilized, node cpu usage(80.00%)>threshold(50.00%)"}},
+                "spec": {"podRef": {"namespace": "default", "name": "web"}},
+                "status": {"phase": "Running", "reason": "", "message": 'Creating Reservation "default.web.1"',
+                           "conditions": [{"type": "Arbitration", "status": "True", "reason": "Passed",
+                                           "message": 'maxMigratingPerNode: 2 pods migrating on node "node-a"'}]}}
+    value = {"metadata": {"name": "default.web.1", "namespace": None, "uid": None, "labels": {}, "annotations": {},
+                          "generation": 0},
+             "manifest": json.dumps(manifest), "podRef": {"namespace": "default", "name": "web", "uid": None},
+             "mode": None, "ttlMs": None, "paused": False, "reservationName": None, "deleteOptions": None,
+             "phase": "Running"}
+    other = dict(value, podRef={"namespace": "default", "name": "api", "uid": None})
+    projector.apply([records.pod("web", 1), records.record("koord.podmigrationjobs", "default.web.1",
+                                                           "PodMigrationJob", value, 2),
+                     records.record("koord.podmigrationjobs", "default.api.1", "PodMigrationJob", other, 3)])
+
+    [job] = explain_pod(read_model, "default", "web")["migrationJobs"]
+
+    assert (job["name"], job["phase"]) == ("default.web.1", "Running")
+    assert job["trigger"] == "node is overutilized, node cpu usage(80.00%)>threshold(50.00%)"
+    assert job["heldBy"] == 'maxMigratingPerNode: 2 pods migrating on node "node-a"'
 
 
 def test_explain_of_unknown_objects_is_none(read_model):

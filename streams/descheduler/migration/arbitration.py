@@ -8,7 +8,8 @@ batch Job moved next to its first one, and the number of that Job's migrating po
 ``Pod "<ns>/<name>" is forbidden to migrate because it does not meet the requirements``): the evictor
 filter, eviction cost MaxInt32, the namespaces, the expected-replicas rule (a workload of 1 replica, or
 whose replicas equal its max migrating or max unavailable). Retryable (the job waits for the next round):
-max migrating globally, per node, per namespace, per workload, max unavailable per workload. A limit
+max migrating globally, per node, per namespace, per workload, max unavailable per workload (the one
+that holds a job is named, so ``koord explain pod`` can say which rule delayed it). A limit
 counts the jobs of *other* pods that are Running, or Pending and already passed arbitration; a limit of
 None or <= 0 is off. A job that passes counts for the jobs after it.
 """
@@ -104,31 +105,36 @@ def non_retryable(job: JobView, pod: PodView, args: MigrationArgs, workloads: Ma
     return False
 
 
-def retryable(job: JobView, args: MigrationArgs, others: list[JobView], workloads: Mapping[str, WorkloadView],
-              arbitrating: bool = True) -> bool:
-    """True when a limit holds the job back for now."""
+def held_by(job: JobView, args: MigrationArgs, others: list[JobView], workloads: Mapping[str, WorkloadView],
+            arbitrating: bool = True) -> str | None:
+    """The retryable limit that holds the job back for now (its arg name and the count that reached it), or
+    None when none does."""
     active = [other for other in others if other.pod != job.pod and _counted(other, arbitrating)]
     if _limited(args.max_migrating_globally, len(active)):
-        return True
-    if job.node and _limited(args.max_migrating_per_node, len({o.pod for o in active if o.node == job.node})):
-        return True
+        return f"maxMigratingGlobally: {len(active)} jobs migrating"
+    if job.node:
+        count = len({o.pod for o in active if o.node == job.node})
+        if _limited(args.max_migrating_per_node, count):
+            return f'maxMigratingPerNode: {count} pods migrating on node "{job.node}"'
     namespace = job.pod.partition("/")[0]
-    if _limited(args.max_migrating_per_namespace, sum(o.pod.partition("/")[0] == namespace for o in active)):
-        return True
+    count = sum(o.pod.partition("/")[0] == namespace for o in active)
+    if _limited(args.max_migrating_per_namespace, count):
+        return f'maxMigratingPerNamespace: {count} pods migrating in namespace "{namespace}"'
     workload = workloads.get(job.workload) if job.workload else None
     if workload is not None:
         migrating = {o.pod for o in active if o.workload == job.workload}
         if migrating and len(migrating) >= max_migrating(workload.replicas, args.max_migrating_per_workload):
-            return True
+            return f"maxMigratingPerWorkload: {len(migrating)} of {workload.replicas} replicas migrating"
         unavailable = set(workload.unavailable) | migrating
         if len(unavailable) >= max_migrating(workload.replicas, args.max_unavailable_per_workload):
-            return True
-    return False
+            return f"maxUnavailablePerWorkload: {len(unavailable)} of {workload.replicas} replicas unavailable"
+    return None
 
 
 def arbitrate(waiting: list[JobView], all_jobs: list[JobView], pods: Mapping[str, PodView],
               workloads: Mapping[str, WorkloadView], args: MigrationArgs) -> list[tuple[JobView, str, str]]:
-    """(job, passed | failed | waiting, message) for each waiting job, in arbitration order."""
+    """(job, passed | failed | waiting, message) for each waiting job, in arbitration order; a waiting job's
+    message names the limit that holds it (``held_by``)."""
     others = list(all_jobs)
     out = []
     for job in sort_jobs(waiting, pods, all_jobs):
@@ -137,8 +143,8 @@ def arbitrate(waiting: list[JobView], all_jobs: list[JobView], pods: Mapping[str
             verdict, message = PASSED, ""
         elif not pod.evict_annotated and non_retryable(job, pod, args, workloads):
             verdict, message = FAILED, forbidden_message(job.pod)
-        elif not pod.evict_annotated and retryable(job, args, others, workloads):
-            verdict, message = WAITING, ""
+        elif not pod.evict_annotated and (held := held_by(job, args, others, workloads)) is not None:
+            verdict, message = WAITING, held
         else:
             verdict, message = PASSED, ""
         if verdict == PASSED:

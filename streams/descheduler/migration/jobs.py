@@ -13,6 +13,12 @@ evicted ("WaitForPodBindReservation"); when a pod binds it the job is Succeeded,
 in Reservation \"<name>\""; a reservation the scheduler cannot place fails the job (Unschedulable), one
 placed on the pod's own node too (ForbiddenMigratePod), and an expired one (ReservationExpired).
 
+A job waiting for a limit records which one holds it (``held_by``, e.g. ``maxMigratingPerNode: 2 pods
+migrating on node "n1"``), kept after it passes so ``koord explain pod`` can say what delayed the move.
+A user aborts a job by applying it with ``status.phase: Aborted`` (Koordinator's "the user forcefully
+aborted"): it is left alone from then on. The scavenger (``scavenger`` in ``controller.go``) deletes every
+job created more than 30 minutes ago (its TTL + 5 minutes when it has one) and the reservation it created.
+
 Each job evicts at most once: its eviction is recorded in the job, so a duplicated or replayed event
 never produces a second Eviction.
 """
@@ -32,6 +38,13 @@ FINISHED = (SUCCEEDED, FAILED_PHASE, ABORTED)
 REASON_TIMEOUT, REASON_MISSING_POD = "Timeout", "MissingPod"
 REASON_UNSCHEDULABLE, REASON_FORBIDDEN, REASON_EXPIRED = "Unschedulable", "ForbiddenMigratePod", "ReservationExpired"
 REASON_WAIT_BIND = "WaitForPodBindReservation"
+CONDITION_ARBITRATION = "Arbitration"
+"""koordstream's PodMigrationJob condition type: the arbitration limit that held the job (status False while it
+holds, True once the job passed)."""
+SCAVENGE_AFTER_MS = 30 * 60_000
+"""``defaultGCDuration``: a job without a TTL is deleted this long after its creation."""
+SCAVENGE_TTL_MARGIN_MS = 5 * 60_000
+"""A job with a TTL is deleted this long after the TTL."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +76,8 @@ class Job:
     node: str | None = None
     reservation: str | None = None
     """The Reservation a ReservationFirst job created."""
+    held_by: str = ""
+    """The arbitration limit that last held the job back (empty: none did)."""
 
     def to_entry(self) -> dict:
         return dataclasses.asdict(self)
@@ -75,6 +90,19 @@ class Evict:
     node: str | None
     reason: str
     message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """What one step of the jobs asks the domain to write."""
+
+    changed: list[Job]
+    """Jobs whose status changed."""
+    evictions: list[Evict]
+    reserves: list["Reserve"]
+    """Reservations to create."""
+    deleted: list[Job]
+    """Jobs the scavenger removed: the job and its reservation are deleted."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,9 +127,8 @@ class Migrations:
 
     def step(self, now_ms: int, pods: Mapping[str, PodView], nodes_of: Mapping[str, str],
              workload_of: Mapping[str, str], workloads: Mapping[str, WorkloadView],
-             args: MigrationArgs, reservations: Mapping[str, ReservationView] | None = None
-             ) -> tuple[list[Job], list[Evict], list[Reserve]]:
-        """(jobs whose status changed, evictions to carry out, reservations to create)."""
+             args: MigrationArgs, reservations: Mapping[str, ReservationView] | None = None) -> Step:
+        deleted = self._scavenge(now_ms)
         changed: dict[str, Job] = {}
         evictions: list[Evict] = []
         reserves: list[Reserve] = []
@@ -132,6 +159,8 @@ class Migrations:
                 update(job, passed=True)
             elif verdict == FAILED:
                 update(job, phase=FAILED_PHASE, reason=FORBIDDEN, message=message)
+            elif job.held_by != message:
+                update(job, held_by=message)
         for name in sorted(self.jobs):
             job = self.jobs[name]
             if job.paused or job.phase != PENDING or not job.passed:
@@ -153,7 +182,24 @@ class Migrations:
             evictions.append(Evict(job.name, job.pod, node, "Descheduled",
                                    job.trigger or f"PodMigrationJob {job.name}"))
             self._track(workload, workloads, args, now_ms)
-        return list(changed.values()), evictions, reserves
+        return Step(list(changed.values()), evictions, reserves, deleted)
+
+    def _scavenge(self, now_ms: int) -> list[Job]:
+        deleted = []
+        for name in sorted(self.jobs):
+            job = self.jobs[name]
+            after = job.ttl_ms + SCAVENGE_TTL_MARGIN_MS if job.ttl_ms else SCAVENGE_AFTER_MS
+            if now_ms - job.created_ms > after:
+                deleted.append(self.jobs.pop(name))
+        return deleted
+
+    def abort(self, name: str) -> bool:
+        """The user aborted job ``name``; True when that changed it."""
+        job = self.jobs.get(name)
+        if job is None or job.phase in FINISHED:
+            return False
+        job.phase, job.reason, job.message = ABORTED, "", "Aborted by the user"
+        return True
 
     @staticmethod
     def _follow(job: Job, reservation: ReservationView | None, nodes_of: Mapping[str, str], update,

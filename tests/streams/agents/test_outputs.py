@@ -9,7 +9,7 @@ import pytest
 
 from streams.agents.outputs import OUTPUT_TOPICS, output_key, send_outputs
 from streams.deadletter import DEAD_LETTERS, dead_letter_record
-from streams.events import Causation, InboxEvent
+from streams.events import Causation, InboxEvent, deletion
 from streams.schemas import codec
 
 CAUSE = Causation("koord.inbox.node", 2, 40, "koord.nodemetrics", 1, 7)
@@ -28,6 +28,7 @@ LETTER = dead_letter_record("node", "koord.configs", 0, 3, b"koordinator-system/
     pytest.param("DeadLetter", LETTER, "koord.configs/0/3", id="dead-letter-by-source-offset"),
     pytest.param("NodeResource", NODE_RESOURCE, "n1", id="node-resource-by-node"),
     pytest.param("Actuation", {"nodeName": "n1"}, "n1", id="actuation-by-node"),
+    pytest.param("PodMigrationJob", deletion("move-1"), "move-1", id="deletion-by-its-key"),
 ])
 def test_output_key(schema, record, key):
     assert schema in OUTPUT_TOPICS
@@ -43,7 +44,7 @@ class Batches:
         self.delivered = 0
 
     async def send(self, topic, key, value, source):
-        schema, record = codec.decode(value)
+        schema, record = codec.decode(value) if value is not None else (None, None)
         self.sent.append((topic, key, schema, source))
         self.records.append(record)
 
@@ -67,3 +68,12 @@ def test_outputs_are_sent_keyed_to_their_topics_with_the_ack_last_and_dead_lette
     assert {source for *_, source in batches.sent} == {("koord.inbox.node", 2)}, "the inbox partition read from"
     assert batches.records[-1]["outputIds"] == ["d-1"] and batches.delivered == 3
     assert DEAD_LETTERS.labels(stage="node", topic="koord.configs")._value.get() == counted + 1
+
+
+def test_a_deletion_goes_to_its_schemas_topic_as_a_tombstone():
+    batches, topics = Batches(), {schema: f"topic-{topic_id}" for schema, topic_id in OUTPUT_TOPICS.items()}
+    event = InboxEvent(CAUSE, 1, "tick", "Tick", None)
+    asyncio.run(send_outputs(batches, topics, "scheduling", "koord.inbox.scheduling",
+                             [(event, [("Reservation", deletion("move-1"))])]))
+    assert batches.sent == [("topic-reservations", b"move-1", None, ("koord.inbox.node", 2))]
+    assert batches.records == [None]

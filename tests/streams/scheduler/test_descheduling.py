@@ -158,3 +158,56 @@ def test_a_burst_of_fifty_jobs_is_held_to_the_per_node_limit():
     assert len(running) == 2
     assert all(domain.descheduling.migrations.jobs[f"move-{i:02d}"].phase in ("Pending", "Running") for i in range(50))
     assert len(outputs(out, "Reservation")) == 2
+    held = [json.loads(j["manifest"])["status"]["conditions"][0] for j in outputs(out, "PodMigrationJob")
+            if j["phase"] == "Pending"]
+    assert held and {c["type"] for c in held} == {"Arbitration"}
+    assert held[-1]["status"] == "False"
+    assert held[-1]["message"] == 'maxMigratingPerNode: 2 pods migrating on node "n1"'
+
+
+def _job(name: str, pod_name: str, ts: int, phase=None, ttl_ms=None, mode="ReservationFirst"):
+    return event("PodMigrationJob", name, {
+        "metadata": {"name": name}, "manifest": "{}",
+        "podRef": {"namespace": "default", "name": pod_name, "uid": None}, "mode": mode,
+        "ttlMs": ttl_ms, "paused": False, "reservationName": None, "deleteOptions": None, "phase": phase}, ts=ts)
+
+
+def _two_nodes():
+    events = [node("n1", cpu=8000, pods=110, ts=T0), node("n2", cpu=8000, pods=110, ts=T0),
+              descheduler_config({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
+                                  "profiles": [{"name": "koord-descheduler", "pluginConfig": [
+                                      {"name": "MigrationController", "args": {"maxMigratingPerNode": 1}}]}]},
+                                 ts=T0)]
+    return events + [owned("a", "n1", T0, "w1"), owned("a2", "n2", T0, "w1"),
+                     owned("b", "n1", T0, "w2"), owned("b2", "n2", T0, "w2")]
+
+
+def test_a_job_aborted_by_the_user_is_left_alone_and_frees_its_place():
+    """Koordinator's Aborted ("the user forcefully aborted"): applied with status.phase Aborted, the job is no
+    longer processed and stops counting toward maxMigratingPerNode, so the job it held runs."""
+    domain, _ = run(*_two_nodes())
+    _, out = run(_job("move-a", "a", T0 + 1000), _job("move-b", "b", T0 + 1000), domain=domain)
+    jobs = domain.descheduling.migrations.jobs
+    assert (jobs["move-a"].phase, jobs["move-b"].phase) == ("Running", "Pending")
+    assert jobs["move-b"].held_by == 'maxMigratingPerNode: 1 pods migrating on node "n1"'
+    _, out = run(_job("move-a", "a", T0 + 2000, phase="Aborted"), domain=domain)
+    assert jobs["move-a"].phase == "Aborted"
+    assert jobs["move-b"].phase == "Running", "the aborted job no longer holds the per-node place"
+    assert jobs["move-b"].held_by, "what delayed it stays on the job"
+    _, again = run(_job("move-a", "a", T0 + 3000, phase="Aborted"), domain=domain)
+    assert not outputs(again, "PodMigrationJob"), "an aborted job is left alone"
+
+
+def test_the_scavenger_deletes_old_jobs_and_their_reservations():
+    """``defaultGCDuration`` 30 min after creation (TTL + 5 min with a TTL): a tombstone for the job and for the
+    Reservation it created, and the domain forgets both."""
+    domain, _ = run(*_two_nodes())
+    run(_job("move-a", "a", T0 + 1000), _job("move-b", "b", T0 + 1000, ttl_ms=60_000, mode="EvictDirectly"),
+        domain=domain)
+    reservation = domain.descheduling.migrations.jobs["move-a"].reservation
+    _, out = run(tick(T0 + 1000 + 6 * 60_000 + 1), domain=domain)
+    assert [r for r in outputs(out, "PodMigrationJob") if "deletes" in r] == [{"deletes": "move-b"}]
+    _, out = run(tick(T0 + 1000 + 30 * 60_000 + 1), domain=domain)
+    assert {"deletes": "move-a"} in outputs(out, "PodMigrationJob")
+    assert {"deletes": reservation} in outputs(out, "Reservation")
+    assert domain.descheduling.migrations.jobs == {}

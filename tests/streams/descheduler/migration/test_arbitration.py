@@ -4,7 +4,7 @@
 import pytest
 
 from streams.descheduler.migration.arbitration import (
-    FAILED, PASSED, WAITING, JobView, WorkloadView, arbitrate, forbidden_message, retryable, sort_jobs)
+    FAILED, PASSED, WAITING, JobView, WorkloadView, arbitrate, forbidden_message, held_by, sort_jobs)
 from streams.descheduler.migration.args import MigrationArgs
 from streams.descheduler.migration.limits import max_migrating, new_bucket
 from streams.descheduler.snapshot import PodView
@@ -61,7 +61,7 @@ def pod(name, namespace="default", owner=("ReplicaSet",), **extra):
 ])
 def test_fl1_max_migrating_per_node(limit, others, held):
     args = MigrationArgs(max_migrating_per_node=limit)
-    assert retryable(job(1, node="n1"), args, others, {}) is held
+    assert (held_by(job(1, node="n1"), args, others, {}) is not None) is held
 
 
 @pytest.mark.parametrize("max_unavailable, unavailable, migrating_workload, held", [
@@ -79,7 +79,7 @@ def test_fl3_max_unavailable_per_workload(max_unavailable, unavailable, migratin
     workloads = {"w": WorkloadView(10, frozenset({"default/down"} if unavailable else ())),
                  "other": WorkloadView(10, frozenset())}
     others = [job(2, phase="Running", workload=migrating_workload)] if migrating_workload else []
-    assert retryable(job(1, workload="w"), args, others, workloads) is held
+    assert (held_by(job(1, workload="w"), args, others, workloads) is not None) is held
 
 
 @pytest.mark.parametrize("replicas, args, failed", [
@@ -100,6 +100,7 @@ def test_a_job_that_passes_counts_for_the_jobs_after_it():
     pods = {j.pod: pod(j.pod.partition("/")[2]) for j in jobs}
     verdicts = arbitrate(jobs, jobs, pods, {}, MigrationArgs(max_migrating_per_node=2))
     assert [v for _, v, _ in verdicts] == [PASSED, PASSED, WAITING]
+    assert verdicts[2][2] == 'maxMigratingPerNode: 2 pods migrating on node "n1"'
 
 
 def test_daemonset_pods_are_forbidden():
