@@ -1,9 +1,10 @@
 """Prometheus series of the node agent, the publisher and the simulator.
 
-What NodeMetric has no field for is exposed here instead, per pod: CFS
-throttling (throttled periods / periods over the last report interval, as
-koordlet's pod-throttled collector computes it), PSI averages, cold page bytes,
-and per-container CPU and memory.
+Per pod, beside what the NodeMetric carries: CFS throttling (throttled periods
+/ periods over the last report interval, as koordlet's pod-throttled collector
+computes it; also in ``podsMetric[].throttledRatio``), cold page bytes (also in
+the NodeMetric), and what it has no field for: PSI averages and per-container
+CPU and memory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ DROPPED = Counter("koord_node_agent_dropped_records_total",
                   "Metric records dropped, oldest first, because the publish buffer was full.", ["topic"])
 RECONNECTS = Counter("koord_node_agent_broker_reconnects_total", "Broker (re)connection attempts that failed.")
 BUFFERED = Gauge("koord_node_agent_buffered_records", "Records waiting for the broker.", ["kind"])
+BROKER_CONNECTED = Gauge("koord_node_agent_broker_connected",
+                         "1 while the publisher's last connect or send succeeded, else 0; labelled so that only "
+                         "processes that publish export it.", ["bootstrap"])
 
 COLLECT_SECONDS = Gauge("koord_node_agent_collect_seconds", "Duration of the last collection round.")
 POD_CGROUPS = Gauge("koord_node_agent_pod_cgroups", "Pod cgroups found in the last collection round.")

@@ -73,6 +73,7 @@ class Publisher:
     def __init__(self, bootstrap: str, topic_names: Mapping[str, str], *, max_buffered_metrics: int = 360,
                  batch_size: int = 500, send_timeout_s: float = 30.0, backoff: Backoff = Backoff(),
                  producer_factory: ProducerFactory | None = None, seed: int | None = None) -> None:
+        self._connected_gauge = metrics.BROKER_CONNECTED.labels(bootstrap)
         self._names = dict(topic_names)
         self._state: OrderedDict[tuple[str, str], Outgoing] = OrderedDict()
         """(topic id, identity) -> the latest record."""
@@ -115,6 +116,16 @@ class Publisher:
         self._gauges()
         self._idle.clear()
         self._wakeup.set()
+
+    @property
+    def connected(self) -> bool:
+        """Whether the last connect or send succeeded (``koord_node_agent_broker_connected``)."""
+        return self._connected
+
+    @connected.setter
+    def connected(self, value: bool) -> None:
+        self._connected = value
+        self._connected_gauge.set(int(value))
 
     @property
     def pending(self) -> int:

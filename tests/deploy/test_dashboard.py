@@ -1,5 +1,6 @@
 """Every metric the Grafana dashboard queries is one the code exports."""
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -14,13 +15,15 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), 
 METRIC = re.compile(r"\b(koord[a-z]*_[a-z_]+)\b")
 
 
-def exported() -> set[str]:
+@functools.cache
+def exported() -> frozenset[str]:
+    """The names of every series the worker and the node agent export (cached: an app registers its metrics once)."""
     create_app("127.0.0.1:1", load_topology())
-    import node_agent  # noqa: F401  (registers the node agent's metrics when it defines any)
+    import node_agent.metrics  # noqa: F401  (registers the node agent's metrics)
     names = set()
     for family in REGISTRY.collect():
         names.update(family.name + suffix for suffix in SUFFIXES.get(family.type, ("",)))
-    return names
+    return frozenset(names)
 
 
 def queried() -> set[str]:

@@ -120,3 +120,23 @@ def test_backoff_grows_and_is_capped(attempt, low, high):
 def test_unknown_topic_is_refused_at_submit():
     with pytest.raises(KeyError, match="not in the topology"):
         Publisher("unused:9092", NAMES).submit(Outgoing("nowhere", "k", b""), droppable=True)
+
+
+def test_the_connected_gauge_follows_the_broker():
+    def connected() -> float | None:
+        return REGISTRY.get_sample_value("koord_node_agent_broker_connected", {"bootstrap": "gauge:9092"})
+
+    async def scenario():
+        broker = FakeBroker(down=True)
+        publisher = Publisher("gauge:9092", NAMES, producer_factory=broker.producer, backoff=FAST)
+        assert connected() == 0
+        stop = asyncio.Event()
+        task = asyncio.create_task(publisher.run(stop))
+        publisher.submit(metric(0), droppable=True)
+        await asyncio.sleep(0.02)
+        assert connected() == 0
+        broker.down = False
+        assert await publisher.flushed(timeout_s=2) and connected() == 1
+        stop.set()
+        await task
+    asyncio.run(scenario())
