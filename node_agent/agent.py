@@ -31,10 +31,11 @@ from collections.abc import Callable
 from node_agent import metrics
 from node_agent.collectors import coldmemory, rdma
 from node_agent.collectors.capacity import node_capacity
-from node_agent.collectors.cgroups import CgroupLayout, PodCgroup, Pressure
+from node_agent.collectors.cgroups import CgroupLayout, PodCgroup, Pressure, Throttling, throttled_ratio
 from node_agent.collectors.gpu import NVML, model_label
 from node_agent.collectors.hostapps import HostApplication, load_host_applications
-from node_agent.collectors.memory import cgroup_usage, node_usage, parse_meminfo
+from node_agent.collectors.memory import (WITH_HOT_PAGE_CACHE, WITHOUT_PAGE_CACHE, cgroup_usage, node_usage,
+                                          parse_meminfo)
 from node_agent.collectors.procstat import NodeCPU
 from node_agent.collectors.topology import Topology, read_topology
 from node_agent.counters import RateMeter
@@ -89,7 +90,7 @@ class NodeAgent:
         self._node_cpu = NodeCPU(settings.proc_root, monotonic)
         self._cpu = RateMeter(per_second=1e9)
         self._container_cpu = RateMeter(per_second=1e9)
-        self._throttling: dict[str, tuple[int, int]] = {}
+        self._throttling: dict[str, Throttling] = {}
         self._history = math.ceil(settings.history_s / settings.collect_interval_s) + 2
         self._window = math.ceil(settings.aggregate_duration_s / settings.collect_interval_s) + 2
         self._node_series = RingBuffer(self._history, 4)
@@ -204,16 +205,12 @@ class NodeAgent:
                 metrics.COLD_PAGE_BYTES.labels(uid).set(self._cold[pod.dir])
 
     def _throttled_ratio(self, rel: str) -> float | None:
-        """Throttled periods / periods since the previous report (koordlet's pod-throttled collector)."""
+        """Throttled periods / periods since the previous report (``cgroups.throttled_ratio``)."""
         current = self.layout.throttling(rel)
-        if current is None:
-            return None
-        previous = self._throttling.get(rel)
-        self._throttling[rel] = (current.periods, current.throttled_periods)
-        if previous is None:
-            return None
-        periods, throttled = current.periods - previous[0], current.throttled_periods - previous[1]
-        return throttled / periods if periods > 0 and throttled >= 0 else None
+        previous = self._throttling.pop(rel, None)
+        if current is not None:
+            self._throttling[rel] = current
+        return throttled_ratio(previous, current)
 
     # Reports.
 
@@ -234,7 +231,10 @@ class NodeAgent:
             if cpu is None and memory is None:
                 continue
             who = self.pods.lookup(uid, self._pod_cgroups[uid].kube_qos)
-            pods.append(PodReport(uid, who.namespace, who.name, who.priority, who.qos, Usage(cpu, memory)))
+            details = self.details.get(uid)
+            pods.append(PodReport(uid, who.namespace, who.name, who.priority, who.qos, Usage(cpu, memory),
+                                  None if details is None else details.throttled_ratio,
+                                  None if details is None else details.cold_bytes))
         apps = []
         for app in self.host_apps:
             series = self._app_series.get(app.name)
@@ -243,7 +243,16 @@ class NodeAgent:
                 apps.append(HostAppReport(app.name, app.priority, app.qos, Usage(cpu, memory)))
         return node_metric_manifest(self.node_name, self._wall_clock(), Usage(node_cpu, node_memory),
                                     Usage(system_cpu, system_memory), node_windows, system_windows, pods, apps,
-                                    self._gpu_usage())
+                                    self._gpu_usage(), self.memory_policy(), self._cold.get(NODE_CGROUP))
+
+    def memory_policy(self) -> str:
+        """The policy the node's memory usage is measured under: the configured one, except that
+        usageWithHotPageCache without the node's cold page bytes is measured as usageWithoutPageCache
+        (``collectors.memory``)."""
+        policy = self.settings.memory_policy
+        if policy == WITH_HOT_PAGE_CACHE and NODE_CGROUP not in self._cold:
+            return WITHOUT_PAGE_CACHE
+        return policy
 
     def _gpu_usage(self) -> list[dict]:
         usage = self.nvml.usage() if self._gpus else {}

@@ -4,7 +4,11 @@ Pure: values in, manifest dicts out. They are what ``koord apply`` would take
 (``streams.objects.to_record`` converts them), in Koordinator's shapes:
 NodeMetric ``status.nodeMetric.{nodeUsage, systemUsage, aggregatedNodeUsages,
 aggregatedSystemUsages}``, ``status.podsMetric[]``, ``status.hostApplicationMetric[]``,
-``status.updateTime``; Device ``spec.devices[]`` as koordlet's device informer
+``status.updateTime``, and koordstream's additions: the memory policy the
+usages were measured under (``spec.metricCollectPolicy.nodeMemoryCollectPolicy``,
+Koordinator's field), kidled cold page bytes (``status.nodeMetric.coldPageBytes``,
+``podsMetric[].coldPageBytes``) and each pod's CFS throttled ratio over the last
+report interval (``podsMetric[].throttledRatio``); Device ``spec.devices[]`` as koordlet's device informer
 builds them; NodeResourceTopology ``zones[]`` as koordlet's
 ``calTopologyZoneList``. Quantities are formatted like resource.Quantity: CPU
 from cores as truncated milli-cores, memory as truncated bytes.
@@ -47,6 +51,10 @@ class PodReport:
     priority: str | None
     qos: str | None
     usage: Usage
+    throttled_ratio: float | None = None
+    """Throttled CFS periods / periods since the previous report; None when not measured."""
+    cold_page_bytes: int | None = None
+    """kidled cold page bytes of the pod cgroup; None without kidled."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,7 +100,8 @@ def _aggregated(windows: list[Window]) -> list[dict]:
 
 def node_metric_manifest(node_name: str, update_time: float, node_usage: Usage, system_usage: Usage,
                          node_windows: list[Window], system_windows: list[Window], pods: list[PodReport],
-                         host_apps: list[HostAppReport], gpu_usage: list[dict] | None = None) -> dict:
+                         host_apps: list[HostAppReport], gpu_usage: list[dict] | None = None,
+                         memory_policy: str | None = None, cold_page_bytes: int | None = None) -> dict:
     node_usage_map: dict = {"resources": node_usage.resources()}
     if gpu_usage:
         node_usage_map["devices"] = gpu_usage
@@ -104,6 +113,10 @@ def node_metric_manifest(node_name: str, update_time: float, node_usage: Usage, 
             entry["priority"] = pod.priority
         if pod.qos:
             entry["qos"] = pod.qos
+        if pod.throttled_ratio is not None and math.isfinite(pod.throttled_ratio):
+            entry["throttledRatio"] = min(max(pod.throttled_ratio, 0.0), 1.0)
+        if pod.cold_page_bytes is not None:
+            entry["coldPageBytes"] = pod.cold_page_bytes
         pods_metric.append(entry)
     apps_metric = []
     for app in sorted(host_apps, key=lambda a: a.name):
@@ -113,22 +126,28 @@ def node_metric_manifest(node_name: str, update_time: float, node_usage: Usage, 
         if app.qos:
             entry["qos"] = app.qos
         apps_metric.append(entry)
-    return {
+    node_metric = {
+        "nodeUsage": node_usage_map,
+        "systemUsage": {"resources": system_usage.resources()},
+        "aggregatedNodeUsages": _aggregated(node_windows),
+        "aggregatedSystemUsages": _aggregated(system_windows),
+    }
+    if cold_page_bytes is not None:
+        node_metric["coldPageBytes"] = cold_page_bytes
+    manifest = {
         "apiVersion": "slo.koordinator.sh/v1alpha1",
         "kind": "NodeMetric",
         "metadata": {"name": node_name},
         "status": {
             "updateTime": rfc3339(update_time),
-            "nodeMetric": {
-                "nodeUsage": node_usage_map,
-                "systemUsage": {"resources": system_usage.resources()},
-                "aggregatedNodeUsages": _aggregated(node_windows),
-                "aggregatedSystemUsages": _aggregated(system_windows),
-            },
+            "nodeMetric": node_metric,
             "podsMetric": pods_metric,
             "hostApplicationMetric": apps_metric,
         },
     }
+    if memory_policy:
+        manifest["spec"] = {"metricCollectPolicy": {"nodeMemoryCollectPolicy": memory_policy}}
+    return manifest
 
 
 def node_manifest(node_name: str, capacity: dict[str, int], labels: dict[str, str],

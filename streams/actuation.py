@@ -35,11 +35,16 @@ Mechanisms and their setting names (``SETTINGS`` holds the allowed names per
 - ``resctrl``: ``l3.start_percent``, ``l3.end_percent``, ``mb.percent`` and
   ``tasks.pods`` (comma-separated pod UIDs whose tasks join the group; on a
   pod target only that pod's UID); the agent turns percents into the host's
-  cache bit masks, as koordlet does.
+  cache bit masks, as koordlet does. A pod target also takes ``group.remove``
+  ``1``, alone: remove the pod's group (its pod left the node or no longer
+  asks for one; its tasks fall back to the default group).
 - ``tc``: on the node, per class ``L0``/``L1``/``L2`` (terway-qos priorities)
   ``<class>.request_bps`` and ``<class>.limit_bps``, plus ``total_bps``; on a
-  pod (annotation ``koordinator.sh/networkQOS``) ``priority`` (0 SYSTEM, 1 LS,
-  2 BE), ``ingress.limit_bps`` and ``egress.limit_bps`` (bits/s, 0 unlimited).
+  pod ``priority`` (0 SYSTEM, 1 LS, 2 BE), ``ingress.limit_bps`` and
+  ``egress.limit_bps`` (bits/s, 0 unlimited; annotation
+  ``koordinator.sh/networkQOS``) and ``address``, the pod's IP
+  (``status.podIP``) by which the agent sorts its packets, as terway-qos keys
+  pods by address.
 
 Every value is a decimal string (Avro map of strings). The ``sequence`` is
 per node and increases with every actuation the node aggregate emits; an
@@ -52,9 +57,9 @@ this host supports; ``applied`` is true when every supported setting is in
 force (written, or already equal) and at least one setting was supported;
 ``error`` is null only when everything asked for is in force. A setting the
 host cannot apply (no such cgroup file, no core scheduling in the kernel, no
-classifier for pod tc, resctrl not mounted) is named in ``error`` as
-``unsupported <setting>: <why>`` and is absent from ``values``, without
-undoing the others: ``applied=true`` with an ``error`` is a partial success.
+pod address or no ifb device for pod tc, resctrl not mounted) is named in
+``error`` as ``unsupported <setting>: <why>`` and is absent from ``values``,
+without undoing the others: ``applied=true`` with an ``error`` is a partial success.
 A refusal (``rejected (<reason>): ...``) or a failed write (the previous
 values restored) is ``applied=false``.
 
@@ -107,6 +112,9 @@ L3_END = "l3.end_percent"
 MB_PERCENT = "mb.percent"
 TASKS_PODS = "tasks.pods"
 RESCTRL_SETTINGS = (L3_START, L3_END, MB_PERCENT, TASKS_PODS)
+GROUP_REMOVE = "group.remove"
+"""``resctrl`` on a pod: ``1`` removes the pod's own group; never with other settings."""
+POD_RESCTRL_SETTINGS = (*RESCTRL_SETTINGS, GROUP_REMOVE)
 RESCTRL_POD_GROUP_PREFIX = "koordlet-"
 """A pod's own resctrl group is ``koordlet-<pod uid>`` (koordlet's resctrl hook)."""
 
@@ -120,7 +128,9 @@ NET_PRIORITY = "priority"
 NET_INGRESS_LIMIT = "ingress.limit_bps"
 NET_EGRESS_LIMIT = "egress.limit_bps"
 """``tc`` on a pod: its own limits from ``koordinator.sh/networkQOS`` in bits/s (0: unlimited)."""
-POD_TC_SETTINGS = (NET_PRIORITY, NET_INGRESS_LIMIT, NET_EGRESS_LIMIT)
+NET_ADDRESS = "address"
+"""``tc`` on a pod: its IPv4 or IPv6 address (``status.podIP``); without it the agent cannot classify the pod."""
+POD_TC_SETTINGS = (NET_PRIORITY, NET_INGRESS_LIMIT, NET_EGRESS_LIMIT, NET_ADDRESS)
 HOSTAPP_PATH = "cgroup.path"
 
 MECHANISM_TARGETS = {
@@ -134,7 +144,7 @@ SETTINGS = {
     (MECHANISM_CGROUP, TARGET_POD): (*CGROUP_SETTINGS, CORE_SCHED_GROUP),
     (MECHANISM_CGROUP, TARGET_HOSTAPP): (HOSTAPP_PATH, *CGROUP_SETTINGS),
     (MECHANISM_RESCTRL, TARGET_QOS): RESCTRL_SETTINGS,
-    (MECHANISM_RESCTRL, TARGET_POD): RESCTRL_SETTINGS,
+    (MECHANISM_RESCTRL, TARGET_POD): POD_RESCTRL_SETTINGS,
     (MECHANISM_TC, TARGET_NODE): TC_SETTINGS,
     (MECHANISM_TC, TARGET_POD): POD_TC_SETTINGS,
 }

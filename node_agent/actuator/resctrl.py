@@ -2,9 +2,10 @@
 
 Group ``<resctrl root>/<LSR|LS|BE>`` for a ``qos`` target, ``<resctrl root>/koordlet-<pod uid>`` for a
 ``pod`` target (koordlet's resctrl hook; its ``tasks.pods`` may only name that pod), created when missing.
-A pod's group is not removed when the pod leaves (the contract has no such actuation; the kernel has a
-limited number of CLOSIDs, so a node with many annotated pods runs out: ``mkdir`` fails with ENOSPC and the
-ack says so). Its ``schemata``
+``group.remove = 1`` (alone) on a pod target removes the pod's group, as koordlet's hook does when the pod's
+sandbox goes: ``rmdir`` (the kernel moves its tasks back to the default group and frees its CLOSID); an
+absent group is already removed. The planner asks for it once its pod left the node, so the kernel's
+limited CLOSIDs are not used up by pods that ended; this backend collects nothing on its own. Its ``schemata``
 gets, for the resources the actuation names::
 
     L3:<id>=<mask>;<id>=<mask>       for every L3 cache id of the root schemata
@@ -29,7 +30,7 @@ group, and koordlet does not undo either).
 
 Read back: the percents asked for when their mask is the group's mask (of its
 first cache id), else the smallest percents giving that mask; the MB value as a percent, and the listed pods whose threads
-are all in the group.
+are all in the group; ``group.remove`` as ``1`` once the group is gone, else ``0``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from node_agent.actuator.verify import BAD_TARGET, BAD_VALUE, Rejected, Target
 from node_agent.collectors.cgroups import CgroupLayout
 from node_agent.hostfs import read_text
 from streams import actuation as contract
-from streams.actuation import L3_END, L3_START, MB_PERCENT, RESCTRL_SETTINGS, TASKS_PODS
+from streams.actuation import GROUP_REMOVE, L3_END, L3_START, MB_PERCENT, POD_RESCTRL_SETTINGS, TASKS_PODS
 
 AMD_MB_UNLIMITED = 2048
 AMD_MB_MAX = 160
@@ -155,7 +156,7 @@ class ResctrlBackend:
 
     def plan(self, target: Target, values: dict[str, str]) -> Plan:
         info = self.info()
-        asked = tuple(s for s in RESCTRL_SETTINGS if s in values)
+        asked = tuple(s for s in POD_RESCTRL_SETTINGS if s in values)
         if info is None:
             return Plan(target, (), unsupported={s: f"resctrl is not mounted at {self.root}" for s in asked})
         try:
@@ -165,6 +166,8 @@ class ResctrlBackend:
                 group = resctrl_group_dir(self.root, target.qos)
         except PathProblem as err:
             raise Rejected(BAD_TARGET, str(err)) from None
+        if GROUP_REMOVE in values:
+            return self._plan_removal(target, group, values)
         current = parse_schemata(read_text(group / "schemata")) if group.is_dir() else {}
         unsupported: dict[str, str] = {}
         l3_asked = None
@@ -212,6 +215,13 @@ class ResctrlBackend:
         return Plan(target, requested, actions, unsupported,
                     payload=dict(group=group, create=create, schemata=schemata, moves=moves, missing=missing,
                                  pods=pods or (), info=info, l3_asked=l3_asked))
+
+    @staticmethod
+    def _plan_removal(target: Target, group: Path, values: dict[str, str]) -> Plan:
+        if values[GROUP_REMOVE] != "1" or len(values) != 1:
+            raise Rejected(BAD_VALUE, f"{GROUP_REMOVE} must be 1 and come alone, got {sorted(values.items())}")
+        actions = [f"rmdir {group}"] if group.is_dir() else []
+        return Plan(target, (GROUP_REMOVE,), actions, payload=dict(group=group, remove=True))
 
     def _l3_percents(self, values: dict[str, str], current: dict[str, dict[int, str]],
                      info: ResctrlInfo) -> tuple[int, int]:
@@ -263,6 +273,15 @@ class ResctrlBackend:
             return Outcome()
         work = plan.payload
         group: Path = work["group"]
+        if work.get("remove"):
+            try:
+                if group.is_dir():
+                    self.rmdir(group)
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                return Outcome(f"removing resctrl group {group}: {describe(err)}")
+            return Outcome()
         created = False
         if work["create"] and (work["schemata"] is not None or work["moves"]):
             try:
@@ -295,6 +314,8 @@ class ResctrlBackend:
             return {}
         work = plan.payload
         group: Path = work["group"]
+        if work.get("remove"):
+            return {GROUP_REMOVE: "0" if group.is_dir() else "1"}
         info: ResctrlInfo = work["info"]
         schemata = parse_schemata(read_text(group / "schemata"))
         result = {}

@@ -64,6 +64,19 @@ class Throttling:
     throttled_ns: int
 
 
+def throttled_ratio(previous: Throttling | None, current: Throttling | None) -> float | None:
+    """Throttled periods / periods between two ``cpu.stat`` readings, as koordlet's pod-throttled collector
+    (``podthrottled``) computes ``ContainerThrottledRatio``: None without both readings or without a period
+    in between (a counter that went back, e.g. a recreated cgroup, reads as None too)."""
+    if previous is None or current is None:
+        return None
+    periods = current.periods - previous.periods
+    throttled = current.throttled_periods - previous.throttled_periods
+    if periods <= 0 or throttled < 0:
+        return None
+    return min(throttled / periods, 1.0)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Pressure:
     """One PSI file: ``some``/``full`` avg10/avg60/avg300 (percent) and total (microseconds)."""

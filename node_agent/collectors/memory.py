@@ -23,9 +23,9 @@ from __future__ import annotations
 import dataclasses
 
 from node_agent.hostfs import parse_int
-
-WITHOUT_PAGE_CACHE, WITH_HOT_PAGE_CACHE, WITH_PAGE_CACHE = (
-    "usageWithoutPageCache", "usageWithHotPageCache", "usageWithPageCache")
+from streams.koordinator.resources import (USAGE_WITH_HOT_PAGE_CACHE as WITH_HOT_PAGE_CACHE,
+                                           USAGE_WITH_PAGE_CACHE as WITH_PAGE_CACHE,
+                                           USAGE_WITHOUT_PAGE_CACHE as WITHOUT_PAGE_CACHE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

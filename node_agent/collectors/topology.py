@@ -21,6 +21,13 @@ annotation (``pkg/koordlet/util/cpuinfo.go``, ``apis/extension/cpu_normalization
 - catL3CbmMask: ``/sys/fs/resctrl/info/L3/cbm_mask`` when resctrl is mounted.
 
 The JSON keeps Go's ``omitempty``: false and empty fields are left out.
+
+The kubelet's CPU manager policy, which koordlet reports in the
+``kubelet.koordinator.sh/cpu-manager-policy`` annotation (``{"policy": "static"}``) and which decides
+whether a Guaranteed pod without a QoS label is LSR (``static``) or LS: the ``policyName`` of the kubelet's
+checkpoint ``<kubelet root>/cpu_manager_state`` (koordlet asks the kubelet's ``/configz``; the checkpoint
+names the same policy and needs no kubelet credentials). Without a readable checkpoint the annotation is left
+out and readers take kubelet's default, ``none``.
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ from pathlib import Path
 
 from node_agent.collectors.memory import parse_meminfo
 from node_agent.hostfs import list_dirs, parse_cpu_list, read_int, read_text
-from streams.koordinator.annotations import ANNOTATION_CPU_BASIC_INFO, ANNOTATION_CPU_TOPOLOGY
+from streams.koordinator.annotations import (
+    ANNOTATION_CPU_BASIC_INFO, ANNOTATION_CPU_TOPOLOGY, ANNOTATION_KUBELET_CPU_MANAGER_POLICY)
 
 _NODE_DIR = re.compile(r"^node(\d+)$")
+CPU_MANAGER_STATE = "cpu_manager_state"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -58,6 +67,8 @@ class Topology:
     cat_l3_cbm_mask: str = ""
     numa_memory: tuple[tuple[int, int], ...] = ()
     """(NUMA node id, MemTotal bytes) of each NUMA node sysfs lists, by id; empty without a NUMA directory."""
+    cpu_manager_policy: str = ""
+    """The kubelet's CPU manager policy (``policyName`` of its checkpoint); "" when unknown."""
 
     @property
     def sockets(self) -> int:
@@ -96,8 +107,12 @@ class Topology:
         return {cpu.node: cpu.socket for cpu in sorted(self.cpus, key=lambda c: c.id)}
 
     def annotations(self) -> dict[str, str]:
-        return {ANNOTATION_CPU_BASIC_INFO: json.dumps(self.cpu_basic_info(), separators=(",", ":")),
-                ANNOTATION_CPU_TOPOLOGY: json.dumps(self.cpu_topology(), separators=(",", ":"))}
+        annotations = {ANNOTATION_CPU_BASIC_INFO: json.dumps(self.cpu_basic_info(), separators=(",", ":")),
+                       ANNOTATION_CPU_TOPOLOGY: json.dumps(self.cpu_topology(), separators=(",", ":"))}
+        if self.cpu_manager_policy:
+            annotations[ANNOTATION_KUBELET_CPU_MANAGER_POLICY] = json.dumps({"policy": self.cpu_manager_policy},
+                                                                             separators=(",", ":"))
+        return annotations
 
 
 def online_cpus(sys_root: Path) -> tuple[int, ...] | None:
@@ -128,8 +143,20 @@ def numa_memory(sys_root: Path) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(found))
 
 
-def read_topology(sys_root: Path, proc_root: Path) -> Topology:
-    """The host's topology; missing files give socket/core = CPU id order and node 0, never an error."""
+def cpu_manager_policy(kubelet_root: Path) -> str:
+    """``policyName`` of ``<kubelet_root>/cpu_manager_state``; "" when it is missing or does not parse."""
+    try:
+        state = json.loads(read_text(kubelet_root / CPU_MANAGER_STATE) or "{}")
+    except ValueError:
+        return ""
+    policy = state.get("policyName") if isinstance(state, dict) else None
+    return policy if isinstance(policy, str) else ""
+
+
+def read_topology(sys_root: Path, proc_root: Path, kubelet_root: Path | None = None) -> Topology:
+    """The host's topology; missing files give socket/core = CPU id order and node 0, never an error.
+    ``kubelet_root`` (default: ``var/lib/kubelet`` beside ``sys_root``, ``/var/lib/kubelet`` for ``/sys``)
+    holds the kubelet's CPU manager checkpoint."""
     cpu_dir = sys_root / "devices/system/cpu"
     online = online_cpus(sys_root) or ()
     nodes = numa_of_cpus(sys_root)
@@ -153,6 +180,7 @@ def read_topology(sys_root: Path, proc_root: Path) -> Topology:
         turbo=_turbo(sys_root),
         cat_l3_cbm_mask=(read_text(sys_root / "fs/resctrl/info/L3/cbm_mask") or "").strip(),
         numa_memory=numa_memory(sys_root),
+        cpu_manager_policy=cpu_manager_policy(kubelet_root or sys_root.parent / "var/lib/kubelet"),
     )
 
 

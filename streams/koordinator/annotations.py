@@ -5,7 +5,7 @@ from __future__ import annotations
 from streams.koordinator.labels import QUOTA_PREFIX
 
 ANNOTATION_CPU_QOS = "koordinator.sh/cpuQOS"
-"""``CPUQOSCfg`` JSON (``{"enable": true, "groupIdentity": -1}``); overrides the class only for LS pods."""
+"""``CPUQOSCfg`` JSON (``{"enable": true, "groupIdentity": -1}``); overrides the class only for pods labelled LS."""
 ANNOTATION_CPU_BURST = "koordinator.sh/cpuBurst"
 """``CPUBurstConfig`` JSON merged over the node's cpu-burst strategy."""
 ANNOTATION_NETWORK_QOS = "koordinator.sh/networkQOS"

@@ -10,7 +10,8 @@ BE -> Batch, else None).
 
 QoS class with default: the ``koordinator.sh/qosClass`` label (unknown
 names give None), else from the Kubernetes QoS class: Guaranteed -> LSR,
-Burstable -> LS, BestEffort -> BE.
+Burstable -> LS, BestEffort -> BE. On a node, the Guaranteed case depends on the
+kubelet's CPU manager policy (``qos_for_guaranteed``: LSR only with ``static``).
 
 A SchedulingDecision carries ``priority``, ``priorityClass`` (the raw class
 the scheduler derived) and ``qosClass`` (already with default), so
@@ -62,6 +63,9 @@ KUBE_QOS_BY_DEFAULT_QOS = {qos: kube for kube, qos in QOS_BY_KUBE_QOS.items()}
 """The inverse: one to one, so a QoS class with default that came from the mapping gives the Kubernetes class back."""
 QOS_COMPUTE_RESOURCES = ("cpu", "memory")
 
+CPU_MANAGER_POLICY_STATIC, CPU_MANAGER_POLICY_NONE = "static", "none"
+"""The kubelet's CPU manager policies (``KubeletCPUManagerPolicyStatic`` / ``None``); ``none`` is kubelet's default."""
+
 PRIORITY_CODES = {name: code for code, name in enumerate(KNOWN_PRIORITY_CLASSES)}
 """Compact codes for persistence: index in ``KNOWN_PRIORITY_CLASSES``."""
 QOS_CODES = {name: code for code, name in enumerate((QOS_NONE,) + KNOWN_QOS_CLASSES)}
@@ -100,6 +104,14 @@ def qos_class_with_default(label: str | None, kube_qos: str | None) -> str:
     if qos != QOS_NONE:
         return qos
     return QOS_BY_KUBE_QOS.get(kube_qos or "", QOS_NONE)
+
+
+def qos_for_guaranteed(cpu_manager_policy: str) -> str:
+    """The class of a Guaranteed pod without a QoS label on a node whose kubelet runs ``cpu_manager_policy``:
+    LSR with ``static``, LS with any other (the Koordinator 1.0 QoS table: "when kubelet CPU Manager Policy is
+    static, Guaranteed is equivalent to LSR; when none, to LS"). The source's ``QoSClassForGuaranteed`` is a
+    fixed LSR; ``QOS_BY_KUBE_QOS`` keeps it for what is decided before a node is known (the scheduler)."""
+    return QOS_LSR if cpu_manager_policy == CPU_MANAGER_POLICY_STATIC else QOS_LS
 
 
 def priority_class_with_qos(qos: str) -> str:

@@ -41,6 +41,11 @@ NPU_CPU = "huawei.com/npu-cpu"
 NPU_DVPP = "huawei.com/npu-dvpp"
 DEVICE_GPU, DEVICE_RDMA, DEVICE_FPGA = "gpu", "rdma", "fpga"
 """Device types of the Device object (``schedulingv1alpha1.DeviceType``)."""
+USAGE_WITHOUT_PAGE_CACHE, USAGE_WITH_PAGE_CACHE, USAGE_WITH_HOT_PAGE_CACHE = (
+    "usageWithoutPageCache", "usageWithPageCache", "usageWithHotPageCache")
+MEMORY_COLLECT_POLICIES = (USAGE_WITHOUT_PAGE_CACHE, USAGE_WITH_PAGE_CACHE, USAGE_WITH_HOT_PAGE_CACHE)
+"""``NodeMemoryCollectPolicy`` (``apis/slo/v1alpha1/nodemetric_types.go``): how NodeMetric memory usage counts
+page cache; usageWithHotPageCache leaves out kidled's cold pages."""
 
 _BY_PRIORITY_CLASS = {
     PRIORITY_BATCH: {"cpu": BATCH_CPU, "memory": BATCH_MEMORY},

@@ -145,7 +145,7 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
             profile = train(state.profile, metric, state.pods, now, settings.prediction)
             state = _replace(state, sources=sources, metric=metric, profile=profile)
         state, outputs = _calculate(state, config, now, event.causation, settings, stats, force=False)
-        return _plan_qos(state, config, now, event.causation, outputs, settings, stats)
+        return _plan_qos(state, config, now, event.causation, outputs, settings, stats, metric_is_new=not event.deleted)
     if kind == "Node":
         if event.deleted:
             return _replace(state, sources=sources, node=None, published=Published()), []
@@ -203,14 +203,16 @@ def recalculate(state: NodeState, config: SloConfig, now_ms: int, causation: Cau
 
 
 def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation, outputs: list[tuple[str, dict]],
-              settings: NodeAggregateSettings, stats: PluginStats | None) -> tuple[NodeState, list[tuple[str, dict]]]:
-    """Plan the node's QoS after the NodeResource outputs; nothing before the Node is known."""
+              settings: NodeAggregateSettings, stats: PluginStats | None,
+              metric_is_new: bool = False) -> tuple[NodeState, list[tuple[str, dict]]]:
+    """Plan the node's QoS after the NodeResource outputs; nothing before the Node is known. ``metric_is_new``:
+    planned for the NodeMetric just received (its throttled ratios scale quota burst once)."""
     node = state.node
     if node is None:
         return state, outputs
     strategy = config.qos.for_node(node.labels)
     memory, planned = planner.plan_node(settings.qos_strategies, node, state.pods, state.metric, strategy, now_ms,
-                                        state.qos, cause, settings.signing_key, stats)
+                                        state.qos, cause, settings.signing_key, stats, metric_is_new)
     if memory is not state.qos:
         state = _replace(state, qos=memory)
     return state, outputs + planned
@@ -273,8 +275,7 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
     if metric is not None and metric.prod_reclaimable is None and settings.predicts_reclaimable:
         reclaimable, _ = predict(state.profile, node, state.pods, metric, now_ms, settings.prediction)
         if reclaimable is not None:
-            metric = MetricView(metric.update_time_ms, metric.node_usage, metric.system_usage, metric.host_apps,
-                                reclaimable, metric.pods)
+            metric = dataclasses.replace(metric, prod_reclaimable=reclaimable)
     outcome = reconcile(settings.resource_plugins, config, node, state.pods, metric, now_ms, state.published, stats,
                         state.zones)
     if not (force or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):

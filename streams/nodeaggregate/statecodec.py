@@ -11,10 +11,12 @@ Layout (``FORMAT`` marker, then three little-endian uint32 lengths):
    named by their position in the pod table);
 4. the profile's histograms as packed integers and numpy arrays
    (``prediction.profile.profile_to_bytes``);
-5. a zlib-compressed JSON tail: the QoS memory (``planner.QoSMemory``) and
-   the host-application names and classes of the NodeMetric, pod UIDs written
-   as their position among the pod table's UIDs. States without it load with
-   an empty memory, states without zones load without zones.
+5. a zlib-compressed JSON tail: the QoS memory (``planner.QoSMemory``),
+   the host-application names and classes of the NodeMetric and, when it
+   reports them, its memory policy, cold page bytes and throttled ratios
+   (``_metric_extras``); pod UIDs written as their position among the pod
+   table's UIDs. States without it load with an empty memory and no extras,
+   states without zones load without zones.
 
 ``load_state(dump_state(s))`` gives back ``s`` (field by field), and dumping
 it again gives the same bytes: the table holds these bytes, and a state is
@@ -109,13 +111,25 @@ def dump_state(state: NodeState) -> bytes:
     dynamic = json.dumps(dynamic_json, separators=(",", ":")).encode()
     profile = profile_to_bytes(state.profile, index)
     apps = [[app.name, app.qos] for app in state.metric.host_apps] if state.metric is not None else []
+    extras = _metric_extras(state.metric)
     tail = b""
-    if state.qos != QoSMemory() or any(name or qos for name, qos in apps):
+    if state.qos != QoSMemory() or any(name or qos for name, qos in apps) or extras:
         uids = _uids(state.pods)
         memory = state.qos.to_json({uid: position for position, uid in enumerate(uids)})
-        tail = zlib.compress(json.dumps([memory, apps], separators=(",", ":")).encode(), 9)
+        tail = zlib.compress(json.dumps([memory, apps, *([extras] if extras else [])],
+                                        separators=(",", ":")).encode(), 9)
     return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
                      static, dynamic, metric, profile, tail))
+
+
+def _metric_extras(metric: MetricView | None) -> list:
+    """The NodeMetric's memory policy, node cold page bytes, and pod cold page bytes and throttled ratios
+    (sorted by pod key); empty when it reports none of them."""
+    if metric is None or (metric.memory_policy is None and metric.cold_page_bytes is None
+                          and not metric.pod_cold_page_bytes and not metric.throttled_ratio):
+        return []
+    return [metric.memory_policy, metric.cold_page_bytes, sorted(metric.pod_cold_page_bytes.items()),
+            sorted(metric.throttled_ratio.items())]
 
 
 def _load_metric(data: bytes, offset: int, keys: list[str], other_keys: list[str]) -> MetricView | None:
@@ -180,11 +194,15 @@ def load_state(data: bytes) -> NodeState:
     pods = PodTable((entry[0], _pod_view(entry)) for entry in pods_json)
     qos_memory = QoSMemory()
     if offset < len(data):
-        memory_json, apps = json.loads(zlib.decompress(data[offset:]))
+        memory_json, apps, *extras = json.loads(zlib.decompress(data[offset:]))
         qos_memory = QoSMemory.from_json(memory_json, _uids(pods))
         if metric is not None:
             metric = dataclasses.replace(metric, host_apps=tuple(
                 dataclasses.replace(app, name=name, qos=qos) for app, (name, qos) in zip(metric.host_apps, apps)))
+        if metric is not None and extras:
+            policy, cold, pod_cold, throttled = extras[0]
+            metric = dataclasses.replace(metric, memory_policy=policy, cold_page_bytes=cold,
+                                         pod_cold_page_bytes=dict(pod_cold), throttled_ratio=dict(throttled))
     node = None if node_json is None else build_node_view(*node_json)
     zones = tuple(Zone(*entry) for entry in zones_json[0]) if zones_json else ()
     published_zones, zones_synced = zones_published or ({}, None)

@@ -41,6 +41,9 @@ class Snapshot:
     """Strategy name -> event time of its last eviction (cool-downs); absent: never evicted."""
     evicted: frozenset[str] = frozenset()
     """Pods evicted already and not yet released; never picked again."""
+    metric_is_new: bool = False
+    """The plan runs for ``metric`` just received: per-report samples in it (throttled ratios) are acted on
+    once, here, and not again when the node is planned for another reason."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -78,10 +78,13 @@ class QoSMemory:
 def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, strategy: NodeQoSStrategy, now_ms: int, memory: QoSMemory,
               cause: Causation, signing_key: bytes | None = None,
-              stats: PluginStats | None = None) -> tuple[QoSMemory, list[tuple[str, dict]]]:
+              stats: PluginStats | None = None,
+              metric_is_new: bool = False) -> tuple[QoSMemory, list[tuple[str, dict]]]:
     """Plan the node; return the new memory and the Actuation / Eviction records to publish. ``stats``, when
-    given, counts and times each strategy's plan (stage ``Plan``)."""
-    snapshot = Snapshot(node, pods, metric, strategy, now_ms, memory.last, memory.last_eviction_ms, memory.evicted)
+    given, counts and times each strategy's plan (stage ``Plan``); ``metric_is_new``: planned for ``metric``
+    just received (``Snapshot.metric_is_new``)."""
+    snapshot = Snapshot(node, pods, metric, strategy, now_ms, memory.last, memory.last_eviction_ms, memory.evicted,
+                        metric_is_new)
     merged: dict[TargetKey, dict[str, str]] = {}
     evictions: list[tuple[str, Eviction]] = []
     last_eviction = dict(memory.last_eviction_ms)

@@ -4,21 +4,24 @@ The scheduler copies exactly these keys into each SchedulingDecision
 (``labels`` / ``DECISION_ANNOTATIONS``), so the node aggregate learns them with
 the pod without storing whole manifests (``PodView.labels`` / ``annotations``,
 and ``PodView.numa_nodes`` / ``cpuset`` from the resource status; ``pinned_cpus``
-parses the cpuset strictly).
+parses the cpuset strictly). ``qos_on_node`` is a pod's QoS class on its node: a Guaranteed pod without a
+label is LSR only where the kubelet runs the static CPU manager policy (``cpu_manager_policy``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from streams.koordinator.annotations import (
     ANNOTATION_CPU_BURST, ANNOTATION_CPU_QOS, ANNOTATION_EVICTION_POLICY, ANNOTATION_EVICTION_PRIORITY,
-    ANNOTATION_NETWORK_QOS, ANNOTATION_RESCTRL, ANNOTATION_RESOURCE_STATUS)
-from streams.koordinator.classes import KUBE_QOS_BY_DEFAULT_QOS, qos_class_by_name
+    ANNOTATION_KUBELET_CPU_MANAGER_POLICY, ANNOTATION_NETWORK_QOS, ANNOTATION_RESCTRL, ANNOTATION_RESOURCE_STATUS)
+from streams.koordinator.classes import (
+    CPU_MANAGER_POLICY_NONE, KUBE_GUARANTEED, KUBE_QOS_BY_DEFAULT_QOS, qos_class_by_name, qos_for_guaranteed)
 from streams.koordinator.labels import (
     LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY, LABEL_POD_EVICTION_ENABLED,
     LABEL_POD_QOS, LABEL_POD_SUB_PRIORITY)
-from streams.noderesource.views import BAD_RESOURCE_STATUS
+from streams.noderesource.views import BAD_RESOURCE_STATUS, PodView
 
 LABELS = (LABEL_POD_QOS, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_POLICY,
           LABEL_POD_SUB_PRIORITY, LABEL_POD_EVICTION_ENABLED)
@@ -84,3 +87,24 @@ def kube_qos(qos_with_default: str, labels: Mapping[str, str] | tuple) -> str | 
     if raw_qos(labels):
         return None
     return KUBE_QOS_BY_DEFAULT_QOS.get(qos_with_default)
+
+
+def cpu_manager_policy(node_annotations: Mapping[str, str]) -> str:
+    """The kubelet's CPU manager policy on a node: the ``policy`` of its
+    ``kubelet.koordinator.sh/cpu-manager-policy`` annotation (``GetKubeletCPUManagerPolicy``; the node agent
+    publishes it as koordlet does on the NodeResourceTopology). ``none``, kubelet's default, when the annotation
+    is absent, does not parse or names no policy."""
+    try:
+        raw = json.loads(node_annotations.get(ANNOTATION_KUBELET_CPU_MANAGER_POLICY) or "{}")
+    except ValueError:
+        return CPU_MANAGER_POLICY_NONE
+    policy = raw.get("policy") if isinstance(raw, dict) else None
+    return policy if isinstance(policy, str) and policy else CPU_MANAGER_POLICY_NONE
+
+
+def qos_on_node(pod: PodView, policy: str) -> str:
+    """The pod's QoS class on a node whose kubelet runs ``policy``: its label's class, else its Kubernetes QoS's,
+    where a Guaranteed pod is LSR only with the ``static`` policy and LS otherwise (``qos_for_guaranteed``)."""
+    if kube_qos(pod.qos, pod.labels) == KUBE_GUARANTEED:
+        return qos_for_guaranteed(policy)
+    return pod.qos

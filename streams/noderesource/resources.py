@@ -10,14 +10,19 @@
   batch-cpu first amplified by the CPU normalization ratio (> 1) and rounded
   up to an integer.
 
+- ``memory_under_policy``: the NodeMetric's memory usages under the node's
+  ``metricMemoryCollectPolicy`` (cold pages taken out for usageWithHotPageCache).
+
 ``DivideResourceList`` is ``quantities.divide_milli`` (the NUMA-level calculation's only user).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
 from streams.koordinator.classes import default_priority
-from streams.koordinator.resources import BATCH_CPU
+from streams.koordinator.resources import BATCH_CPU, USAGE_WITH_HOT_PAGE_CACHE, USAGE_WITH_PAGE_CACHE
 from streams.noderesource.framework import NodeResource, NodeStatus
 from streams.noderesource.quantities import ceil_milli_to_value, multiply, multiply_milli
 from streams.noderesource.views import MetricView
@@ -42,6 +47,38 @@ def host_app_used_above(metric: MetricView, priority_class: str) -> tuple[int, i
             cpu += app.cpu
             memory += app.memory
     return cpu, memory
+
+
+def memory_under_policy(metric: MetricView, policy: str) -> MetricView:
+    """The metric with its memory usages as Koordinator would report them under ``policy``.
+
+    The slo-controller puts the colocation ``metricMemoryCollectPolicy`` into the NodeMetric spec and koordlet
+    reports under it (``statesinformer`` ``collectNodeMetric`` / ``collectPodMetric``); usageWithHotPageCache
+    is usage with page cache minus kidled's cold page bytes (``util/cold_page.go``: node
+    ``MemTotal - MemFree - cold``, pod ``anon + file - cold``). The node agent picks its policy itself and
+    reports it, so when the policy is usageWithHotPageCache and the metric was measured usageWithPageCache
+    with the node's cold page bytes, the cold pages are taken out here::
+
+        node memory   = max(node - node cold, 0)
+        pod memory    = max(pod - pod cold, 0)                     (pods reporting cold page bytes)
+        system memory = max(system - (node cold - sum pod cold), 0)   (cold pages outside pods)
+
+    Host applications stay as reported. Any other case is the metric as reported: measured
+    usageWithHotPageCache it already leaves cold pages out; measured without page cache it has none to
+    leave out (koordlet, too, reports usageWithoutPageCache when kidled is not running).
+    """
+    if (policy != USAGE_WITH_HOT_PAGE_CACHE or metric.memory_policy != USAGE_WITH_PAGE_CACHE
+            or metric.cold_page_bytes is None):
+        return metric
+    cold = metric.pod_cold_page_bytes
+    pods = {key: (cpu, max(memory - cold[key], 0), priority) if key in cold else (cpu, memory, priority)
+            for key, (cpu, memory, priority) in metric.pods.items()}
+    outside_pods = metric.cold_page_bytes - sum(cold[key] for key in metric.pods if key in cold)
+    node_usage = None if metric.node_usage is None else (
+        metric.node_usage[0], max(metric.node_usage[1] - metric.cold_page_bytes, 0))
+    system = (metric.system_usage[0], max(metric.system_usage[1] - outside_pods, 0))
+    return dataclasses.replace(metric, node_usage=node_usage, system_usage=system, pods=pods,
+                               memory_policy=USAGE_WITH_HOT_PAGE_CACHE)
 
 
 def cpu_normalization_ratio(result: NodeResource) -> float:

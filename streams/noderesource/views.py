@@ -14,7 +14,8 @@
   its cpu and memory allocatable, what the NUMA-level batch calculation reads.
 - ``MetricView`` — a NodeMetric record; pod metrics are plain tuples
   ``(cpu milli-cores, memory bytes, priority class or None)`` keyed
-  ``namespace/name`` because a node builds twenty of them per report.
+  ``namespace/name`` because a node builds twenty of them per report; the
+  pods' cold page bytes and throttled ratios, when reported, beside them.
 - ``Snapshot`` — everything one calculation reads.
 
 Units: cpu milli-cores, memory bytes (the records' canonical integers).
@@ -27,8 +28,9 @@ import json
 from collections.abc import Mapping
 
 from streams.koordinator.annotations import (
-    ANNOTATION_COLOCATION_STRATEGY, ANNOTATION_CPU_BASIC_INFO, ANNOTATION_NODE_RESERVATION, ANNOTATION_RAW_ALLOCATABLE,
-    ANNOTATION_RESOURCE_STATUS, ANNOTATION_THIRD_PARTY_ALLOCATIONS)
+    ANNOTATION_COLOCATION_STRATEGY, ANNOTATION_CPU_BASIC_INFO, ANNOTATION_KUBELET_CPU_MANAGER_POLICY,
+    ANNOTATION_NODE_RESERVATION, ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_RESOURCE_STATUS,
+    ANNOTATION_THIRD_PARTY_ALLOCATIONS)
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_FREE, PRIORITY_MID
 from streams.koordinator.labels import LABEL_CPU_NORMALIZATION_ENABLED
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, BATCH_RESOURCES, EXTENDED_RESOURCES
@@ -38,8 +40,9 @@ from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 
 
 KEPT_ANNOTATIONS = (ANNOTATION_NODE_RESERVATION, ANNOTATION_CPU_BASIC_INFO, ANNOTATION_THIRD_PARTY_ALLOCATIONS,
-                    ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_COLOCATION_STRATEGY)
-"""The node annotations a calculation reads; the others are not kept in the state."""
+                    ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_COLOCATION_STRATEGY, ANNOTATION_KUBELET_CPU_MANAGER_POLICY)
+"""The node annotations a calculation or the node-QoS plan reads (the kubelet's CPU manager policy decides
+Guaranteed -> LSR or LS); the others are not kept in the state."""
 
 PodMetric = tuple[int, int, "str | None"]
 """(cpu milli-cores, memory bytes, priority class reported with the metric)."""
@@ -274,6 +277,14 @@ class MetricView:
     prod_reclaimable: tuple[int, int] | None
     """``status.prodReclaimableMetric.resource``; None when not reported."""
     pods: Mapping[str, PodMetric]
+    memory_policy: str | None = None
+    """The ``NodeMemoryCollectPolicy`` the memory usages were measured under; None when not reported."""
+    cold_page_bytes: int | None = None
+    """kidled cold page bytes of the node; None when not reported."""
+    pod_cold_page_bytes: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """kidled cold page bytes by pod key, for the pods that report them."""
+    throttled_ratio: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """CFS throttled periods / periods over the report interval by pod key, for the pods that report it."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -442,14 +453,19 @@ def build_node_view(name: str, capacity: dict[str, int], allocatable: dict[str, 
 
 
 def metric_view(record: Mapping) -> MetricView:
-    """The MetricView of a decoded NodeMetric record (v2)."""
+    """The MetricView of a decoded NodeMetric record (v3; older versions decode with its defaults)."""
     node_usage = record.get("nodeUsage") or {}
     system = record.get("systemUsage") or {}
     reclaimable = record.get("prodReclaimable") or {}
-    pods = {}
+    pods, cold, throttled = {}, {}, {}
     for pod in record.get("podsMetric") or ():
         usage = pod["usage"]
-        pods[f"{pod['namespace']}/{pod['name']}"] = (usage.get("cpu", 0), usage.get("memory", 0), pod.get("priority"))
+        key = f"{pod['namespace']}/{pod['name']}"
+        pods[key] = (usage.get("cpu", 0), usage.get("memory", 0), pod.get("priority"))
+        if pod.get("coldPageBytes") is not None:
+            cold[key] = pod["coldPageBytes"]
+        if pod.get("throttledRatio") is not None:
+            throttled[key] = pod["throttledRatio"]
     return MetricView(
         update_time_ms=record.get("updateTime"),
         node_usage=(node_usage["cpu"], node_usage["memory"])
@@ -460,4 +476,8 @@ def metric_view(record: Mapping) -> MetricView:
                         for app in record.get("hostApplicationMetric") or ()),
         prod_reclaimable=(reclaimable.get("cpu", 0), reclaimable.get("memory", 0)) if reclaimable else None,
         pods=pods,
+        memory_policy=record.get("memoryCollectPolicy"),
+        cold_page_bytes=record.get("coldPageBytes"),
+        pod_cold_page_bytes=cold,
+        throttled_ratio=throttled,
     )

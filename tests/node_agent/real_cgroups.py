@@ -51,8 +51,10 @@ def remove(paths: list[Path]) -> list[str]:
 
 
 @contextlib.contextmanager
-def busy_pod_cgroup(hierarchies: list[Path], pod_dir: str, enable_cpu: bool = False) -> Iterator[subprocess.Popen]:
-    """A process spinning on one core inside ``pod_dir`` of every hierarchy (dirs created here).
+def busy_pod_cgroup(hierarchies: list[Path], pod_dir: str, enable_cpu: bool = False,
+                    program: str = "while True: pass") -> Iterator[subprocess.Popen]:
+    """A process spinning on one core (or running ``program``) inside ``pod_dir`` of every hierarchy (dirs
+    created here).
 
     ``enable_cpu`` turns the cpu controller on for the children of each parent (cgroup v2). The
     process runs at nice -20 so a loaded machine (a broker and workers of other tests) still gives it
@@ -70,7 +72,7 @@ def busy_pod_cgroup(hierarchies: list[Path], pod_dir: str, enable_cpu: bool = Fa
                 created.append(path)
                 if enable_cpu and part != parts[-1]:
                     (path / "cgroup.subtree_control").write_text("+cpu")
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.nice(-20))
+        busy = subprocess.Popen([sys.executable, "-c", program], preexec_fn=lambda: os.nice(-20))
         for hierarchy in hierarchies:
             (hierarchy / pod_dir / "cgroup.procs").write_text(str(busy.pid))
         yield busy

@@ -109,6 +109,16 @@ def test_hot_page_cache_policy_subtracts_kidled_cold_pages(fake_host, clock):
     assert sample.pods[WEB].memory == 2 * GIB + GIB - GIB // 2
     assert sample.node.memory == (16 - 8) * GIB - GIB  # MemTotal - MemFree - cold
     assert agent.details[WEB].cold_bytes == GIB // 2
+    record = to_record(Document("<test>", 0, 1, agent.node_metric())).record
+    assert (record["memoryCollectPolicy"], record["coldPageBytes"]) == ("usageWithHotPageCache", GIB)
+    assert [p["coldPageBytes"] for p in record["podsMetric"]] == [GIB // 2]
+
+
+def test_hot_page_cache_policy_without_kidled_is_reported_as_without_page_cache(fake_host, clock):
+    agent = make_agent(fake_host, clock, memory_policy="usageWithHotPageCache")
+    agent.collect()
+    record = to_record(Document("<test>", 0, 1, agent.node_metric())).record
+    assert (record["memoryCollectPolicy"], record["coldPageBytes"]) == ("usageWithoutPageCache", None)
 
 
 def test_refresh_reports_throttling_pressure_and_containers(any_host, clock):
@@ -126,6 +136,8 @@ def test_refresh_reports_throttling_pressure_and_containers(any_host, clock):
     agent.refresh()
     details = agent.details[WEB]
     assert details.throttled_ratio == pytest.approx(0.25)
+    (pod,) = to_record(Document("<test>", 0, 1, agent.node_metric())).record["podsMetric"]
+    assert pod["throttledRatio"] == pytest.approx(0.25)
     assert details.pressure["cpu"].some_avg10 == 2.0
     assert details.containers[CONTAINER].cpu == pytest.approx(0.5)
 

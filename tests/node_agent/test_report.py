@@ -2,7 +2,8 @@
 
 import pytest
 
-from node_agent.report import GPUDevice, RDMADevice, Usage, device_manifest, go_duration, node_resource_topology_manifest, rfc3339
+from node_agent.report import (GPUDevice, PodReport, RDMADevice, Usage, device_manifest, go_duration,
+                               node_metric_manifest, node_resource_topology_manifest, rfc3339)
 from streams.objects import Document, to_record
 
 
@@ -52,3 +53,15 @@ def test_node_resource_topology_as_koordlet_reports_it():
     assert [(z["name"], z["resources"][0]["allocatable"], z["resources"][3]["allocatable"])
             for z in record.record["zones"]] == [("node-0", 26_000, 63 << 30), ("node-1", 26_000, 64 << 30)]
     assert node_resource_topology_manifest("n1", []) is None
+
+
+def test_node_metric_carries_throttling_cold_pages_and_the_memory_policy():
+    pods = [PodReport("u1", "ns", "web", None, "LS", Usage(1.0, 1e9), throttled_ratio=0.25, cold_page_bytes=4096),
+            PodReport("u2", "ns", "idle", None, "LS", Usage(0.1, 1e8))]
+    manifest = node_metric_manifest("n1", 0, Usage(2.0, 4e9), Usage(0.5, 1e9), [], [], pods, [],
+                                    memory_policy="usageWithPageCache", cold_page_bytes=1 << 20)
+    assert manifest["spec"] == {"metricCollectPolicy": {"nodeMemoryCollectPolicy": "usageWithPageCache"}}
+    assert manifest["status"]["nodeMetric"]["coldPageBytes"] == 1 << 20
+    idle, web = manifest["status"]["podsMetric"]
+    assert (web["throttledRatio"], web["coldPageBytes"]) == (0.25, 4096)
+    assert "throttledRatio" not in idle and "coldPageBytes" not in idle

@@ -16,15 +16,19 @@ node's ``cpu-burst-config`` strategy.
   (``t = sharePoolThresholdPercent / 100``); **unknown** without node usage.
 - Quota burst (policies ``cfsQuotaBurstOnly``, ``auto``), per pod with a limit:
   ``base = limit_milli * 100`` (at least 1000), ``ceil = base * cfsQuotaBurstPercent / 100`` (when > 100 %).
-  Operation: reset without a quota-burst policy; else scale up when the pod was throttled, remain when it was
-  not or when throttling is unknown; overload turns up/remain into down, cooling/unknown turns up into
-  remain. Up ``cur * 1.2``, down ``cur * 0.8``, reset ``base``, clamped to ``[base, ceil]``.
+  Operation (``quota_operation``): reset without a quota-burst policy; else scale up when the pod was
+  throttled (its NodeMetric ``throttledRatio > 0``), remain when it was not or when the ratio is not
+  reported; overload turns up/remain into down, cooling/unknown turns up into remain. Up ``cur * 1.2``, down
+  ``cur * 0.8``, reset ``base``, clamped to ``[base, ceil]``.
 
-NodeMetrics carry no throttling, so the plan's operation is "remain" unless the node is overloaded (then
-down) or the policy lost quota burst (then reset): what koordlet does without throttle metrics. The token
-limiter of ``cfsQuotaBurstPeriodSeconds`` needs a random initial token and per-pod state; only the default
-(-1, unlimited: always allowed) is followed, a set period is treated as unlimited too. The current quota
-is the one last emitted (else ``base``); a reset is emitted only when a scaled quota was emitted before.
+One NodeMetric is one sample, as one reconcile with a fresh throttled ratio is for koordlet: the quota scales
+once per NodeMetric (``Snapshot.metric_is_new``); a plan for anything else (a config change) only resets or
+keeps the quota. The current quota is the one last emitted for the pod (``Snapshot.previous``, else
+``base``), so the whole state is the decision stream's and a replay reaches the same quotas; a reset is
+emitted only when a scaled quota was emitted before. The token limiter of ``cfsQuotaBurstPeriodSeconds``
+needs a random initial token; only the default (-1, unlimited: always allowed) is followed, a set period is
+treated as unlimited too. koordlet scales the container quotas and the pod's by the same delta; here the
+pod cgroup's quota is the one planned.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def share_pool_state(processors: int, node_usage: int | None, lsr_requests: int,
 
 
 def quota_operation(policy: str, throttled: bool | None, node_state: str) -> str:
+    """``cfsQuotaBurst``'s operation for one pod; ``throttled`` None: no throttle metric (remain)."""
     if policy not in (BURST_CFS_QUOTA_ONLY, BURST_AUTO):
         return RESET
     operation = UP if throttled else REMAIN
@@ -149,7 +154,11 @@ class CPUBurst:
             values = {}
             if pod.limit_cpu > 0 and (strategy.policy in (BURST_CFS_QUOTA_ONLY, BURST_AUTO) or CPU_QUOTA in previous):
                 current = int(previous.get(CPU_QUOTA, base))
-                operation = quota_operation(strategy.policy, None, state)
+                if snapshot.metric_is_new:
+                    ratio = metric.throttled_ratio.get(key) if metric is not None else None
+                    operation = quota_operation(strategy.policy, None if ratio is None else ratio > 0, state)
+                else:
+                    operation = quota_operation(strategy.policy, False, IDLE)
                 quota = burst_quota(pod.limit_cpu, current, operation, strategy.cfs_quota_burst_percent)
                 values[CPU_QUOTA] = str(quota)
             burst = static_burst(pod.limit_cpu, strategy.policy, strategy.cpu_burst_percent)

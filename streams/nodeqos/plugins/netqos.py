@@ -15,7 +15,9 @@ koordlet's runtime hook ``terwayqos`` (``terwayqos.go``, ``types.go``) and ``tc/
 - Pods: with the annotation ``koordinator.sh/networkQOS`` (``{"ingressLimit": "...", "egressLimit": "..."}``,
   keys matched case-insensitively as Go's JSON decoder does) a pod gets ``pod/<uid>`` ``tc`` with its
   ``priority`` (SYSTEM 0; LSE/LSR/LS 1; BE 2; else by Kubernetes QoS: Guaranteed/Burstable 1, BestEffort 2,
-  unknown 0) and its ``ingress.limit_bps`` / ``egress.limit_bps``.
+  unknown 0) and its ``ingress.limit_bps`` / ``egress.limit_bps``. The contract's ``address`` (the pod IP the
+  agent classifies by) is not planned: the pod view does not carry ``status.podIP``, and the agent reports such a
+  pod unsupported.
 
 A value that does not parse or exceeds the total fails the node file, as terway's ``parseQuantity`` does:
 nothing is planned for the node then.

@@ -4,13 +4,24 @@ koordlet's ``qosmanager/plugins/resctrl/resctrl_reconcile.go`` and the resctrl r
 writes the schemata of the three groups ``LSR`` (QoS LSE and LSR), ``LS`` and ``BE`` from their classes'
 ``resctrlQOS`` (defaults ``DefaultResctrlQOS``: LSR and LS CAT 0-100 %, BE CAT **0-30 %**, MBA 100 %, all
 ``enable: false``), whether or not the class is enabled, then puts the pods of the enabled classes in their
-group (``tasks.pods``: sorted pod UIDs; koordlet adds the pods' task ids, the actuator does that).
+group (``tasks.pods``: sorted pod UIDs; koordlet adds the pods' task ids, the actuator does that). A pod's
+class is ``podmeta.qos_on_node``: a Guaranteed pod without a QoS label is LSR only when the node's kubelet
+runs the ``static`` CPU manager policy, else LS.
 
-A pod with the annotation ``node.koordinator.sh/resctrl``
-(``{"llc": {"schemata": {"range": [start, end]}}, "mb": {"schemata": {"percent": p}}}``) is left out of
-its class's group and gets its own group (``pod/<uid>``) with that range (default 0-100) and percent
-(default 100); an annotation that does not parse, or a range outside 0 <= start < end <= 100, leaves the
-pod in no group. The agent turns percents into the host's bit masks:
+A pod with the annotation ``node.koordinator.sh/resctrl`` (v1.6; koordlet's resctrl runtime hook,
+``apiext.ResctrlConfig``: ``{"llc": {"schemata": {"range": [start, end]}}, "mb": {"schemata": {"percent":
+p}}}``) is left out of its class's group and gets its own group (``pod/<uid>``, the agent's
+``koordlet-<uid>``) with that range (default 0-100) and percent (default 100), whatever its class's
+``enable``; an annotation that does not parse, or a range outside 0 <= start < end <= 100, leaves the pod in
+no group (``schemataPerCache`` is not read).
+
+A pod group planned before and not planned now (its pod left the node, or its annotation went away or
+stopped parsing) is removed: ``group.remove = 1`` on its target, once. koordlet removes it when the sandbox
+is removed and garbage-collects groups of pods it no longer has (``RemoveUnusedResctrlPath``); here the
+removal is part of the plan, so it is in the actuation log and a replay of the inbox gives the same removals,
+where an agent-side collection would depend on what the host held when it ran.
+
+The agent turns percents into the host's bit masks:
 ``startWay = ceil(ways * start / 100)``, ``endWay = ceil(ways * end / 100)``,
 ``mask = (1 << endWay) - (1 << startWay)`` (``l3_mask``), and rounds MBA up to a multiple of 10 on Intel.
 """
@@ -20,17 +31,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from types import MappingProxyType
 
 from streams.actuation import (
-    L3_END, L3_START, MB_PERCENT, MECHANISM_RESCTRL, QOS_GROUPS, TARGET_POD, TARGET_QOS, TASKS_PODS,
+    GROUP_REMOVE, L3_END, L3_START, MB_PERCENT, MECHANISM_RESCTRL, QOS_GROUPS, TARGET_POD, TARGET_QOS, TASKS_PODS,
 )
 from streams.koordinator.annotations import ANNOTATION_RESCTRL
 from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR
 from streams.nodeqos.framework import Plan, Setting, Snapshot
+from streams.nodeqos.podmeta import cpu_manager_policy, qos_on_node
 
 NAME = "Resctrl"
 REASON_BAD_ANNOTATION = "resctrl annotation does not parse"
 GROUP_OF_QOS = {QOS_LSE: QOS_LSR, QOS_LSR: QOS_LSR, QOS_LS: QOS_LS, QOS_BE: QOS_BE}
+REMOVED = MappingProxyType({GROUP_REMOVE: "1"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +98,7 @@ class Resctrl:
         if not self.args.enabled:
             return Plan()
         strategy = snapshot.strategy.qos
+        policy = cpu_manager_policy(snapshot.node.annotations)
         members: dict[str, list[str]] = {group: [] for group in QOS_GROUPS}
         settings = []
         for key in sorted(snapshot.pods):
@@ -98,11 +113,21 @@ class Resctrl:
                         L3_START: str(schemata[0]), L3_END: str(schemata[1]), MB_PERCENT: str(schemata[2]),
                         TASKS_PODS: pod.uid}))
                 continue
-            group = GROUP_OF_QOS.get(pod.qos)
-            if group is not None and strategy.of(pod.qos).resctrl.enable:
+            qos = qos_on_node(pod, policy)
+            group = GROUP_OF_QOS.get(qos)
+            if group is not None and strategy.of(qos).resctrl.enable:
                 members[group].append(pod.uid)
         groups = [Setting(TARGET_QOS, group, MECHANISM_RESCTRL, {
             L3_START: str(resctrl.cat_range_start_percent), L3_END: str(resctrl.cat_range_end_percent),
             MB_PERCENT: str(resctrl.mba_percent), TASKS_PODS: ",".join(sorted(members[group]))})
             for group in QOS_GROUPS for resctrl in (strategy.of(group).resctrl,)]
-        return Plan(tuple(groups + settings))
+        return Plan(tuple(groups + settings + removed_groups(snapshot, {s.target_id for s in settings})))
+
+
+def removed_groups(snapshot: Snapshot, planned: set[str]) -> list[Setting]:
+    """``group.remove`` for each pod group emitted before (``snapshot.previous``) that is not in ``planned``
+    and was not removed already, by pod UID."""
+    return [Setting(TARGET_POD, target_id, MECHANISM_RESCTRL, REMOVED)
+            for (kind, target_id, mechanism), values in sorted(snapshot.previous.items())
+            if kind == TARGET_POD and mechanism == MECHANISM_RESCTRL and target_id not in planned
+            and values != REMOVED]

@@ -19,6 +19,10 @@ resource (cpu in milli-cores, memory in bytes)::
                    byMaxUsageRequest if maxUsageRequest, else byUsage
     then, when batch{CPU,Memory}ThresholdPercent is set: min(that, capacity * percent / 100)
 
+Memory usages are the NodeMetric's under the node's ``metricMemoryCollectPolicy``
+(``resources.memory_under_policy``): with usageWithHotPageCache, kidled's cold
+page bytes are not counted as used, so batch-memory can reclaim them.
+
 Any other cpu policy (``request`` included: Koordinator does not implement it
 for cpu) behaves as ``usage``. HP (high-priority) pods are the Running/Pending
 pods whose priority class with default is neither koord-batch nor koord-free:
@@ -71,7 +75,8 @@ from streams.noderesource.quantities import (
     divide_milli, format_go_float, is_quantity_diff, is_resource_diff, multiply, multiply_milli, scaled_value,
 )
 from streams.noderesource.resources import (amplify_batch_cpu, cpu_normalization_ratio, host_app_used_above,
-                                            is_degrade_needed, prepare_node_for_resource, safety_margin)
+                                            is_degrade_needed, memory_under_policy, prepare_node_for_resource,
+                                            safety_margin)
 from streams.noderesource.views import MetricView, PodView, Snapshot, Zone, pod_totals
 from streams.objects.quantity import format_quantity
 from streams.sloconfig.colocation import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
@@ -324,6 +329,9 @@ class BatchResource:
     def calculate(self, snapshot: Snapshot) -> list[ResourceItem]:
         if is_degrade_needed(snapshot.strategy, snapshot.metric, snapshot.now_ms):
             return self.reset(DEGRADE_MESSAGE)
+        metric = memory_under_policy(snapshot.metric, snapshot.strategy.metric_memory_collect_policy)
+        if metric is not snapshot.metric:
+            snapshot = dataclasses.replace(snapshot, metric=metric)
         allocatable = calculate_on_node(snapshot)
         zone_cpu = zone_memory = None
         if self.args.numa_level and snapshot.zones:

@@ -4,12 +4,19 @@ Koordinator's shape: ``status.nodeMetric`` holds ``nodeUsage``, ``systemUsage``
 and ``aggregatedNodeUsages[] {usage: {avg|p50|p90|p95|p99: {resources}}, duration}``;
 ``status.podsMetric[]`` and ``status.hostApplicationMetric[]`` carry usage with
 the priority and QoS class; ``status.prodReclaimableMetric.resource`` is
-koordlet's prediction when it reports one.
+koordlet's prediction when it reports one. koordstream's node agent adds the
+memory policy its usages were measured under (Koordinator's
+``spec.metricCollectPolicy.nodeMemoryCollectPolicy``), kidled cold page bytes
+(``status.nodeMetric.coldPageBytes``, ``podsMetric[].coldPageBytes``) and each
+pod's CFS throttled ratio over the report interval (``podsMetric[].throttledRatio``,
+a number in [0, 1]).
 """
 
+import math
 import re
 from datetime import datetime, timedelta, timezone
 
+from streams.koordinator.resources import MEMORY_COLLECT_POLICIES
 from streams.objects.fields import FieldReader, child, item
 from streams.objects.kind import KindSpec
 
@@ -21,6 +28,8 @@ def convert(reader: FieldReader, body: dict, metadata: dict) -> dict:
     status = reader.mapping(body.get("status"), "status")
     node_metric = reader.mapping(status.get("nodeMetric"), "status.nodeMetric")
     reclaimable = reader.mapping(status.get("prodReclaimableMetric"), "status.prodReclaimableMetric")
+    spec = reader.mapping(body.get("spec"), "spec")
+    collect = reader.mapping(spec.get("metricCollectPolicy"), "spec.metricCollectPolicy")
     return {
         "nodeUsage": _resources(reader, node_metric.get("nodeUsage"), "status.nodeMetric.nodeUsage"),
         "systemUsage": _resources(reader, node_metric.get("systemUsage"), "status.nodeMetric.systemUsage"),
@@ -31,7 +40,21 @@ def convert(reader: FieldReader, body: dict, metadata: dict) -> dict:
                                                     "status.hostApplicationMetric"),
         "prodReclaimable": _resources(reader, reclaimable.get("resource"), "status.prodReclaimableMetric.resource"),
         "updateTime": rfc3339_millis(reader, status.get("updateTime"), "status.updateTime"),
+        "memoryCollectPolicy": reader.enum(collect.get("nodeMemoryCollectPolicy"),
+                                           "spec.metricCollectPolicy.nodeMemoryCollectPolicy", MEMORY_COLLECT_POLICIES),
+        "coldPageBytes": reader.integer(node_metric.get("coldPageBytes"), "status.nodeMetric.coldPageBytes", low=0),
     }
+
+
+def _ratio(reader: FieldReader, value: object, path: str) -> float | None:
+    """A number in [0, 1]; absent is None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= 1:
+        reader.fail(path, f"must be a number between 0 and 1, got {value!r}")
+        return None
+    return float(value)
 
 
 def _resources(reader: FieldReader, value: object, path: str) -> dict[str, int]:
@@ -99,6 +122,8 @@ def _pods_metric(reader: FieldReader, value: object, path: str) -> list[dict]:
                 "usage": reader.resources(usage.get("resources"), child(child(pod_path, "podUsage"), "resources")),
                 "priority": reader.string(pod.get("priority"), child(pod_path, "priority")),
                 "qos": reader.string(pod.get("qos"), child(pod_path, "qos")),
+                "throttledRatio": _ratio(reader, pod.get("throttledRatio"), child(pod_path, "throttledRatio")),
+                "coldPageBytes": reader.integer(pod.get("coldPageBytes"), child(pod_path, "coldPageBytes"), low=0),
             }
         )
     return pods

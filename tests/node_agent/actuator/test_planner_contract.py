@@ -62,8 +62,11 @@ METRIC = metric(node_usage={"cpu": 15_000, "memory": 100 * G}, pods=[
     pod_usage("ns", "lsr", 2000, 10 * G), pod_usage("ns", "ls", 4000, 10 * G), pod_usage("ns", "be", 3000, 30 * G),
     pod_usage("ns", "be2", 3000, 30 * G)], host_apps=[host_app("nginx", 500, G, "koord-prod"),
                                                       host_app("batch-agent", 500, G, "koord-batch")])
+GONE = "00000000-0000-0000-0000-000000000099"
+"""A pod that left the node with its own resctrl group: the group's removal is planned."""
 PREVIOUS = {("qos", "BE", "cgroup"): {"cpu.cfs_quota_us": "500000", "cpuset.cpus": "0-3"},
-            ("pod", UIDS[1], "cgroup"): {"cpu.cfs_quota_us": "400000"}}
+            ("pod", UIDS[1], "cgroup"): {"cpu.cfs_quota_us": "400000"},
+            ("pod", GONE, "resctrl"): {"l3.end_percent": "30", "tasks.pods": GONE}}
 
 
 def emitted_settings():
@@ -90,7 +93,7 @@ def test_the_enumeration_turns_every_feature_on():
     names = {name for _, s in EMITTED for name in s.values}
     assert {contract.CORE_SCHED_GROUP, contract.NET_PRIORITY, contract.NET_INGRESS_LIMIT, contract.NET_EGRESS_LIMIT,
             contract.CPU_BURST, contract.CPU_QUOTA, contract.CPUSET_CPUS, contract.CPU_BVT_WARP, contract.CPU_IDLE,
-            contract.TASKS_PODS, contract.HOSTAPP_PATH, "L2.limit_bps"} <= names
+            contract.TASKS_PODS, contract.HOSTAPP_PATH, "L2.limit_bps", contract.GROUP_REMOVE} <= names
 
 
 @pytest.mark.parametrize("strategy, key", sorted({(name, (s.target_kind, s.mechanism, tuple(sorted(s.values))))

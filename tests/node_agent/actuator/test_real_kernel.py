@@ -9,8 +9,8 @@ loaded machine still lets it use its quota.
 (b) Network: two network namespaces joined by a veth pair (unique names,
 deleted in a finalizer); the actuator sets the HTB classes on the sender's
 veth (``tc`` run through ``ip netns exec``), the test adds a u32 filter
-sending the transfer's destination port to class L2 (classification is not
-part of the actuation contract), and a Python TCP client in the sender's
+sending the transfer's destination port to class L2 (pods are classified by
+address in ``tests/node_agent/test_real_tc_traffic.py``), and a Python TCP client in the sender's
 namespace pushes data to a server in the receiver's for 3 s. The receiver's
 goodput after a 0.5 s warm-up must be within 15 % of L2's rate (goodput
 excludes the TCP/IP/Ethernet headers HTB counts, about 4.5 % at MTU 1500).

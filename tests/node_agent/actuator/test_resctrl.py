@@ -124,3 +124,35 @@ def test_a_pods_group_takes_only_that_pods_tasks(host):
         backend.plan(Target("pod", POD_UID, "resctrl", pod_uid=POD_UID),
                      {"tasks.pods": "bbbbbbbb-0000-0000-0000-000000000001"})
     assert rejected.value.reason == BAD_VALUE
+
+
+POD = Target("pod", POD_UID, "resctrl", pod_uid=POD_UID)
+
+
+def test_a_pods_group_is_removed_with_group_remove(host, v1_tree):
+    resctrl, backend = host
+    (v1_tree.root / "cpu" / v1_tree.pod(POD_UID) / "tasks").write_text("200\n")
+    apply(backend, {"l3.start_percent": "0", "l3.end_percent": "30", "tasks.pods": POD_UID}, POD)
+    plan, outcome, back = apply(backend, {"group.remove": "1"}, POD)
+    assert plan.actions == [f"rmdir {resctrl.root / f'koordlet-{POD_UID}'}"] and outcome.error is None
+    assert back == {"group.remove": "1"} and not (resctrl.root / f"koordlet-{POD_UID}").exists()
+    assert apply(backend, {"group.remove": "1"}, POD)[0].actions == []
+
+
+@pytest.mark.parametrize("values", [{"group.remove": "0"}, {"group.remove": "1", "mb.percent": "50"}])
+def test_group_remove_is_one_and_alone(host, values):
+    _, backend = host
+    with pytest.raises(Rejected) as rejected:
+        backend.plan(POD, values)
+    assert rejected.value.reason == BAD_VALUE
+
+
+def test_a_failed_removal_is_reported(host):
+    _, backend = host
+    apply(backend, {"mb.percent": "50"}, POD)
+
+    def busy(path):
+        raise OSError(16, "Device or resource busy")
+    backend.rmdir = busy
+    _, outcome, back = apply(backend, {"group.remove": "1"}, POD)
+    assert "EBUSY" in outcome.error and back == {"group.remove": "0"}

@@ -4,7 +4,8 @@ import subprocess
 
 import pytest
 
-from node_agent.actuator.tc import TcBackend, parse_classes, parse_rate
+from node_agent.actuator.tc import (DESTINATION_OFFSETS, SOURCE_OFFSETS, TcBackend, parse_classes, parse_filters,
+                                    parse_rate)
 from node_agent.actuator.verify import BAD_VALUE, Rejected, Target
 
 NODE = Target("node", "fake-node", "tc")
@@ -138,11 +139,101 @@ def test_failure_on_a_fresh_interface_removes_the_new_qdisc():
     assert outcome.error and tc.qdisc.startswith("qdisc noqueue") and back == {}
 
 
-def test_pod_settings_are_unsupported_and_touch_nothing():
-    fake = FakeTc()
-    backend = TcBackend("eth0", runner=fake)
-    pod = Target("pod", "aaaaaaaa-0000-0000-0000-000000000001", "tc", pod_uid="aaaaaaaa-0000-0000-0000-000000000001")
-    plan = backend.plan(pod, {"priority": "2", "ingress.limit_bps": "5000000", "egress.limit_bps": "6000000"})
-    assert set(plan.unsupported) == {"priority", "ingress.limit_bps", "egress.limit_bps"}
-    assert "classifier" in plan.unsupported["priority"] and plan.requested == ()
-    assert backend.execute(plan).error is None and backend.read_back(plan) == {} and fake.commands == []
+POD = Target("pod", "aaaaaaaa-0000-0000-0000-000000000001", "tc", pod_uid="aaaaaaaa-0000-0000-0000-000000000001")
+POD_VALUES = {"priority": "2", "ingress.limit_bps": "6000000", "egress.limit_bps": "5000000", "address": "10.9.0.4"}
+FILTERS = """filter protocol ip pref 257 u32 chain 0 
+filter protocol ip pref 257 u32 chain 0 fh 800: ht divisor 1 
+filter protocol ip pref 257 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 *flowid 1:12 not_in_hw 
+  match 0a090003/ffffffff at 12
+filter protocol ipv6 pref 258 u32 chain 0 fh 801::800 order 2048 key ht 801 bkt 0 *flowid 1:1002 not_in_hw 
+  match fd000000/ffffffff at 8
+  match 00000000/ffffffff at 12
+  match 00000000/ffffffff at 16
+  match 00000005/ffffffff at 20
+filter protocol ip pref 259 u32 chain 0 fh 802::800 order 2048 key ht 802 bkt 0 terminal flowid not_in_hw 
+  match 0a090004/ffffffff at 16
+\taction order 1: mirred (Egress Redirect to device kifb1) stolen
+"""
+
+
+def test_parse_u32_filters():
+    v4, v6, redirect = parse_filters(FILTERS)
+    assert (v4.pref, v4.flowid, v4.address(SOURCE_OFFSETS)) == (257, "1:12", "10.9.0.3")
+    assert (v6.protocol, v6.flowid, v6.address(SOURCE_OFFSETS)) == ("ipv6", "1:1002", "fd00::5")
+    assert (redirect.flowid, redirect.redirect, redirect.address(DESTINATION_OFFSETS)) == (None, "kifb1", "10.9.0.4")
+    assert redirect.address(SOURCE_OFFSETS) is None
+
+
+class CannedHost:
+    """``tc`` and ``ip`` answering show commands from fixed text: a node tree in force, no pod filters, no IFB
+    (``ifb_fails``: creating one fails as on a kernel without the module)."""
+
+    def __init__(self, root: bool = True, ifb_fails: bool = False):
+        self.root, self.ifb_fails, self.commands = root, ifb_fails, []
+
+    def __call__(self, args):
+        args = list(args)
+        self.commands.append(args)
+        out = ""
+        if args[:3] == ["tc", "qdisc", "show"]:
+            out = "qdisc htb 1: root refcnt 2 r2q 10 default 0x10\n" if self.root else "qdisc noqueue 0: root\n"
+        elif args[:3] == ["tc", "class", "show"]:
+            out = SHOWN
+        elif args[:3] == ["ip", "link", "show"]:
+            return subprocess.CompletedProcess(args, 1, "", "Device does not exist.")
+        elif args[:3] == ["ip", "link", "add"] and self.ifb_fails:
+            return subprocess.CompletedProcess(args, 2, "", "Error: Unknown device type.")
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+
+def test_a_new_pod_gets_its_filters_classes_and_ifb():
+    host = CannedHost()
+    plan = TcBackend("eth0", runner=host, ifb="kifb1").plan(POD, POD_VALUES)
+    assert plan.requested == ("priority", "ingress.limit_bps", "egress.limit_bps", "address")
+    assert plan.actions == [
+        "tc class replace dev eth0 parent 1:1 classid 1:1001 htb rate 1000000bit ceil 5000000bit prio 2 quantum 12500",
+        "tc filter add dev eth0 parent 1: protocol ip prio 257 u32 match ip src 10.9.0.4/32 flowid 1:1001",
+        "ip link add kifb1 type ifb", "ip link set dev kifb1 up", "tc qdisc replace dev kifb1 root handle 1: htb",
+        "tc qdisc add dev eth0 handle ffff: ingress",
+        "tc class replace dev kifb1 parent 1: classid 1:1001 htb rate 6000000bit ceil 6000000bit quantum 75000",
+        "tc filter add dev kifb1 parent 1: protocol ip prio 257 u32 match ip dst 10.9.0.4/32 flowid 1:1001",
+        "tc filter add dev eth0 parent ffff: protocol ip prio 257 u32 match ip dst 10.9.0.4/32 action mirred egress "
+        "redirect dev kifb1"]
+
+
+def test_an_unlimited_pod_is_only_sorted_into_its_class():
+    plan = TcBackend("eth0", runner=CannedHost()).plan(POD, {**POD_VALUES, "ingress.limit_bps": "0",
+                                                            "egress.limit_bps": "0", "address": "fd00::7"})
+    assert plan.actions == ["tc filter add dev eth0 parent 1: protocol ipv6 prio 257 u32 match ip6 src fd00::7/128 "
+                            "flowid 1:12"]
+
+
+def test_without_ifb_ingress_is_unsupported_and_the_rest_applied():
+    backend = TcBackend("eth0", runner=CannedHost(ifb_fails=True), ifb="kifb1")
+    plan = backend.plan(POD, POD_VALUES)
+    assert backend.execute(plan).error is None
+    assert "no ifb device" in plan.unsupported["ingress.limit_bps"] and "Unknown device type" in \
+        plan.unsupported["ingress.limit_bps"]
+    assert "ingress.limit_bps" not in plan.requested and "egress.limit_bps" in plan.requested
+
+
+@pytest.mark.parametrize("values, root, why", [
+    ({"priority": "2", "egress.limit_bps": "0"}, True, "status.podIP"),
+    (POD_VALUES, False, "no HTB root"),
+], ids=["no-address", "no-node-root"])
+def test_pods_that_cannot_be_classified_are_unsupported_and_touch_nothing(values, root, why):
+    host = CannedHost(root=root)
+    plan = TcBackend("eth0", runner=host).plan(POD, values)
+    assert plan.requested == () and set(plan.unsupported) == set(values)
+    assert all(why in reason for reason in plan.unsupported.values())
+    assert not any(verb in command for command in host.commands for verb in ("add", "replace", "del"))
+
+
+@pytest.mark.parametrize("values", [
+    {**POD_VALUES, "address": "10.9.0"}, {**POD_VALUES, "address": "0.0.0.0"}, {**POD_VALUES, "priority": "3"},
+    {**POD_VALUES, "egress.limit_bps": "999"}, {**POD_VALUES, "ingress.limit_bps": "-1"},
+], ids=["not-an-address", "unspecified-address", "priority-3", "limit-below-floor", "negative-limit"])
+def test_bad_pod_values_are_refused(values):
+    with pytest.raises(Rejected) as rejected:
+        TcBackend("eth0", runner=CannedHost()).plan(POD, values)
+    assert rejected.value.reason == BAD_VALUE

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from node_agent.collectors.cgroups import CgroupLayout, Pressure, Throttling, parse_pressure
+from node_agent.collectors.cgroups import CgroupLayout, Pressure, Throttling, parse_pressure, throttled_ratio
 from node_agent.collectors.memory import MemoryStat
 from tests.node_agent.conftest import KIDLED_SAMPLE
 
@@ -152,3 +152,15 @@ def test_a_vanished_pod_dir_reads_as_nothing(any_host):
 ], ids=["some-only", "some-and-full", "no-some", "garbage", "absent"])
 def test_parse_pressure(text, expected):
     assert parse_pressure(text) == expected
+
+
+@pytest.mark.parametrize("previous, current, expected", [
+    pytest.param(Throttling(100, 10, 5), Throttling(200, 35, 9), 0.25, id="25-of-100-periods"),
+    pytest.param(None, Throttling(200, 35, 9), None, id="first-reading"),
+    pytest.param(Throttling(100, 10, 5), None, None, id="file-gone"),
+    pytest.param(Throttling(100, 10, 5), Throttling(100, 10, 5), None, id="no-period-in-between"),
+    pytest.param(Throttling(100, 10, 5), Throttling(50, 5, 1), None, id="counters-went-back"),
+])
+def test_throttled_ratio(previous, current, expected):
+    """koordlet's pod-throttled collector: delta nr_throttled / delta nr_periods between two reports."""
+    assert throttled_ratio(previous, current) == expected

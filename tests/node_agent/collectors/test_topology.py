@@ -95,3 +95,22 @@ def test_numa_zones_without_meminfo_have_no_memory_and_without_numa_directory_no
     _machine(tmp_path, sockets=1, cores=2, threads=1)
     assert read_topology(tmp_path, tmp_path / "proc").numa_zones() == [(0, 2, 0)]
     assert read_topology(tmp_path / "empty", tmp_path / "proc").numa_zones() == []
+
+
+POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
+
+
+@pytest.mark.parametrize("checkpoint, annotation", [
+    pytest.param('{"policyName":"static","defaultCpuSet":"0-3","checksum":1}', '{"policy":"static"}', id="static"),
+    pytest.param('{"policyName":"none","defaultCpuSet":"","checksum":2}', '{"policy":"none"}', id="none"),
+    pytest.param(None, None, id="no-checkpoint"),
+    pytest.param("not json", None, id="broken-checkpoint"),
+])
+def test_the_kubelets_cpu_manager_policy_is_published(tmp_path, checkpoint, annotation):
+    """From the kubelet's cpu_manager_state; without it the annotation is left out (readers take none)."""
+    sys_root, kubelet = tmp_path / "sys", tmp_path / "var/lib/kubelet"
+    _machine(sys_root, 1, 2, 1)
+    kubelet.mkdir(parents=True)
+    if checkpoint is not None:
+        (kubelet / "cpu_manager_state").write_text(checkpoint)
+    assert read_topology(sys_root, tmp_path / "proc").annotations().get(POLICY) == annotation

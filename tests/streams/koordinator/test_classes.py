@@ -4,7 +4,7 @@ import pytest
 
 from streams.koordinator.classes import (
     decision_priority_class, default_priority, kube_qos_class, priority_class_by_priority, priority_class_raw,
-    priority_class_with_default, qos_class_by_name, qos_class_with_default,
+    priority_class_with_default, qos_class_by_name, qos_class_with_default, qos_for_guaranteed,
 )
 
 
@@ -65,3 +65,9 @@ def test_priority_class_by_priority_range(value, want):
 ])
 def test_kube_qos_class(containers, status, want):
     assert kube_qos_class(containers, status) == want
+
+
+@pytest.mark.parametrize("policy, expected", [("static", "LSR"), ("none", "LS"), ("", "LS")])
+def test_guaranteed_is_lsr_only_under_kubelets_static_cpu_manager_policy(policy, expected):
+    """Koordinator 1.0's QoS table; an unknown policy is kubelet's default, none."""
+    assert qos_for_guaranteed(policy) == expected

@@ -173,3 +173,53 @@ def test_state_of_a_node_with_20_pods_after_a_day(keys, budget):
           f"{size} bytes, {state.qos.sequence} actuations")
     assert statecodec.dump_state(statecodec.load_state(statecodec.dump_state(state))) == statecodec.dump_state(state)
     assert size <= budget
+
+
+BURST = parse_slo_config(configmap(**{"cpu-burst-config": json.dumps({"clusterStrategy": {"policy": "auto"}})}),
+                         DEFAULT_CONFIG)
+
+
+def _throttled_metric(ts, ratio):
+    ls = {**pod_usage("test", "ls-pod", 1000, G), "throttledRatio": ratio, "coldPageBytes": 4096}
+    return event("NodeMetric", NODE, {**metric_record(NODE, update_time=ts, node_usage={"cpu": 4000, "memory": 10 * G},
+                                                      pods=[ls]), "memoryCollectPolicy": "usageWithPageCache",
+                                      "coldPageBytes": 1 << 20}, ts=ts)
+
+
+def test_throttled_ratios_scale_quota_burst_once_per_node_metric_and_persist_with_the_state():
+    """cfsQuotaBurst on a pod limited to 2 cores (base 200000), throttled in each report: x1.2 per NodeMetric; a
+    config change re-plans on the same NodeMetric without scaling again; the ratios survive the state codec."""
+    limited = decision("ls-pod", qos="LS", cpu=1000)
+    limited["pod"]["uid"], limited["limits"] = "uid-ls", {"cpu": 2000}
+    state, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+                     event("SchedulingDecision", NODE, limited), _throttled_metric(NOW, 0.5),
+                     _throttled_metric(NOW + 60_000, 0.3), config=BURST)
+    assert [r["values"][actuation.CPU_QUOTA] for r in actuations(out, "pod", "uid-ls")] == ["240000", "288000"]
+    state, out = aggregate.recalculate(state, BURST, NOW + 61_000, event("ConfigMap", NODE, {}).causation,
+                                       DEFAULT_SETTINGS)
+    assert actuations(out) == []
+    loaded = statecodec.load_state(statecodec.dump_state(state))
+    assert loaded.metric == state.metric and loaded.metric.throttled_ratio == {"test/ls-pod": 0.3}
+    assert (loaded.metric.memory_policy, loaded.metric.cold_page_bytes) == ("usageWithPageCache", 1 << 20)
+    assert statecodec.dump_state(loaded) == statecodec.dump_state(state)
+
+
+@pytest.mark.parametrize("annotations, group", [
+    pytest.param({"kubelet.koordinator.sh/cpu-manager-policy": '{"policy": "static"}'}, "LSR", id="static-LSR"),
+    pytest.param({}, "LS", id="none-LS"),
+])
+def test_a_guaranteed_pod_joins_the_class_the_nodes_cpu_manager_policy_gives(annotations, group):
+    """Koordinator 1.0: Guaranteed is LSR under the kubelet's static CPU manager policy, LS otherwise; the node
+    aggregate keeps the policy annotation the node agent publishes, so the resctrl plan puts the pod in that
+    class's group. The scheduler's decision says LSR for an unlabelled Guaranteed pod (Koordinator's default
+    mapping); the node decides."""
+    config = parse_slo_config(configmap(**{"resource-qos-config": json.dumps(
+        {"clusterStrategy": {"lsrClass": ENABLED, "lsClass": ENABLED, "beClass": ENABLED}})}), DEFAULT_CONFIG)
+    record = decision("web", qos="LSR", cpu=2000, memory=G)
+    record["pod"]["uid"] = "uid-web"
+    record["limits"] = {"cpu": 2000, "memory": G}
+    _, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G, annotations=annotations)),
+                 event("SchedulingDecision", NODE, record), _metric(), config=config)
+    tasks = {r["targetId"]: r["values"]["tasks.pods"] for r in actuations(out, "qos")
+             if r["mechanism"] == "resctrl" and "tasks.pods" in r["values"]}
+    assert "uid-web" in tasks.get(group, "").split(","), tasks

@@ -173,3 +173,19 @@ NULLABLE_ID = _field("id", ["null", "string"])
 )
 def test_compatibility_check(writer, reader, compatible):
     assert (incompatibilities(writer, reader) == []) is compatible
+
+
+def test_node_metric_v2_reads_without_throttling_or_cold_pages(plain_avro, make_sample):
+    """A NodeMetric from before v3 (no throttled ratios, cold page bytes or memory policy) decodes with those
+    unset, and the node aggregate's view of it has none: quota burst then only keeps or lowers quotas."""
+    from streams.noderesource.views import metric_view
+
+    writer = plain_avro.history("NodeMetric")[2]
+    written = make_sample(writer, True)
+    _, record = decode(plain_avro.encode(writer, written))
+
+    assert (record["memoryCollectPolicy"], record["coldPageBytes"]) == (None, None)
+    assert record["podsMetric"] and all((pod["throttledRatio"], pod["coldPageBytes"]) == (None, None)
+                                        for pod in record["podsMetric"])
+    view = metric_view(record)
+    assert (view.throttled_ratio, view.pod_cold_page_bytes, view.cold_page_bytes) == ({}, {}, None)

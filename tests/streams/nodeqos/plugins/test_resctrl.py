@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pytest
 
-from streams.actuation import L3_END, L3_START, MB_PERCENT, TASKS_PODS
+from streams.actuation import GROUP_REMOVE, L3_END, L3_START, MB_PERCENT, TASKS_PODS
 from streams.nodeqos.plugins.resctrl import Resctrl, l3_mask, pod_schemata
 from tests.streams.nodeqos.support import pod, qos_strategy, snapshot
 
@@ -59,3 +62,44 @@ def test_enabled_classes_take_their_pods_and_an_annotated_pod_gets_its_own_group
 def test_pod_schemata(annotation, expected):
     """TestGetResctrlInfo: what a pod's annotation asks for."""
     assert pod_schemata(annotation) == expected
+
+
+GONE = "u-gone"
+ANNOTATED = {"node.koordinator.sh/resctrl": '{"llc": {"schemata": {"range": [0, 30]}}}'}
+POD_GROUP = {L3_START: "0", L3_END: "30", MB_PERCENT: "100", TASKS_PODS: GONE}
+
+
+@pytest.mark.parametrize("pods, previous, expected", [
+    pytest.param({}, {("pod", GONE, "resctrl"): POD_GROUP}, [GONE], id="pod-left"),
+    pytest.param({"ns/p": pod("LS", GONE)}, {("pod", GONE, "resctrl"): POD_GROUP}, [GONE], id="annotation-gone"),
+    pytest.param({"ns/p": pod("LS", GONE, annotations={"node.koordinator.sh/resctrl": "nope"})},
+                 {("pod", GONE, "resctrl"): POD_GROUP}, [GONE], id="annotation-broken"),
+    pytest.param({"ns/p": pod("LS", GONE, annotations=ANNOTATED)}, {("pod", GONE, "resctrl"): POD_GROUP}, [],
+                 id="still-annotated"),
+    pytest.param({}, {("pod", GONE, "resctrl"): {GROUP_REMOVE: "1"}}, [], id="removed-already"),
+    pytest.param({}, {("pod", GONE, "cgroup"): {"cpu.cfs_quota_us": "-1"}}, [], id="not-a-resctrl-target"),
+])
+def test_a_pod_group_no_longer_planned_is_removed_once(pods, previous, expected):
+    """``RemoveUnusedResctrlPath`` / ``RemovePodResctrlResources``, as a planned ``group.remove``."""
+    plan = Resctrl().plan(snapshot(qos_strategy(), pods=pods, previous=previous))
+    assert [s.target_id for s in plan.settings if s.values == {GROUP_REMOVE: "1"}] == expected
+
+
+def _on_node(shot, policy):
+    annotations = {"kubelet.koordinator.sh/cpu-manager-policy": json.dumps({"policy": policy})} if policy else {}
+    return dataclasses.replace(shot, node=dataclasses.replace(shot.node, annotations=annotations))
+
+
+@pytest.mark.parametrize("policy, labels, group", [
+    pytest.param("static", {}, "LSR", id="static-guaranteed-is-lsr"),
+    pytest.param("none", {}, "LS", id="none-guaranteed-is-ls"),
+    pytest.param(None, {}, "LS", id="unknown-policy-is-none"),
+    pytest.param("none", {"koordinator.sh/qosClass": "LSR"}, "LSR", id="label-wins"),
+])
+def test_a_guaranteed_pod_joins_lsr_only_under_the_static_cpu_manager_policy(policy, labels, group):
+    """Koordinator 1.0: Guaranteed is LSR when kubelet's CPU manager policy is static, LS when none."""
+    enabled = {"resctrlQOS": {"enable": True}}
+    strategy = qos_strategy(resource_qos_config={"clusterStrategy": {"lsrClass": enabled, "lsClass": enabled}})
+    shot = _on_node(snapshot(strategy, pods={"ns/g": pod("LSR", "u-g", labels=labels)}), policy)
+    tasks = {s.target_id: s.values[TASKS_PODS] for s in Resctrl().plan(shot).settings if s.target_kind == "qos"}
+    assert tasks == {"LSR": "", "LS": "", "BE": "", group: "u-g"}

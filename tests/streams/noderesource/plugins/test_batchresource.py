@@ -18,8 +18,8 @@ from streams.noderesource.framework import NodeResource, NodeStatus, ResourceIte
 from streams.noderesource.plugins.batchresource import (
     DEGRADE_MESSAGE, BatchResource, BatchResourceArgs, calculate_on_numa_level, pod_numa_split,
 )
-from streams.noderesource.resources import is_degrade_needed
-from streams.noderesource.views import Snapshot, Zone
+from streams.noderesource.resources import is_degrade_needed, memory_under_policy
+from streams.noderesource.views import Snapshot, Zone, metric_view
 from streams.sloconfig.cpunormalization import CPUNormalizationStrategy
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, S65, Gi, fixture_a_metric, fixture_a_pods, host_app, metric, metric_record, node, pod, pod_usage,
@@ -390,3 +390,47 @@ def test_calculate_attaches_zone_values_to_the_batch_items():
         (BATCH_MEMORY, {"node-0": 15_300_000_000, "node-1": 17_700_000_000})]
     off = BatchResource(BatchResourceArgs(numa_level=False)).calculate(snapshot)
     assert [item.zone_quantity for item in off] == [None, None]
+
+
+HOT = "usageWithHotPageCache"
+COLD_NODE_USAGE = (263432804 - 254391744) << 10
+"""Test_GetNodeMemUsageWithHotPageCache's meminfo: (MemTotal - MemFree) x 1024, usage with page cache."""
+COLD_POD_USAGE = 104857600 * 3
+"""Test_GetPodMemUsageWithHotPageCache's memory.stat: inactive_anon + active_anon + inactive_file."""
+
+
+def test_memory_under_hot_page_cache_policy_leaves_out_cold_pages():
+    """cold_page_test.go: node and pod usage with page cache minus 100 cold bytes; the system keeps the cold pages
+    outside pods out too (here none: the pod holds all 100)."""
+    measured = metric_record(node_usage={"cpu": 1000, "memory": COLD_NODE_USAGE},
+                             system_usage={"cpu": 100, "memory": 10 * G},
+                             pods=[{**pod_usage("test", "pod", 500, COLD_POD_USAGE), "coldPageBytes": 100}])
+    view = metric_view({**measured, "memoryCollectPolicy": "usageWithPageCache", "coldPageBytes": 100})
+    hot = memory_under_policy(view, HOT)
+    assert hot.node_usage == (1000, COLD_NODE_USAGE - 100)
+    assert hot.pods["test/pod"] == (500, 104857600 + 104857600 + 104857600 - 100, None)
+    assert hot.system_usage == (100, 10 * G)
+    assert memory_under_policy(view, "usageWithoutPageCache") is view
+
+
+def _fixture_a_with_cold_pages(measured: str) -> object:
+    """Fixture A measured ``measured``: 10G cold on the node, podA 3G and podC 5G of it."""
+    record = fixture_a_metric()
+    for usage, cold in zip(record["podsMetric"], (3 * G, None, 5 * G)):
+        usage["coldPageBytes"] = cold
+    return metric_view({**record, "memoryCollectPolicy": measured, "coldPageBytes": 10 * G})
+
+
+@pytest.mark.parametrize("collect_policy, measured, memory, memory_message", [
+    pytest.param(HOT, "usageWithPageCache", 43 * G, "batchAllocatable[Mem(GB)]:43 = nodeCapacity:120 - "
+                 "nodeSafetyMargin:42 - systemUsage:10 - podHPUsed:25", id="hot-policy-takes-cold-pages-out"),
+    pytest.param(HOT, HOT, 33 * G, MEMORY_USAGE_33, id="measured-hot-already"),
+    pytest.param(HOT, "usageWithoutPageCache", 33 * G, MEMORY_USAGE_33, id="measured-without-page-cache"),
+    pytest.param("usageWithPageCache", "usageWithPageCache", 33 * G, MEMORY_USAGE_33, id="page-cache-policy"),
+])
+def test_batch_memory_under_the_memory_collect_policy(collect_policy, measured, memory, memory_message):
+    """TV-1-1 (33G = 120 - 42 - 12 - 33) with metricMemoryCollectPolicy usageWithHotPageCache: podA 11G - 3G and
+    podC 22G - 5G give podHPUsed 25G, the 2G cold outside pods leave the system 10G: 120 - 42 - 10 - 25 = 43G."""
+    got = calculate(S65.merged({"metric_memory_collect_policy": collect_policy}), node(), fixture_a_pods(),
+                    _fixture_a_with_cold_pages(measured))
+    assert got == [(BATCH_CPU, 25_000, CPU_USAGE_25000), (BATCH_MEMORY, memory, memory_message)]

@@ -17,9 +17,44 @@ def test_node_metric_fields():
     assert record["nodeUsage"] == {"cpu": 12500, "memory": 64 << 30}
     assert record["podsMetric"] == [
         {"namespace": "shop", "name": "web-1", "uid": None, "usage": {"cpu": 800, "memory": 600 << 20},
-         "priority": None, "qos": None}
+         "priority": None, "qos": None, "throttledRatio": None, "coldPageBytes": None}
     ]
     assert record["updateTime"] == 1714557600000
+    assert (record["memoryCollectPolicy"], record["coldPageBytes"]) == (None, None)
+
+
+def test_node_agent_additions():
+    """The memory policy (Koordinator's spec field), cold page bytes and each pod's throttled ratio."""
+    text = """apiVersion: slo.koordinator.sh/v1alpha1
+kind: NodeMetric
+metadata: {name: n}
+spec: {metricCollectPolicy: {nodeMemoryCollectPolicy: usageWithPageCache}}
+status:
+  nodeMetric: {coldPageBytes: 52834304}
+  podsMetric:
+  - {namespace: a, name: p, podUsage: {resources: {cpu: "1"}}, throttledRatio: 0.25, coldPageBytes: 4096}
+"""
+    record = record_of(text).record
+    assert (record["memoryCollectPolicy"], record["coldPageBytes"]) == ("usageWithPageCache", 52834304)
+    assert (record["podsMetric"][0]["throttledRatio"], record["podsMetric"][0]["coldPageBytes"]) == (0.25, 4096)
+
+
+def test_node_agent_additions_are_checked():
+    text = """apiVersion: slo.koordinator.sh/v1alpha1
+kind: NodeMetric
+metadata: {name: n}
+spec: {metricCollectPolicy: {nodeMemoryCollectPolicy: usageWithColdPages}}
+status:
+  nodeMetric: {coldPageBytes: -1}
+  podsMetric:
+  - {namespace: a, name: p, throttledRatio: 1.5}
+"""
+    assert sorted(problems_of(text)) == [
+        'spec.metricCollectPolicy.nodeMemoryCollectPolicy: unsupported value "usageWithColdPages" (supported: '
+        'usageWithoutPageCache, usageWithPageCache, usageWithHotPageCache)',
+        "status.nodeMetric.coldPageBytes: must be between 0 and 9223372036854775807, got -1",
+        "status.podsMetric[0].throttledRatio: must be a number between 0 and 1, got 1.5",
+    ]
 
 
 def test_full_koordinator_shape():
