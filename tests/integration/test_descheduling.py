@@ -1,6 +1,6 @@
 """Descheduling end to end on the real brokers: a DeschedulerConfiguration applied with ``koord apply``, a hot
 node beside a cool one, LowNodeLoad's PodMigrationJob with its status written back, the Eviction decision,
-and ``koord explain pod`` saying why the pod was moved.
+``koord explain pod`` saying why the pod was moved, and ``koord replay scheduling`` reproducing the eviction.
 
 The configuration's ``nodeSelector`` keeps the rounds to this scenario's nodes, so the other tests' nodes in
 the shared cluster are never candidates; the configuration is deleted at the end.
@@ -104,5 +104,8 @@ def test_a_hot_node_gets_a_migration_job_and_its_pod_an_eviction(cluster):
         [eviction] = explained["evictions"]
         assert eviction["nodeName"] == "desched-hot" and eviction["reason"] == "Descheduled"
         assert "node cpu usage(62.50%)>threshold(50.00%)" in eviction["message"]
+        replayed = cluster.koord("replay", "scheduling", "-o", "json", check=False, timeout=120)
+        report = json.loads(replayed.stdout)
+        assert report["ok"] and report["outputs"]["Eviction"]["reproduced"] >= 1, report
     finally:
         cluster.koord("delete", "deschedulerconfiguration", "koord-descheduler", check=False)

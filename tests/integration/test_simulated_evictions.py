@@ -3,7 +3,8 @@ simulated cluster, then an slo-controller-config turning memory eviction on with
 above. The node aggregate evicts BE pods in koordlet's order (same priority here, so the larger memory
 user first), the simulator ends each evicted pod (phase Failed, its resources released through the pod's
 deletion path), and a worker killed with SIGKILL while evictions are being decided, restarted by ``up``,
-re-reads its inbox without evicting any pod a second time (one Eviction decision id per pod)."""
+re-reads its inbox without evicting any pod a second time (one Eviction decision id per pod); ``koord replay
+node`` reproduces every eviction."""
 
 from __future__ import annotations
 
@@ -75,8 +76,11 @@ def test_memory_pressure_evicts_be_pods_in_order_and_the_simulator_ends_them_onc
             if all(phases.get(pod) in ("Failed", None) for _, _, pod, _, _ in evictions):
                 break
             time.sleep(1)
+        replayed = json.loads(koord(env, "replay", "node", "-o", "json", check=False).stdout)
     finally:
         koord(env, "down", check=False)
+
+    assert replayed["ok"] and replayed["outputs"]["Eviction"]["reproduced"] >= len(evictions), replayed
 
     per_pod = collections.Counter(pod for _, _, pod, _, _ in evictions)
     assert per_pod and max(per_pod.values()) == 1, f"a pod was evicted twice: {per_pod}"
