@@ -336,7 +336,7 @@ BURST_CONFIG_FIELDS = {
     "cfsQuotaBurstPercent": ("cfs_quota_burst_percent", decode_int),
     "cfsQuotaBurstPeriodSeconds": ("cfs_quota_burst_period_seconds", decode_int),
 }
-"""``CPUBurstConfig``, which a pod's ``koordinator.sh/cpu-burst`` annotation also holds."""
+"""``CPUBurstConfig``, which a pod's ``koordinator.sh/cpuBurst`` annotation also holds."""
 
 _BURST_FIELDS = {**BURST_CONFIG_FIELDS, "sharePoolThresholdPercent": ("share_pool_threshold_percent", decode_int)}
 

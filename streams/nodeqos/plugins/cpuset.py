@@ -12,6 +12,10 @@ per pod cgroup (``pod/<uid>``), pods in key order:
   share pool = the node's CPUs (``cpusuppress.node_processors``: ``0..ceil(capacity/1000)-1`` less the
   reservation annotation's ``reservedCPUs``) minus the cpuset of every pinned pod. An empty pool is not
   written.
+- **LS host applications** (``host-application-config`` entries with ``qos: LS``; the v1.4 article's "CPUSet
+  Allocation", ``cpusetRule.getHostAppCpuset``) get the same share pool on ``hostapp/<name>`` (with its
+  ``cgroup.path``); koordlet refuses every other class (``only LS is supported for host application``), so
+  they get nothing here.
 - **BE** pods get nothing here: ``CPUSuppress`` writes the BE tier's cpuset, picked from the node's CPUs minus
   the LSE pods' cpusets (Koordinator's ``be-cpu-shared-pools`` and ``calcBECPUSet`` leave out LSE only; LSR
   CPUs stay shared with BE, in proportion).
@@ -29,10 +33,10 @@ Where Koordinator's source differs from "LSE and LSR pods get their cpuset", it 
 - the class is the QoS with default; the scheduler pins only pods labelled LSE/LSR, where it is the label.
 
 A pool of every CPU of the node is what a pod cgroup already holds (the kubelet gives it its parent's set):
-as ``planner.BASELINE``, it is not sent to a pod this plan never gave a cpuset, so a node without pinned pods
-or reserved CPUs gets no cpuset actuation. Not modelled: NUMA-aware pools (the Node record carries no
-topology: one NUMA node), the SYSTEM QoS cpuset, kubelet's static policy, host applications' cpuset;
-container cpusets are the node agent's (on cgroup v1 it writes the pod's set to the pod's descendants).
+as ``planner.BASELINE``, it is not sent to a pod (or host application) this plan never gave a cpuset, so a
+node without pinned pods or reserved CPUs gets no cpuset actuation. Not modelled: NUMA-aware pools (the Node
+record carries no topology: one NUMA node), the SYSTEM QoS cpuset, kubelet's static policy; container cpusets
+are the node agent's (on cgroup v1 it writes the pod's set to the pod's descendants).
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_POD
-from streams.koordinator.classes import QOS_BE
+from streams.actuation import CPU_QUOTA, CPUSET_CPUS, HOSTAPP_PATH, MECHANISM_CGROUP, TARGET_HOSTAPP, TARGET_POD
+from streams.koordinator.classes import QOS_BE, QOS_LS
 from streams.nodeqos.framework import Plan, Setting, Snapshot
 from streams.nodeqos.plugins.cpusuppress import format_cpuset, node_processors
 from streams.nodeqos.podmeta import pinned_cpus
@@ -117,4 +121,10 @@ class CPUSet:
             else:
                 values = {CPUSET_CPUS: format_cpuset(pool)}
             settings.append(Setting(*target, dict(sorted(values.items()))))
+        for app in snapshot.strategy.host_apps:
+            target = (TARGET_HOSTAPP, app.name, MECHANISM_CGROUP)
+            if (app.qos != QOS_LS or not app.name or not app.cgroup_path or not pool
+                    or pool == everything and CPUSET_CPUS not in snapshot.previous.get(target, {})):
+                continue
+            settings.append(Setting(*target, {HOSTAPP_PATH: app.cgroup_path, CPUSET_CPUS: format_cpuset(pool)}))
         return Plan(tuple(settings))

@@ -9,8 +9,8 @@ Koordinator v1.4 "QoS for host applications" (``host-application-config``; koord
 - ``cpu.idle``: 1 for a BE application when the policy is ``coreSched`` and BE has ``schedIdle: 1``.
 
 An application whose settings are all kernel defaults is not actuated unless it was before (then it is
-reset). The LS cpuset share pool koordlet also writes is not planned: the Node record carries no CPU
-topology. CPU suppress counts BE applications under ``KubepodsBesteffort`` as BE (``cpusuppress``).
+reset). An LS application's share-pool cpuset is the ``CPUSet`` strategy's. CPU suppress counts BE
+applications under ``KubepodsBesteffort`` as BE (``cpusuppress``).
 """
 
 from __future__ import annotations

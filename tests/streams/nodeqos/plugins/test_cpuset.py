@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from streams.actuation import CPU_QUOTA, CPUSET_CPUS, MECHANISM_CGROUP, TARGET_POD
+from streams.actuation import CPU_QUOTA, CPUSET_CPUS, HOSTAPP_PATH, MECHANISM_CGROUP, TARGET_HOSTAPP, TARGET_POD
 from streams.koordinator.annotations import ANNOTATION_NODE_RESERVATION, ANNOTATION_RESOURCE_STATUS
 from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSE, QOS_LSR, QOS_NONE, QOS_SYSTEM
 from streams.nodeqos import podmeta
@@ -80,6 +80,24 @@ def test_an_unpinned_pod_gets_the_pool_back():
 def test_every_cpu_pinned_leaves_no_pool_to_write():
     pods = {"default/lse": pinned(QOS_LSE, "uid-lse", "0-3"), "default/ls": pod(QOS_LS, "uid-ls")}
     assert values(CPUSet().plan(snapshot(cpu=4000, pods=pods))) == {"uid-lse": {CPUSET_CPUS: "0-3", CPU_QUOTA: "-1"}}
+
+
+HOST_APPS = {"applications": [{"name": "nginx", "qos": "LS"}, {"name": "agent", "qos": "LSR"},
+                               {"name": "shipper", "qos": "BE"}]}
+
+
+def test_ls_host_applications_get_the_share_pool_and_other_classes_nothing():
+    """``getHostAppCpuset``: LS only (koordlet refuses the rest); the pool of every CPU is the baseline."""
+    pods = {"default/lse": pinned(QOS_LSE, "uid-lse", "0-1")}
+    plan = CPUSet().plan(snapshot(qos_strategy(host_application_config=HOST_APPS), cpu=4000, pods=pods))
+    assert {(s.target_kind, s.target_id): dict(s.values) for s in plan.settings if s.target_kind == TARGET_HOSTAPP} \
+        == {(TARGET_HOSTAPP, "nginx"): {HOSTAPP_PATH: "host-latency-sensitive/nginx", CPUSET_CPUS: "2-3"}}
+    unpinned = snapshot(qos_strategy(host_application_config=HOST_APPS), cpu=4000)
+    assert CPUSet().plan(unpinned).settings == ()
+    previous = {(TARGET_HOSTAPP, "nginx", MECHANISM_CGROUP): {HOSTAPP_PATH: "host-latency-sensitive/nginx",
+                                                              CPUSET_CPUS: "2-3"}}
+    [back] = CPUSet().plan(dataclasses.replace(unpinned, previous=previous)).settings
+    assert back.values == {HOSTAPP_PATH: "host-latency-sensitive/nginx", CPUSET_CPUS: "0-3"}
 
 
 def test_any_non_be_pod_with_a_cpuset_is_pinned_and_every_cpuset_leaves_the_pool():
