@@ -1,10 +1,11 @@
 """``koord top nodes|pods``: a live view of usage versus request versus allocatable.
 
 Reads the read model every ``--interval`` seconds and redraws; ``--once``
-prints one frame (for scripts). Columns show ``usage / requested /
-allocatable`` for cpu and memory, then batch and mid allocatable, all in one human form (cores with
-one decimal, bytes in binary units: ``3.5``, ``1.2Gi``). A node whose stored row cannot be read is
-listed as ``<name> (broken)``.
+prints one frame (for scripts). Columns show ``usage/requested/allocatable``
+for cpu and memory, then batch and mid allocatable, every quantity in one
+Kubernetes form (``human``): cpu in cores, or millicores under one core
+(``3.5``, ``350m``), bytes in binary units (``1.2Gi``, ``512Mi``); a percent stays
+a percent. A node whose stored row cannot be read is listed as ``<name> (broken)``.
 """
 
 from __future__ import annotations
@@ -19,20 +20,27 @@ from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_
 
 
 CPU_LIKE = ("cpu", BATCH_CPU, MID_CPU)
-"""Counted in millicores: shown in cores."""
+"""Counted in millicores."""
+MEMORY_LIKE = ("memory", BATCH_MEMORY, MID_MEMORY)
+"""Counted in bytes."""
 BINARY_UNITS = (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10))
 
 
+def _decimal(value: float) -> str:
+    return f"{value:.1f}".removesuffix(".0")
+
+
 def human(resource: str, value: int) -> str:
-    """One human form for every cell: cores with one decimal ("3.5", "0.3"), bytes in the largest binary unit
-    with one decimal ("1.2Gi", "512Mi"), other counts as they are."""
+    """One Kubernetes quantity per cell: cpu in cores with at most one decimal ("3.5", "64"), under one core in
+    millicores ("350m"); bytes in the largest binary unit that shows at least 1 with at most one decimal
+    ("1.2Gi", "512Mi"), under 1Ki in bytes; other counts as they are."""
     if resource in CPU_LIKE:
-        return f"{value / 1000:.1f}".removesuffix(".0")
-    if resource in ("memory", BATCH_MEMORY, MID_MEMORY):
+        return _decimal(round(value / 1000, 1)) if abs(value) >= 1000 or value == 0 else f"{value}m"
+    if resource in MEMORY_LIKE:
         for unit, size in BINARY_UNITS:
-            if abs(value) >= size:
-                return f"{value / size:.1f}".removesuffix(".0") + unit
-        return str(value)
+            shown = round(value / size, 1)
+            if abs(shown) >= 1:
+                return _decimal(shown) + unit
     return str(value)
 
 

@@ -36,7 +36,10 @@ Events (``event.kind``; records as the Avro schemas decode them):
   recalculate on pod changes, the next NodeMetric or tick does.
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
   ``degradeTimeMinutes`` resets batch and mid, and an unchanged node is
-  re-published after ``updateTimeThresholdSeconds``.
+  re-published after ``updateTimeThresholdSeconds``; then re-plans the node's
+  QoS at the tick's time (pods bound since the last plan, eviction cool-downs
+  that ended), emitting only settings that changed. Per-report samples of the
+  NodeMetric (throttled ratios) are not acted on again.
 - other kinds (a ConfigMap included: ``partition`` calls ``recalculate`` for
   it) are ignored and not recorded as applied.
 
@@ -152,7 +155,8 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
         return _calculate(_replace(state, sources=sources, node=node_view(event.record)), config, now,
                           event.causation, settings, stats, force=True)
     if kind == "Tick":
-        return _calculate(state, config, now, event.causation, settings, stats, force=False)
+        state, outputs = _calculate(state, config, now, event.causation, settings, stats, force=False)
+        return _plan_qos(state, config, now, event.causation, outputs, settings, stats)
     if kind == "NodeResourceTopology":
         return _on_topology(_replace(state, sources=sources), event, config, settings, stats)
     if kind == "SchedulingDecision":
@@ -167,11 +171,12 @@ CALCULATING_KINDS = frozenset({"NodeMetric", "Node", "Tick", "NodeResourceTopolo
 
 
 def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int, settings: NodeAggregateSettings) -> float:
-    """The earliest event time after ``calculated_ms`` (when the node was last calculated) at which a Tick
-    can change the node's outcome: its NodeResource expiring (``updateTimeThresholdSeconds``), its
-    NodeMetric going stale (``degradeTimeMinutes``), or, when ProdReclaimable is predicted, a prediction
-    input crossing its cold start or expiry. The outcome is a step function of time with steps only there,
-    so a Tick before it recalculates to what was already decided (``math.inf``: no Tick ever will)."""
+    """The earliest event time after ``calculated_ms`` (when the node was last calculated and planned) at which
+    a Tick can change the node's outcome: its NodeResource expiring (``updateTimeThresholdSeconds``), its
+    NodeMetric going stale (``degradeTimeMinutes``), when ProdReclaimable is predicted, a prediction input
+    crossing its cold start or expiry, or an eviction cool-down ending (``planner.next_plan_change_ms``).
+    The outcome is a step function of time with steps only there, so a Tick before it recalculates and
+    re-plans to what was already decided (``math.inf``: no Tick ever will)."""
     node, published = state.node, state.published
     if node is None:
         return math.inf
@@ -187,6 +192,7 @@ def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int, setting
     if metric is not None and metric.prod_reclaimable is None and settings.predicts_reclaimable:
         times.append(next_prediction_change_ms(state.profile, state.pods, metric, calculated_ms,
                                                settings.prediction))
+    times.append(planner.next_plan_change_ms(settings.qos_strategies, state.qos, metric, calculated_ms))
     return min((t for t in times if t > calculated_ms), default=math.inf)
 
 

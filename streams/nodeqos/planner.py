@@ -15,7 +15,15 @@ returns the new memory and the (schema, record) outputs:
    ``decision_id(cause, index, "<node>|<kind>|<id>|<mechanism>")``, stable
    across replays, and is signed with ``signing_key`` (``streams.actuation.sign``; None: unsigned);
 5. evictions become Eviction decisions; an evicted pod is not picked again
-   until it is released.
+   until it is released. A plan for anything but a new NodeMetric (a Tick, a
+   config change) keeps a strategy's evictions only when the NodeMetric was
+   reported after that strategy's last eviction: an older one still counts
+   the evicted pods' usage, and acting on it again would evict more pods than
+   the release needs.
+
+``next_plan_change_ms`` says when time alone can change a plan: the end of an
+eviction cool-down (``cool_down_seconds`` of a strategy's args) that a fresh
+NodeMetric waits for.
 
 Remembered values of pod targets whose pod left the node are dropped, so the
 memory stays bounded by the pods on the node.
@@ -24,6 +32,7 @@ memory stays bounded by the pods on the node.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -95,7 +104,8 @@ def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str,
             stats.record(plugin.name, "Plan", "success", started)
         for setting in plan.settings:
             merged.setdefault(setting.key, {}).update(setting.values)
-        evictions.extend((plugin.name, eviction) for eviction in plan.evictions)
+        if metric_is_new or _reported_after(metric, memory.last_eviction_ms.get(plugin.name)):
+            evictions.extend((plugin.name, eviction) for eviction in plan.evictions)
         if plan.start_cool_down:
             last_eviction.setdefault(plugin.name, now_ms)
     uids = {pod.uid for pod in pods.values() if pod.uid}
@@ -141,3 +151,23 @@ def plan_node(strategies: Sequence[Strategy], node: NodeView, pods: Mapping[str,
     evicted &= set(pods)
     new = QoSMemory(sequence, last, last_eviction, frozenset(evicted))
     return (memory if new == memory else new), outputs
+
+
+def _reported_after(metric: MetricView | None, last_eviction_ms: int | None) -> bool:
+    """Whether ``metric`` was reported after the eviction at ``last_eviction_ms`` (None: never evicted)."""
+    if last_eviction_ms is None:
+        return True
+    return metric is not None and metric.update_time_ms is not None and metric.update_time_ms > last_eviction_ms
+
+
+def next_plan_change_ms(strategies: Sequence[Strategy], memory: QoSMemory, metric: MetricView | None,
+                        after_ms: int) -> float:
+    """The earliest event time after ``after_ms`` at which a re-plan of the same inputs can differ: an eviction
+    cool-down ending while the NodeMetric was reported after that eviction (``math.inf``: none)."""
+    times = []
+    for plugin in strategies:
+        cool_down = getattr(plugin.args, "cool_down_seconds", None)
+        last = memory.last_eviction_ms.get(plugin.name)
+        if cool_down is not None and last is not None and _reported_after(metric, last):
+            times.append(last + cool_down * 1000)
+    return min((t for t in times if t > after_ms), default=math.inf)

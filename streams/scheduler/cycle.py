@@ -18,9 +18,10 @@ extension points they serve); ``run_cycle`` runs them for one pod::
 
 The failure message is kube-scheduler's ``FitError``: "0/N nodes are available: " then the
 PreFilter message, or the "<count> <reason>" strings of the filters, sorted and joined by
-", ", then "." and the PostFilter message in the same form. kube-scheduler's PostFilter message
-is itself a FitError ending in ".", which its events print as ".."; here the message ends with
-one period ("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.").
+", ", then "." and the PostFilter message in the same form. kube-scheduler's parts may end in "."
+themselves (a PostFilter message is a FitError), which its events print as ".."; here each part
+loses its trailing periods and the message ends with exactly one
+("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.").
 
 kube-scheduler scores only a sample of the feasible nodes in big clusters
 (percentageOfNodesToScore); here every node is filtered and scored, which is what makes
@@ -37,12 +38,12 @@ import numpy as np
 from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
-    Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim)
+    Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.registry import REGISTRY
 from streams.scheduler.state import Cluster
 
-NO_NODES_MESSAGE = "no nodes available to schedule pods"
+NO_NODES_MESSAGE = "no nodes available to schedule pods."
 TOP_SCORES = 3
 
 
@@ -100,16 +101,13 @@ class Framework:
 
 
 def fit_message(count: int, reasons: dict[str, int], prefilter: str = "", postfilter: str = "") -> str:
-    message = f"0/{count} nodes are available:"
-    if prefilter:
-        message += f" {prefilter}."
-    else:
-        histogram = sorted(f"{n} {reason}" for reason, n in reasons.items())
-        if histogram:
-            message += f" {', '.join(histogram)}."
-    if postfilter:
-        message += f" {postfilter.rstrip('.')}."
-    return message
+    """kube-scheduler's ``FitError.Error()``; each part without its own trailing periods, so the message ends
+    with exactly one."""
+    histogram = ", ".join(sorted(f"{n} {clause(reason)}" for reason, n in reasons.items()))
+    parts = [part for part in (clause(prefilter) if prefilter else histogram, clause(postfilter)) if part]
+    if not parts:
+        return f"0/{count} nodes are available."
+    return f"0/{count} nodes are available: " + " ".join(f"{part}." for part in parts)
 
 
 def _filters(fw: Framework, state: CycleState, pod: PodInfo, skipped: set[str], count: int,

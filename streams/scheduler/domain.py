@@ -58,7 +58,7 @@ from streams.scheduler.cycle import CycleResult, Framework, run_cycle, unreserve
 from streams.scheduler.descheduling import Descheduling, reservation_for
 from streams.scheduler.framework import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, ObjectPods, PodMutation,
-    QueueGroup, StatusReporter)
+    QueueGroup, StatusReporter, sentence)
 from streams.scheduler.plugins.deviceshare.devices import KIND as DEVICE_KIND, device_sync
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.queue import QueuedPod, SchedulingQueue
@@ -670,7 +670,7 @@ class SchedulingDomain:
         framework = self._framework(pod)
         status = framework.pre_enqueue(pod)
         if not status.ok:
-            outcome = CycleResult(None, status.message, rejected_by=frozenset({status.plugin}))
+            outcome = CycleResult(None, sentence(status.message), rejected_by=frozenset({status.plugin}))
         else:
             outcome = run_cycle(framework, pod)
             if outcome.victims:
@@ -747,13 +747,13 @@ class SchedulingDomain:
                     self._queue_event(POD_DELETE)
                     self.queue.add(key, pod.sort_priority, state.seq)
                     self.queue.failed(key, cluster.now_ms, frozenset({plugin}))
-                    state.last_result, state.last_message = UNSCHEDULABLE, message
-                    out.decision(pod, UNSCHEDULABLE, None, "Unschedulable", message, None)
+                    state.last_result, state.last_message = UNSCHEDULABLE, sentence(message)
+                    out.decision(pod, UNSCHEDULABLE, None, "Unschedulable", state.last_message, None)
                 out.decided_by_verdict.add(key)
 
     def _expire_waiting(self, out: "_Outputs") -> None:
         """Reject the waiting pods whose Permit timeout has passed in event time, earliest first
-        (kube-scheduler's message: "rejected due to timeout after waiting <d> at plugin <p>")."""
+        (kube-scheduler's message, as a sentence: "rejected due to timeout after waiting <d> at plugin <p>.")."""
         waiting = self.cluster.waiting
         now = self.cluster.now_ms
         expired = sorted((held.deadline_ms, self.pods[key].seq, key) for key, held in waiting.pods.items()

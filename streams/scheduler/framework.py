@@ -130,6 +130,18 @@ REASON_NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
 """kube-scheduler's preemption messages (``framework/preemption``), shared by every preemption plugin."""
 
 
+def sentence(message: str) -> str:
+    """``message`` ending with exactly one period, as kube-scheduler's FitError ends ("...: 3 Insufficient cpu.");
+    every Unschedulable decision's message is one. Empty stays empty."""
+    text = clause(message)
+    return f"{text}." if text else ""
+
+
+def clause(message: str) -> str:
+    """``message`` without trailing periods or blanks, to be joined into a sentence."""
+    return message.rstrip(". ")
+
+
 def preemption_failure(count: int, helpful: int) -> str:
     """kube-scheduler's message when no node can be freed: "preemption: 0/N nodes are available: <h> No
     preemption victims found for incoming pod, <N-h> Preemption is not helpful for scheduling." (sorted)."""

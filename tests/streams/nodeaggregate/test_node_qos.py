@@ -17,7 +17,7 @@ from streams.nodeqos.plugins import memoryevict
 from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import ConfigError
-from tests.streams.noderesource.support import G, NOW, configmap, decision, event, metric_record, node_record, pod_usage
+from tests.streams.noderesource.support import G, NOW, configmap, decision, event, metric_record, node_record, pod_usage, tick
 
 NODE = "test-node1"
 KEY = b"shared-secret"
@@ -147,16 +147,25 @@ EVERY_FEATURE = {
     "cpu-burst-config": json.dumps({"clusterStrategy": {"policy": "auto"}}),
     "resource-threshold-config": json.dumps({"clusterStrategy": {"enable": True, "cpuSuppressPolicy": "cfsQuota"}}),
 }
+NETWORK = {"enable": True, "egressRequest": "50M", "egressLimit": "100M"}
+EVERY_FEATURE_AND_NETWORK = {
+    **EVERY_FEATURE,
+    "resource-qos-config": json.dumps({"clusterStrategy": {
+        "policies": {"netQOSPolicy": "terway-qos"}, "lsrClass": ENABLED,
+        "lsClass": {**ENABLED, "networkQOS": NETWORK}, "beClass": {**ENABLED, "networkQOS": NETWORK}}}),
+    "system-config": json.dumps({"clusterStrategy": {"totalNetworkBandwidth": "600M"}}),
+}
 
 
 @pytest.mark.parametrize("keys, budget", [
     pytest.param({}, 4096, id="default-qos-config-fits-4-KiB"),
     pytest.param(EVERY_FEATURE, 4352, id="every-feature-on-fits-4.25-KiB"),
+    pytest.param(EVERY_FEATURE_AND_NETWORK, 4352, id="every-feature-and-network-qos-fits-4.25-KiB"),
 ])
 def test_state_of_a_node_with_20_pods_after_a_day(keys, budget):
     """The UIDs the plan needs (~420 bytes for 20 pods) and the QoS memory (~280 bytes with every feature on)
     come on top of the node-resource state (~3.5 KiB after a day): the default config stays within 4 KiB,
-    every feature on exceeds it by a few percent."""
+    every feature on exceeds it by a few percent; network QoS adds each pod's tc priority."""
     from tests.streams.nodeaggregate.test_node import LABELS, day_of_metrics, node_event, twenty_pods
     names, decisions, rng = twenty_pods()
     for index, record in enumerate(decisions):
@@ -223,3 +232,60 @@ def test_a_guaranteed_pod_joins_the_class_the_nodes_cpu_manager_policy_gives(ann
     tasks = {r["targetId"]: r["values"]["tasks.pods"] for r in actuations(out, "qos")
              if r["mechanism"] == "resctrl" and "tasks.pods" in r["values"]}
     assert "uid-web" in tasks.get(group, "").split(","), tasks
+
+
+def _tick(ts):
+    return event("Tick", "tick", tick(ts), ts=ts)
+
+
+def test_a_tick_re_plans_the_node_so_a_pod_pinned_since_the_last_node_metric_gets_its_cpuset():
+    """A SchedulingDecision only changes the pod table; the next Tick plans the pinned pod's cpuset (and its
+    quota -1) in the tick's event time, without a new NodeMetric, and a later Tick emits nothing more."""
+    state, _ = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+                   _bound("ls-pod", "LS", "uid-ls"), _metric())
+    pinned = decision("pinned", qos="LSR", cpu=2000)
+    pinned["pod"]["uid"] = "uid-pinned"
+    pinned["annotations"] = {"scheduling.koordinator.sh/resource-status": json.dumps({"cpuset": "2-3"})}
+    state, out = run(event("SchedulingDecision", NODE, pinned), state=state)
+    assert actuations(out) == []
+    state, out = run(_tick(NOW + 1000), state=state)
+    [record] = [r for r in actuations(out, "pod", "uid-pinned") if r["mechanism"] == "cgroup"]
+    assert record["values"][actuation.CPUSET_CPUS] == "2-3" and record["timestamp"] == NOW + 1000
+    assert actuations(run(_tick(NOW + 2000), state=state)[1]) == []
+
+
+def test_a_tick_does_not_scale_quota_burst_again():
+    """Throttled ratios are one sample per NodeMetric: a Tick re-plans with the same NodeMetric and keeps the quota."""
+    limited = decision("ls-pod", qos="LS", cpu=1000)
+    limited["pod"]["uid"], limited["limits"] = "uid-ls", {"cpu": 2000}
+    state, out = run(event("Node", NODE, node_record(NODE, cpu=16_000, memory=120 * G)),
+                     event("SchedulingDecision", NODE, limited), _throttled_metric(NOW, 0.5), config=BURST)
+    assert [r["values"][actuation.CPU_QUOTA] for r in actuations(out, "pod", "uid-ls")] == ["240000"]
+    _, out = run(_tick(NOW + 1000), _tick(NOW + 2000), state=state, config=BURST)
+    assert actuations(out) == []
+
+
+def _pressure(ts):
+    """95 of 100 GiB used, each BE pod using 10 GiB: over the threshold of 80 %, 17 GiB to release."""
+    return event("NodeMetric", NODE, metric_record(
+        NODE, update_time=ts, node_usage={"cpu": 4000, "memory": 95 * G},
+        pods=[pod_usage("test", name, 100, 10 * G) for name in ("be-a", "be-b", "be-c")]), ts=ts)
+
+
+def test_a_tick_evicts_when_the_cool_down_ends_on_a_node_metric_reported_after_the_last_eviction():
+    """memoryevict's 4 s cool-down: a NodeMetric inside it evicts nothing; the Tick at its end does, on that
+    NodeMetric. A Tick re-planning a NodeMetric older than the eviction evicts nothing (it still counts the
+    evicted pod's usage)."""
+    events = [event("Node", NODE, node_record(NODE, cpu=16_000, memory=100 * G))]
+    events += [_bound(name, "BE", f"uid-{name}") for name in ("be-a", "be-b", "be-c")]
+    state, out = run(*events, _pressure(NOW))
+    first = [r["pod"]["name"] for s, r in out if s == "Eviction"]
+    assert len(first) == 2
+    _, out = run(_tick(NOW + 5000), state=state)
+    assert [r for s, r in out if s == "Eviction"] == [], "the NodeMetric predates the eviction"
+    state, out = run(_pressure(NOW + 2000), state=state)
+    assert [r for s, r in out if s == "Eviction"] == [], "inside the cool-down"
+    assert aggregate.tick_due_ms(state, SUPPRESS, NOW + 2000, DEFAULT_SETTINGS) == NOW + 4000
+    _, out = run(_tick(NOW + 4000), state=state)
+    [evicted] = [r for s, r in out if s == "Eviction"]
+    assert evicted["pod"]["name"] not in first and evicted["timestamp"] == NOW + 4000

@@ -54,7 +54,7 @@ def test_pending_pod_is_retried_when_a_node_arrives_after_its_backoff():
     got = decisions(out)
     assert [(d["result"], d["causation"]["sourceTopic"]) for d in got] == [
         ("Unschedulable", "koord.pods"), ("Scheduled", "koord.ticks")]
-    assert got[0]["message"] == "no nodes available to schedule pods"
+    assert got[0]["message"] == "no nodes available to schedule pods."
 
 
 def test_released_pod_frees_room_for_the_pending_one():

@@ -88,7 +88,7 @@ def test_the_timeout_rejects_the_waiting_pod_in_event_time_and_frees_its_node(pa
     assert decisions(out) == []
     _, out = run(tick(7_000), domain=domain)
     assert results(out) == [("a", "Unschedulable", None)]
-    assert decisions(out)[0]["message"] == "rejected due to timeout after waiting 5s at plugin Pairs"
+    assert decisions(out)[0]["message"] == "rejected due to timeout after waiting 5s at plugin Pairs."
     assert cpu_requested(domain) == 0
 
 

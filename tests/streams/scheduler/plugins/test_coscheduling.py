@@ -182,7 +182,7 @@ def test_a_strict_gang_that_does_not_fit_holds_nothing_and_is_placed_whole_when_
     rejected = [d for d in decisions(out) if d["pod"]["name"] == "m0"][-1]
     assert rejected["message"] == ('GangGroup "default/train" gets rejected due to member Pod "default/m2" is '
                                    'unschedulable with reason "0/1 nodes are available: 1 Insufficient cpu.", '
-                                   'alreadyWaitForBound: 3')
+                                   'alreadyWaitForBound: 3.')
     _, out = run(node("n2", cpu=3000, ts=20_000), domain=domain)
     placed = results(out)
     assert [(n, r) for n, r, _ in placed] == [(f"m{i}", "Scheduled") for i in range(4)]
@@ -223,7 +223,7 @@ def test_waiting_members_are_rejected_when_the_gang_wait_time_passes_in_event_ti
     _, out = run(tick(31_001), domain=domain)
     timed_out = decisions(out)[0]
     assert (timed_out["pod"]["name"], timed_out["result"]) == ("w1", "Unschedulable")
-    assert timed_out["message"] == "rejected due to timeout after waiting 30s at plugin Coscheduling"
+    assert timed_out["message"] == "rejected due to timeout after waiting 30s at plugin Coscheduling."
 
 
 def test_a_restored_domain_continues_the_gang_as_the_live_one_would():

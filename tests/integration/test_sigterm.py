@@ -1,0 +1,123 @@
+"""Every long-running command stops on SIGTERM and on SIGINT (Ctrl-C) with exit status 0 and no traceback.
+
+Each command runs until it is running (its metrics say it reached the broker, or the worker logs "Worker
+ready"), then gets the signal; two more cases signal a command while it is still importing, before any
+command code runs. The commands run against a Tansu broker of this module's own, not the session's
+``cluster``: the node agent and the simulator would add nodes the other tests' scheduling would see, a
+second projection would take partitions (and commit offsets) from the session's, and a second worker
+would rebalance its group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from streams import supervision
+from streams.broker import embedded
+from tests.integration.conftest import start_broker
+
+pytestmark = pytest.mark.integration
+
+READY_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 20
+
+
+def _metrics(port: int) -> str:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+    except OSError:
+        return ""
+
+
+def _connected(text: str) -> bool:
+    return any(line.startswith("koord_node_agent_broker_connected{") and line.endswith(" 1.0")
+               for line in text.splitlines())
+
+
+def _consuming(text: str) -> bool:
+    return 'koord_consumer_lag{consumer="koordstream-projection"' in text
+
+
+COMMANDS = {
+    "node-agent": (["node-agent", "--dry-run", "--state-dir", "{home}/agent"], _connected),
+    "simulate": (["simulate", "--nodes", "1", "--report-interval", "5"], _connected),
+    "project": (["project"], _consuming),
+    "worker": (["worker"], None),
+}
+
+
+@pytest.fixture(scope="module")
+def broker_env(tmp_path_factory):
+    broker = start_broker("tansu", tmp_path_factory.mktemp("sigterm-broker"))
+    try:
+        yield broker.env()
+    finally:
+        broker.stop()
+
+
+def _start(broker_env, tmp_path, args: list[str], port: int | None) -> tuple[subprocess.Popen, object]:
+    args = [arg.format(home=tmp_path) for arg in args] + (["--metrics-port", str(port)] if port else [])
+    env = {**os.environ, **broker_env, "KOORD_HOME": str(tmp_path),
+           "KOORD_DATABASE_URL": f"sqlite:///{tmp_path / 'readmodel.sqlite'}"}
+    log = open(tmp_path / "stderr.log", "w+")
+    proc = subprocess.Popen(supervision.koord_command(*args), stdout=subprocess.DEVNULL, stderr=log,
+                            stdin=subprocess.DEVNULL, env=env)
+    return proc, log
+
+
+def _stopped(proc: subprocess.Popen, log, signum: int) -> str:
+    proc.send_signal(signum)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log.seek(0)
+    return log.read()
+
+
+def _wait_running(proc: subprocess.Popen, log, ready) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"exited {proc.returncode} before running"
+        if ready():
+            return
+        time.sleep(0.2)
+    log.seek(0)
+    raise TimeoutError(f"not running within {READY_TIMEOUT_S}s:\n{log.read()[-3000:]}")
+
+
+@pytest.mark.parametrize("command, signum", [
+    pytest.param("node-agent", signal.SIGTERM, id="node-agent-SIGTERM"),
+    pytest.param("node-agent", signal.SIGINT, id="node-agent-SIGINT"),
+    pytest.param("simulate", signal.SIGTERM, id="simulate-SIGTERM"),
+    pytest.param("project", signal.SIGTERM, id="project-SIGTERM"),
+    pytest.param("worker", signal.SIGTERM, id="worker-SIGTERM"),
+])
+def test_a_running_command_stops_quietly(broker_env, tmp_path, command, signum):
+    args, ready_metrics = COMMANDS[command]
+    port = embedded.free_loopback_port()
+    proc, log = _start(broker_env, tmp_path, args, port)
+    if ready_metrics is None:
+        _wait_running(proc, log, lambda: "Worker ready" in (log.seek(0) or log.read()))
+    else:
+        _wait_running(proc, log, lambda: ready_metrics(_metrics(port)))
+    stderr = _stopped(proc, log, signum)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert proc.returncode == 0, stderr[-3000:]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_command_signalled_while_it_starts_stops_quietly(broker_env, tmp_path, signum):
+    proc, log = _start(broker_env, tmp_path, ["node-agent", "--dry-run", "--state-dir", "{home}/agent"], None)
+    time.sleep(0.5)
+    stderr = _stopped(proc, log, signum)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert proc.returncode == 0, stderr[-3000:]
