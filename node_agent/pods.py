@@ -1,4 +1,4 @@
-"""Who a pod cgroup belongs to: UID -> namespace, name, priority class and QoS class.
+"""Who a pod cgroup belongs to: UID -> namespace, name, priority class, QoS class and address.
 
 Pods are found in the cgroup tree by UID; the pods topic tells their namespace
 and name. Until it does, a pod is reported under its UID with the placeholder
@@ -10,12 +10,20 @@ with the priority class that QoS implies (LS* -> koord-prod, BE -> koord-batch).
 The directory keeps the pods bound to this node, plus a bounded number of not
 yet bound ones (a pod record usually arrives before its binding), so memory
 does not grow with the size of the fleet.
+
+A pod's address is a node-local fact the planner never learns (it plans from
+SchedulingDecisions, made before the pod has an IP): the directory takes it
+from the Pod record's manifest, ``status.podIP`` (else ``status.podIPs[0].ip``),
+and ``address_of`` gives it to the tc backend, which classifies pods by address
+as terway-qos does.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from streams.koordinator.classes import PRIORITY_NONE_NAME, QOS_BY_KUBE_QOS, QOS_NONE, priority_class_with_qos
 from streams.scheduler.podinfo import from_record
@@ -34,11 +42,30 @@ class PodIdentity:
     """Koordinator priority class (koord-prod, ...) or None."""
     qos: str | None
     """Koordinator QoS class (LSE, LSR, LS, BE, SYSTEM) or None."""
+    address: str | None = None
+    """The pod's IP (``status.podIP``) once the kubelet has reported it."""
 
 
 def identity_from_tier(uid: str, kube_qos: str) -> PodIdentity:
     qos = QOS_BY_KUBE_QOS.get(kube_qos, QOS_NONE)
     return PodIdentity(UNRESOLVED_NAMESPACE, uid, priority_class_with_qos(qos) or None, qos or None)
+
+
+def pod_address(record: Mapping) -> str | None:
+    """``status.podIP`` of a Pod record's manifest, else ``status.podIPs[0].ip``; None before the pod has one."""
+    try:
+        manifest = json.loads(record.get("manifest") or "{}")
+    except ValueError:
+        return None
+    status = manifest.get("status") if isinstance(manifest, dict) else None
+    if not isinstance(status, dict):
+        return None
+    address = status.get("podIP")
+    if not address:
+        ips = status.get("podIPs")
+        first = ips[0] if isinstance(ips, list) and ips else None
+        address = first.get("ip") if isinstance(first, dict) else None
+    return address if isinstance(address, str) and address else None
 
 
 class PodDirectory:
@@ -62,7 +89,7 @@ class PodDirectory:
             return
         identity = PodIdentity(info.namespace, info.name, info.priority_class or None, info.qos_class or None)
         if info.node_name == self.node_name:
-            self._bound[info.uid] = identity
+            self._bound[info.uid] = dataclasses.replace(identity, address=pod_address(record))
         elif info.node_name is None:
             self._unbound[info.uid] = identity
             while len(self._unbound) > self._max_unbound:
@@ -73,7 +100,7 @@ class PodDirectory:
 
     def apply_decision(self, record: dict) -> None:
         """A SchedulingDecision: a pod placed on this node is ours, with the classes the scheduler saw;
-        a pod released or placed elsewhere is not."""
+        a pod released or placed elsewhere is not. The address the pods topic gave stays."""
         pod = record.get("pod") or {}
         uid = pod.get("uid")
         if not uid:
@@ -83,16 +110,22 @@ class PodDirectory:
             if result == RELEASED or node_name:
                 self._bound.pop(uid, None)
             return
-        self._unbound.pop(uid, None)
+        unbound = self._unbound.pop(uid, None)
+        known = self._bound.get(uid) or unbound
         priority = record.get("priorityClass")
         namespace = pod.get("namespace") or "default"
         self._bound[uid] = PodIdentity(namespace, pod.get("name") or uid,
                                        None if priority in (None, "", PRIORITY_NONE_NAME) else priority,
-                                       record.get("qosClass") or None)
+                                       record.get("qosClass") or None, known.address if known else None)
         self._uid_of_key[f"{namespace}/{pod.get('name')}"] = uid
 
     def lookup(self, uid: str, kube_qos: str) -> PodIdentity:
         return self._bound.get(uid) or self._unbound.get(uid) or identity_from_tier(uid, kube_qos)
+
+    def address_of(self, uid: str) -> str | None:
+        """The address of a pod bound to this node, None until its Pod record carries one."""
+        identity = self._bound.get(uid)
+        return identity.address if identity is not None else None
 
     def __len__(self) -> int:
         return len(self._bound) + len(self._unbound)

@@ -44,7 +44,8 @@ Mechanisms and their setting names (``SETTINGS`` holds the allowed names per
   ``egress.limit_bps`` (bits/s, 0 unlimited; annotation
   ``koordinator.sh/networkQOS``) and ``address``, the pod's IP
   (``status.podIP``) by which the agent sorts its packets, as terway-qos keys
-  pods by address.
+  pods by address; the planner leaves it out (it plans before the pod has an
+  IP) and the agent then takes it from the pods topic.
 
 Every value is a decimal string (Avro map of strings). The ``sequence`` is
 per node and increases with every actuation the node aggregate emits; an
@@ -129,7 +130,8 @@ NET_INGRESS_LIMIT = "ingress.limit_bps"
 NET_EGRESS_LIMIT = "egress.limit_bps"
 """``tc`` on a pod: its own limits from ``koordinator.sh/networkQOS`` in bits/s (0: unlimited)."""
 NET_ADDRESS = "address"
-"""``tc`` on a pod: its IPv4 or IPv6 address (``status.podIP``); without it the agent cannot classify the pod."""
+"""``tc`` on a pod: its IPv4 or IPv6 address (``status.podIP``); without it the agent classifies the pod by the
+address the pods topic gives."""
 POD_TC_SETTINGS = (NET_PRIORITY, NET_INGRESS_LIMIT, NET_EGRESS_LIMIT, NET_ADDRESS)
 HOSTAPP_PATH = "cgroup.path"
 

@@ -87,8 +87,11 @@ INCARNATION_CHECK_S = 30.0
 """How often a running agent asks whether the actuations topic is still the incarnation its offset is from."""
 
 
-def build_backends(settings: AgentSettings, layout: CgroupLayout) -> dict[str, Backend]:
-    """One backend per mechanism this host can serve; a mechanism missing here is acknowledged unsupported."""
+def build_backends(settings: AgentSettings, layout: CgroupLayout,
+                   address_of: Callable[[str], str | None] | None = None) -> dict[str, Backend]:
+    """One backend per mechanism this host can serve; a mechanism missing here is acknowledged unsupported.
+    ``address_of`` (pod UID -> address, the agent's ``PodDirectory.address_of``) lets the tc backend classify
+    pods whose actuation carries no address."""
     from node_agent.actuator.resctrl import ResctrlBackend
     from node_agent.actuator.tc import TcBackend
 
@@ -97,7 +100,7 @@ def build_backends(settings: AgentSettings, layout: CgroupLayout) -> dict[str, B
         contract.MECHANISM_RESCTRL: ResctrlBackend(settings.resctrl_root, layout, settings.proc_root),
     }
     if settings.tc_interface:
-        backends[contract.MECHANISM_TC] = TcBackend(settings.tc_interface)
+        backends[contract.MECHANISM_TC] = TcBackend(settings.tc_interface, address_of=address_of)
     return backends
 
 
@@ -113,11 +116,12 @@ class Actuator:
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, node_name: str, layout: CgroupLayout,
-                      key: bytes | None = None, **kwargs) -> "Actuator":
+                      key: bytes | None = None, address_of: Callable[[str], str | None] | None = None,
+                      **kwargs) -> "Actuator":
         sequences = SequenceStore(settings.state_dir, persist=not settings.actuation_dry_run)
         verifier = Verifier(node_name, key, sequences)
-        return cls(node_name, build_backends(settings, layout), verifier, dry_run=settings.actuation_dry_run,
-                   **kwargs)
+        return cls(node_name, build_backends(settings, layout, address_of), verifier,
+                   dry_run=settings.actuation_dry_run, **kwargs)
 
     def apply(self, record: dict) -> dict:
         """The ActuationAck for ``record`` after applying it (or refusing it); never raises."""

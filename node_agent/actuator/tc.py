@@ -30,9 +30,12 @@ shaping. Each step is checked; on a failure the classes changed so far get
 their previous rates back (or are deleted if new), and a root qdisc created
 by this actuation is deleted, restoring the interface's default.
 
-Pod targets classify by the pod's ``address`` (``status.podIP``), as
+Pod targets classify by the pod's address (``status.podIP``), as
 terway-qos keys pods by address (its eBPF maps; this host has no net_cls
-hierarchy, so no classid per cgroup). A pod owns slot ``s``: the filter
+hierarchy, so no classid per cgroup): the actuation's ``address`` when it
+carries one, else ``address_of(pod uid)``, the agent's pod directory
+(``node_agent/pods.py``, fed by the pods topic); with neither the pod's
+settings are unsupported. A pod owns slot ``s``: the filter
 preference ``0x100+s`` on every device and the class minor ``0x1000+s``; its
 slot is found again by the address its egress filter matches, a new pod takes
 the lowest free one. Every pod gets an egress filter to its priority's class
@@ -86,7 +89,8 @@ POD_PREF_BASE = 0x100
 POD_MINOR_BASE = 0x1000
 MAX_POD_SLOT = 0xFFFF - POD_MINOR_BASE
 IFB_PREFIX = "kifb"
-REASON_NO_ADDRESS = f"no pod {NET_ADDRESS} (status.podIP) in the actuation: pods are classified by address"
+REASON_NO_ADDRESS = (f"no pod {NET_ADDRESS} (status.podIP) in the actuation or the pods topic: pods are "
+                     "classified by address")
 _FILTER = re.compile(r"^filter (?:parent \S+ )?protocol (\S+) pref (\d+) u32 .*\bfh (\S+)")
 _MATCH = re.compile(r"^match ([0-9a-f]{8})/([0-9a-f]{8}) at (\d+)")
 _FLOWID = re.compile(r"\*?flowid ([0-9a-f]+:[0-9a-f]*)")
@@ -95,6 +99,8 @@ SOURCE_OFFSETS = {"ip": (12,), "ipv6": (8, 12, 16, 20)}
 DESTINATION_OFFSETS = {"ip": (16,), "ipv6": (24, 28, 32, 36)}
 
 Runner = Callable[[Sequence[str]], subprocess.CompletedProcess]
+AddressOf = Callable[[str], "str | None"]
+"""Pod UID -> its address on this node, None when unknown (``PodDirectory.address_of``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,8 +209,10 @@ class TcBackend:
     mechanism = contract.MECHANISM_TC
 
     def __init__(self, interface: str, command: Sequence[str] = ("tc",), runner: Runner | None = None,
-                 ip_command: Sequence[str] = ("ip",), ifb: str | None = None) -> None:
+                 ip_command: Sequence[str] = ("ip",), ifb: str | None = None,
+                 address_of: AddressOf | None = None) -> None:
         self.interface = interface
+        self.address_of = address_of
         self.command = tuple(command)
         self.ip_command = tuple(ip_command)
         self.ifb = ifb or default_ifb(interface)
@@ -371,10 +379,21 @@ class TcBackend:
 
     def _plan_pod(self, target: Target, values: dict[str, str]) -> Plan:
         asked = [name for name in POD_TC_SETTINGS if name in values]
-        if NET_ADDRESS not in values:
-            return Plan(target, (), unsupported={name: REASON_NO_ADDRESS for name in asked})
+        if NET_ADDRESS in values:
+            try:
+                address = parse_address(values[NET_ADDRESS])
+            except limits.ValueProblem as err:
+                raise Rejected(BAD_VALUE, str(err)) from None
+        else:
+            known = self.address_of(target.id) if self.address_of is not None else None
+            if known is None:
+                return Plan(target, (), unsupported={name: REASON_NO_ADDRESS for name in asked})
+            try:
+                address = parse_address(known)
+            except limits.ValueProblem as err:
+                why = f"status.podIP from the pods topic: {err}"
+                return Plan(target, (), unsupported={name: why for name in asked})
         try:
-            address = parse_address(values[NET_ADDRESS])
             priority = limits.within(NET_PRIORITY, limits.parse_int(NET_PRIORITY, values[NET_PRIORITY]), 0, 2) \
                 if NET_PRIORITY in values else None
             egress_limit, ingress_limit = (pod_limit(name, values[name]) if name in values else None

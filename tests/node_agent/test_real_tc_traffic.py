@@ -140,7 +140,9 @@ def node_and_peer():
 
 def _traffic(flows: list[tuple[str, ...]]) -> dict[str, float]:
     """Run every (sender namespace, sink namespace, sink address, source addresses...) flow set at once; the
-    goodput in bit/s per source address."""
+    goodput in bit/s per source address. The senders, started once the sinks are ready, outlast the sinks'
+    counting window: a sender that stopped inside it would leave the window's end empty at rates whose socket
+    buffer drains in a fraction of a second."""
     sinks, port = {}, random.randint(20000, 40000)
     try:
         for _, sink_ns, destination, *_ in flows:
@@ -149,7 +151,7 @@ def _traffic(flows: list[tuple[str, ...]]) -> dict[str, float]:
             sinks[destination] = sink
             assert sink.stdout.readline().strip() == "ready"
         senders = [subprocess.Popen(["ip", "netns", "exec", sender_ns, sys.executable, "-c", SOURCE, destination,
-                                     str(port), str(SECONDS + 0.5), *sources])
+                                     str(port), str(SECONDS + 1.5), *sources])
                    for sender_ns, _, destination, *sources in flows]
         for sender in senders:
             assert sender.wait(timeout=30) == 0

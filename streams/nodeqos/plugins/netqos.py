@@ -12,12 +12,15 @@ koordlet's runtime hook ``terwayqos`` (``terwayqos.go``, ``types.go``) and ``tc/
   of the total, ``total * pct / 100``; unset is 0. Everything is in **bits** per second; terway's file holds
   bytes (/8), the actuator converts (terway's own percent form skips the /8, a quirk of its byte units that
   bits do not have).
-- Pods: with the annotation ``koordinator.sh/networkQOS`` (``{"ingressLimit": "...", "egressLimit": "..."}``,
-  keys matched case-insensitively as Go's JSON decoder does) a pod gets ``pod/<uid>`` ``tc`` with its
-  ``priority`` (SYSTEM 0; LSE/LSR/LS 1; BE 2; else by Kubernetes QoS: Guaranteed/Burstable 1, BestEffort 2,
-  unknown 0) and its ``ingress.limit_bps`` / ``egress.limit_bps``. The contract's ``address`` (the pod IP the
-  agent classifies by) is not planned: the pod view does not carry ``status.podIP``, and the agent reports such a
-  pod unsupported.
+- Pods: while the node's classes are in force (the node setting above is planned), every pod of the node that
+  its latest NodeMetric reports running (so the kubelet has given it its address before the agent needs it) gets
+  ``pod/<uid>`` ``tc`` with its ``priority`` (SYSTEM 0; LSE/LSR/LS 1; BE 2; else by Kubernetes QoS:
+  Guaranteed/Burstable 1, BestEffort 2, unknown 0), as terway-qos lists every pod in its pod file; limits only
+  where the annotation ``koordinator.sh/networkQOS`` gives them (``{"ingressLimit": "...", "egressLimit":
+  "..."}``, keys matched case-insensitively as Go's JSON decoder does): ``ingress.limit_bps`` /
+  ``egress.limit_bps``. A pod whose annotation does not parse is left out, as terway-qos skips it. The
+  address the agent classifies by (``status.podIP``) is not planned: the pod gets it after scheduling, and the
+  agent resolves it from the pods topic.
 
 A value that does not parse or exceeds the total fails the node file, as terway's ``parseQuantity`` does:
 nothing is planned for the node then.
@@ -107,28 +110,30 @@ class NetQoS:
         total = snapshot.strategy.system.total_network_bandwidth
         terway = strategy.net_policy == NET_POLICY_TERWAY
         any_enabled = any(strategy.of(qos).network.enable for _, qos in CLASSES)
-        settings = []
-        if terway or (total > 0 and any_enabled):
-            values = {TOTAL_BPS: str(total)}
-            try:
-                for name, qos in CLASSES:
-                    network = strategy.of(qos).network
-                    request = bandwidth(network.egress_request, total) if network.enable else 0
-                    limit = bandwidth(network.egress_limit, total) if network.enable else 0
-                    values[f"{name}{REQUEST_BPS}"] = str(request)
-                    values[f"{name}{LIMIT_BPS}"] = str(limit)
-                settings.append(Setting(TARGET_NODE, snapshot.node.name, MECHANISM_TC, values))
-            except (ValueError, ConfigError):
-                pass
+        if not (terway or (total > 0 and any_enabled)):
+            return Plan()
+        values = {TOTAL_BPS: str(total)}
+        try:
+            for name, qos in CLASSES:
+                network = strategy.of(qos).network
+                request = bandwidth(network.egress_request, total) if network.enable else 0
+                limit = bandwidth(network.egress_limit, total) if network.enable else 0
+                values[f"{name}{REQUEST_BPS}"] = str(request)
+                values[f"{name}{LIMIT_BPS}"] = str(limit)
+        except (ValueError, ConfigError):
+            return Plan()
+        settings = [Setting(TARGET_NODE, snapshot.node.name, MECHANISM_TC, values)]
+        running = snapshot.metric.pods if snapshot.metric is not None else {}
         for key in sorted(snapshot.pods):
             pod = snapshot.pods[key]
+            if not pod.uid or key not in running:
+                continue
+            pod_values = {NET_PRIORITY: str(priority(raw_qos(pod.labels), kube_qos(pod.qos, pod.labels)))}
             annotation = pod.annotation(ANNOTATION_NETWORK_QOS)
-            if not pod.uid or annotation is None:
-                continue
-            limits = pod_limits(annotation)
-            if limits is None:
-                continue
-            settings.append(Setting(TARGET_POD, pod.uid, MECHANISM_TC, {
-                NET_PRIORITY: str(priority(raw_qos(pod.labels), kube_qos(pod.qos, pod.labels))),
-                NET_INGRESS_LIMIT: str(limits[0]), NET_EGRESS_LIMIT: str(limits[1])}))
+            if annotation:
+                limits = pod_limits(annotation)
+                if limits is None:
+                    continue
+                pod_values.update({NET_INGRESS_LIMIT: str(limits[0]), NET_EGRESS_LIMIT: str(limits[1])})
+            settings.append(Setting(TARGET_POD, pod.uid, MECHANISM_TC, pod_values))
         return Plan(tuple(settings))

@@ -10,6 +10,8 @@ from prometheus_client import REGISTRY
 from node_agent.actuator.actuator import Actuator, OffsetStore, handle_record, partition_for
 from node_agent.actuator.sequences import SequenceStore
 from node_agent.actuator.verify import Verifier
+from node_agent.pods import PodDirectory
+from node_agent.settings import AgentSettings
 from streams.schemas import codec
 from tests.node_agent.actuator.conftest import NODE, actuation, make_actuator, snapshot
 
@@ -108,3 +110,10 @@ def test_offsets_persist(tmp_path):
 def test_apply_is_callable_without_kafka(v1_tree):
     actuator = Actuator(NODE, {"cgroup": v1_tree.backend()}, Verifier(NODE, None, SequenceStore(None)))
     assert actuator.apply(actuation({"cpu.shares": "4"}))["values"] == {"cpu.shares": "4"}
+
+
+def test_the_tc_backend_is_built_with_the_pod_directorys_addresses(v1_tree, tmp_path):
+    pods = PodDirectory(NODE)
+    settings = AgentSettings(tc_interface="eth9", state_dir=tmp_path, resctrl_root=tmp_path / "resctrl")
+    actuator = Actuator.from_settings(settings, NODE, v1_tree.layout, address_of=pods.address_of)
+    assert actuator.backends["tc"].address_of == pods.address_of

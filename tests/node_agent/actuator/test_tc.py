@@ -229,6 +229,34 @@ def test_pods_that_cannot_be_classified_are_unsupported_and_touch_nothing(values
     assert not any(verb in command for command in host.commands for verb in ("add", "replace", "del"))
 
 
+def test_without_a_planned_address_the_pod_directory_gives_it():
+    planned = {name: value for name, value in POD_VALUES.items() if name != "address"}
+    from_directory = TcBackend("eth0", runner=CannedHost(), ifb="kifb1",
+                               address_of={POD.id: "10.9.0.4"}.get).plan(POD, planned)
+    from_actuation = TcBackend("eth0", runner=CannedHost(), ifb="kifb1").plan(POD, POD_VALUES)
+    assert from_directory.actions == from_actuation.actions
+    assert from_directory.requested == ("priority", "ingress.limit_bps", "egress.limit_bps")
+
+
+def test_a_planned_address_wins_over_the_pod_directory():
+    plan = TcBackend("eth0", runner=CannedHost(), address_of=lambda uid: "10.9.0.99").plan(
+        POD, {"priority": "2", "address": "10.9.0.4"})
+    assert plan.actions == ["tc filter add dev eth0 parent 1: protocol ip prio 257 u32 match ip src 10.9.0.4/32 "
+                            "flowid 1:12"]
+
+
+@pytest.mark.parametrize("known, why", [
+    (None, "status.podIP) in the actuation or the pods topic"),
+    ("not-an-ip", "status.podIP from the pods topic: address='not-an-ip' is not an IP address"),
+], ids=["directory-has-none", "directory-has-garbage"])
+def test_a_pod_the_directory_cannot_place_is_unsupported(known, why):
+    host = CannedHost()
+    plan = TcBackend("eth0", runner=host, address_of=lambda uid: known).plan(POD, {"priority": "1"})
+    assert plan.requested == () and plan.unsupported == {"priority": plan.unsupported["priority"]}
+    assert why in plan.unsupported["priority"]
+    assert not any(verb in command for command in host.commands for verb in ("add", "replace", "del"))
+
+
 @pytest.mark.parametrize("values", [
     {**POD_VALUES, "address": "10.9.0"}, {**POD_VALUES, "address": "0.0.0.0"}, {**POD_VALUES, "priority": "3"},
     {**POD_VALUES, "egress.limit_bps": "999"}, {**POD_VALUES, "ingress.limit_bps": "-1"},

@@ -15,10 +15,12 @@ from tests.streams.noderesource.support import decision, event
 from tests.streams.objects.seeds import seed_block
 
 
-def seed_pod(seed: str, number: int, *, name: str, uid: str, namespace: str = "default",
-             labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> PodInfo:
-    """The article's pod, named (the examples leave the name out), with ``uid``, extra ``labels`` and, when
-    given, ``annotations`` instead of the article's."""
+def seed_record(seed: str, number: int, *, name: str, uid: str, namespace: str = "default",
+                labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+                node: str | None = None, status: dict | None = None):
+    """The article's pod as a Pod record (``streams.objects.ObjectRecord``: ``key``, ``record``), named (the
+    examples leave the name out), with ``uid``, extra ``labels``, when given ``annotations`` instead of the
+    article's, and, for the pod as the kubelet reports it, ``spec.nodeName`` = ``node`` and ``status``."""
     [doc] = load_documents("-", stdin_text=seed_block(seed, number).text)
     body = copy.deepcopy(doc.body)
     metadata = body.setdefault("metadata", {})
@@ -26,7 +28,18 @@ def seed_pod(seed: str, number: int, *, name: str, uid: str, namespace: str = "d
     metadata["labels"] = {**(metadata.get("labels") or {}), **(labels or {})}
     if annotations is not None:
         metadata["annotations"] = annotations
-    record = to_record(Document(doc.file, doc.index, doc.line, body))
+    if node is not None:
+        body.setdefault("spec", {})["nodeName"] = node
+    if status is not None:
+        body["status"] = status
+    return to_record(Document(doc.file, doc.index, doc.line, body))
+
+
+def seed_pod(seed: str, number: int, *, name: str, uid: str, namespace: str = "default",
+             labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> PodInfo:
+    """The scheduler's ``PodInfo`` of :func:`seed_record`'s pod."""
+    record = seed_record(seed, number, name=name, uid=uid, namespace=namespace, labels=labels,
+                         annotations=annotations)
     return from_record(record.key, record.record)
 
 

@@ -18,7 +18,7 @@ from streams.objects import load_documents, to_record
 from streams.objects.documents import Document
 from streams.scheduler.podinfo import PodInfo, from_record
 from streams.sloconfig.configmap import DEFAULT_CONFIG, SloConfig, parse_slo_config
-from tests.streams.noderesource.support import G, NOW, event, metric_record, node_record
+from tests.streams.noderesource.support import G, NOW, event, metric_record, node_record, pod_usage
 from tests.streams.nodeqos.seedpods import bound
 from tests.streams.objects.seeds import seed_block
 
@@ -153,10 +153,12 @@ def _flow(values: dict[str, str] | None) -> str:
 
 
 def plan(config: SloConfig, *pods: PodInfo, node_annotations: dict | None = None) -> list[dict]:
-    """Node, bound pods and one NodeMetric through ``node.handle``: the Actuations emitted."""
+    """Node, bound pods and one NodeMetric reporting them running through ``node.handle``: the Actuations
+    emitted."""
     events = [event("Node", NODE, node_record(NODE, cpu=16_000, memory=64 * G, annotations=node_annotations)),
               *(bound(p, NODE) for p in pods),
-              event("NodeMetric", NODE, metric_record(NODE, node_usage={"cpu": 2000, "memory": 8 * G}))]
+              event("NodeMetric", NODE, metric_record(NODE, node_usage={"cpu": 2000, "memory": 8 * G},
+                                                      pods=[pod_usage(p.namespace, p.name, 100, G) for p in pods]))]
     state, actuations = aggregate.initial_state(), []
     for ev in events:
         state, out = aggregate.handle(state, ev, config, DEFAULT_SETTINGS)
