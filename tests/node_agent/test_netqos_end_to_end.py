@@ -8,7 +8,7 @@ three times: with that annotation (Guaranteed: priority 1, its own limits), as a
 (neither annotated: sorted into L2 / L0 by priority alone). The node aggregate plans from SchedulingDecisions,
 so the pods' tc targets carry no address; the node agent's pod directory learns each address from the pod's
 Pod record (``status.podIP``) and the tc backend classifies by it. The namespaces, veth and traffic are
-``test_real_tc_traffic``'s.
+``tests/node_agent/netns.py``'s.
 
 Measured (goodput, tolerance 25 %): the annotated pod's egress alone is held to 20 Mbit/s and its ingress to
 10 Mbit/s; the BE pod alone is held to L2's ceiling, 200 Mbit/s; the BE pod and the SYSTEM pod together: L0
@@ -30,7 +30,7 @@ from streams.nodeaggregate import node as aggregate
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from streams.scheduler.podinfo import from_record
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
-from tests.node_agent.test_real_tc_traffic import MBIT, TOLERANCE, _traffic, node_and_peer  # noqa: F401
+from tests.node_agent.netns import MBIT, traffic, veth_namespaces
 from tests.streams.nodeqos.seedpods import bound, seed_record
 from tests.streams.noderesource.support import G, NOW, configmap, event, metric_record, node_record, pod_usage
 from tests.streams.objects.seeds import seed_block
@@ -46,6 +46,16 @@ PODS = {  # name -> (host part of its address, labels, annotations)
     "be": (3, {"koordinator.sh/qosClass": "BE"}, {}),
     "limited": (4, {}, {"koordinator.sh/networkQOS": ARTICLE_ANNOTATION}),
 }
+
+
+TOLERANCE = 0.25
+
+
+@pytest.fixture
+def node_and_peer():
+    """(node namespace, node veth, peer namespace, subnet prefix): the pods .1 .3 .4 on the node side, .2 peer."""
+    with veth_namespaces((1, 3, 4), (2,)) as pair:
+        yield pair
 
 
 def _plan(subnet: str) -> tuple[list[dict], list]:
@@ -95,10 +105,10 @@ def test_article_netqos_plan_shapes_real_traffic_with_addresses_from_the_pods_to
         assert asked.items() <= ack["values"].items(), "read back (the node's L0 comes with the backend's defaults)"
 
     system, be, limited, far = (f"{subnet}.{host}" for host in (1, 3, 4, 2))
-    alone = _traffic([(node, peer, far, be, limited)])
+    alone = traffic([(node, peer, far, be, limited)])
     if not ingress_unsupported:
-        alone.update(_traffic([(peer, node, limited, far)]))
-    both = _traffic([(node, peer, far, system, be)])
+        alone.update(traffic([(peer, node, limited, far)]))
+    both = traffic([(node, peer, far, system, be)])
     measured = {"BE pod alone (L2, ceiling 200M)": alone[be], "annotated pod egress (limit 20M)": alone[limited],
                 "annotated pod ingress (limit 10M)": alone.get(far), "SYSTEM pod with BE (L0)": both[system],
                 "BE pod with SYSTEM (L2)": both[be]}

@@ -137,6 +137,14 @@ def v2_tree(tmp_path) -> CgroupTree:
     return CgroupTree(tmp_path / "cgroup", "v2")
 
 
+def intel_proc(tmp_path: Path) -> Path:
+    """A /proc whose cpuinfo names an Intel CPU (koordlet reads the vendor for the MBA form)."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cpuinfo").write_text("processor\t: 0\nvendor_id\t: GenuineIntel\n")
+    return proc
+
+
 @dataclasses.dataclass
 class ResctrlTree:
     """/sys/fs/resctrl of a 2-socket Intel host: 11 L3 ways (cbm 7ff), MBA in steps of 10 from 10 %."""

@@ -10,7 +10,7 @@ from streams import actuation as contract
 from streams.nodeaggregate import node as aggregate
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from streams.sloconfig.configmap import DEFAULT_CONFIG
-from tests.node_agent.actuator.conftest import NODE, POD_UID, ResctrlTree, make_actuator
+from tests.node_agent.actuator.conftest import NODE, POD_UID, ResctrlTree, intel_proc, make_actuator
 from tests.streams.noderesource.support import G, NOW, event, metric_record, node_record
 from tests.streams.nodeqos.seedpods import bound, released, seed_pod
 
@@ -41,10 +41,7 @@ LIFE = [event("Node", NODE, node_record(NODE, cpu=16_000, memory=64 * G)), bound
 
 @pytest.fixture
 def host(tmp_path, v1_tree):
-    resctrl = ResctrlTree(tmp_path / "resctrl")
-    proc = tmp_path / "proc"
-    proc.mkdir()
-    (proc / "cpuinfo").write_text("processor\t: 0\nvendor_id\t: GenuineIntel\n")
+    resctrl, proc = ResctrlTree(tmp_path / "resctrl"), intel_proc(tmp_path)
     (v1_tree.root / "cpu" / v1_tree.pod(POD_UID, "BestEffort") / "tasks").write_text("300\n301\n")
     return resctrl, make_actuator(v1_tree, resctrl=resctrl.backend(v1_tree, proc))
 

@@ -23,7 +23,6 @@ network namespaces cannot be created.
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -41,6 +40,7 @@ from node_agent.actuator.tc import TcBackend
 from node_agent.actuator.verify import Verifier
 from node_agent.collectors.cgroups import CgroupLayout
 from tests.node_agent.actuator.conftest import actuation
+from tests.node_agent.netns import veth_namespaces
 from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
 pytestmark = pytest.mark.real_cgroups
@@ -136,37 +136,9 @@ CLIENT = textwrap.dedent("""
 
 @pytest.fixture
 def netns_pair():
-    """(sender namespace, sender veth, receiver address), deleted afterwards."""
-    require_root("create cgroups, move processes and configure tc")
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        pytest.skip("needs the ip and tc commands (iproute2)")
-    tag = uuid.uuid4().hex[:6]
-    sender, receiver, veth_a, veth_b = f"kst{tag}a", f"kst{tag}b", f"kv{tag}a", f"kv{tag}b"
-    subnet = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}"
-    made = []
-
-    def ip(*args):
-        return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
-    try:
-        for ns in (sender, receiver):
-            result = ip("netns", "add", ns)
-            if result.returncode != 0:
-                pytest.skip(f"ip netns add is not allowed here: {result.stderr.strip()}")
-            made.append(ns)
-        for args in (("link", "add", veth_a, "type", "veth", "peer", "name", veth_b),
-                     ("link", "set", veth_a, "netns", sender), ("link", "set", veth_b, "netns", receiver),
-                     ("-n", sender, "addr", "add", f"{subnet}.1/30", "dev", veth_a),
-                     ("-n", receiver, "addr", "add", f"{subnet}.2/30", "dev", veth_b),
-                     ("-n", sender, "link", "set", veth_a, "up"), ("-n", receiver, "link", "set", veth_b, "up"),
-                     ("-n", sender, "link", "set", "lo", "up"), ("-n", receiver, "link", "set", "lo", "up")):
-            result = ip(*args)
-            assert result.returncode == 0, f"ip {' '.join(args)}: {result.stderr}"
-        yield sender, veth_a, receiver, f"{subnet}.2"
-    finally:
-        for ns in made:
-            ip("netns", "del", ns)
-        left = set(ip("netns", "list").stdout.split()) & set(made)
-        assert not left, f"network namespaces left behind: {left}"
+    """(sender namespace, sender veth, receiver namespace, receiver address), deleted afterwards."""
+    with veth_namespaces((1,), (2,), prefix=30) as (sender, veth, receiver, subnet):
+        yield sender, veth, receiver, f"{subnet}.2"
 
 
 def test_htb_class_holds_the_configured_rate(netns_pair, record_property):

@@ -4,7 +4,7 @@ import pytest
 
 from node_agent.actuator.resctrl import MaskProblem, ResctrlInfo, l3_mask, mask_percents
 from node_agent.actuator.verify import BAD_VALUE, Rejected, Target
-from tests.node_agent.actuator.conftest import POD_UID, ResctrlTree
+from tests.node_agent.actuator.conftest import POD_UID, ResctrlTree, intel_proc
 
 BE = Target("qos", "BE", "resctrl", qos="BE")
 
@@ -34,10 +34,7 @@ def test_mask_percents_give_back_the_same_mask():
 
 @pytest.fixture
 def host(tmp_path, v1_tree):
-    resctrl = ResctrlTree(tmp_path / "resctrl")
-    proc = tmp_path / "proc"
-    proc.mkdir()
-    (proc / "cpuinfo").write_text("processor\t: 0\nvendor_id\t: GenuineIntel\n")
+    resctrl, proc = ResctrlTree(tmp_path / "resctrl"), intel_proc(tmp_path)
     return resctrl, resctrl.backend(v1_tree, proc)
 
 
