@@ -5,7 +5,9 @@ ElasticQuotas, waits until the scheduling inbox is caught up, then submits
 ``pods`` pods (as fast as possible, or at ``rate`` pods/s) spread over the
 quotas, and reads the decision stream. Latency is from the moment a pod is
 handed to the producer to the moment its first decision is read back.
-Also reports the pure core's in-process pods/s (``streams.scheduler.bench``).
+Also reports the pure core's in-process pods/s (``streams.scheduler.bench``); ``core_only`` runs
+just the core, without a broker, with its pods/s per slice of 5,000 pods (a cost that grows
+with the number of bound pods shows as falling slices) and optionally its profile.
 
 Workloads: ``plain`` (the above); ``gang`` (the pods are one Strict gang whose min-available is all of
 them: no member is bound before the last arrives, and latency runs to each member's Scheduled decision);
@@ -172,3 +174,20 @@ def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int, 
     core = in_process.run_in_process(nodes, min(pods, 3000), seed)
     return {"end_to_end": end_to_end, "in_process": {"pods_per_s": core["pods_per_s"], "nodes": nodes,
                                                      "pods": core["pods"]}}
+
+
+def core_only(nodes: int, pods: int, seed: int, profile_from: int | None = None) -> dict:
+    """The pure core in this process, no broker (``streams.scheduler.bench.run_in_process``)."""
+    return in_process.run_in_process(nodes, pods, seed, profile_from=profile_from)
+
+
+def core_lines(core: dict) -> list[str]:
+    """``core_only``'s figures as printed: overall, then per slice, then the profile if taken."""
+    lines = [f"in process ({core['nodes']} nodes, {core['pods']} pods, {core['scheduled']} scheduled): "
+             f"{core['pods_per_s']:.0f} pods/s ({core['cpu_pods_per_s']:.0f} per CPU second)"]
+    for part in core["slices"]:
+        lines.append(f"  pods {part['first']:>6}-{part['first'] + part['pods']:<6} {part['pods_per_s']:7.0f} pods/s "
+                     f"({part['cpu_pods_per_s']:.0f} per CPU second)")
+    if "profile" in core:
+        lines.append(core["profile"])
+    return lines

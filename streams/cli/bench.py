@@ -52,13 +52,22 @@ def bench() -> None:
 @click.option("--seed", default=1, show_default=True)
 @click.option("--workload", type=click.Choice(("plain", "gang", "reservations")), default="plain", show_default=True,
               help="plain pods; one gang of all the pods; or one reservation per pod, placed first.")
+@click.option("--in-process", "core_only", is_flag=True,
+              help="Only the pure core in this process, no broker: pods/s per slice of 5,000 pods (plain workload).")
+@click.option("--profile-from", type=int, default=None,
+              help="With --in-process: cProfile the pods from this index on and print the top lines.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, workload: str, output: str,
-                  broker_kind: str) -> None:
-    """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s."""
+def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, workload: str, core_only: bool,
+                  profile_from: int | None, output: str, broker_kind: str) -> None:
+    """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s (with --in-process: only
+    the core, per slice of pods)."""
     from streams.bench import scheduler
 
+    if core_only:
+        core = scheduler.core_only(nodes, pods, seed, profile_from)
+        click.echo(json.dumps(core) if output == "json" else "\n".join(scheduler.core_lines(core)))
+        return
     with _harness(broker_kind, output) as running:
         result = {"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed, workload)}
     if output == "json":

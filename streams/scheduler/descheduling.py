@@ -25,7 +25,7 @@ from streams.descheduler.evictor import refusal
 from streams.descheduler.lownodeload import LowNodeLoad
 from streams.descheduler.migration.arbitration import WorkloadView
 from streams.descheduler.migration.args import MigrationArgs
-from streams.descheduler.migration.jobs import ABORTED, Job, Migrations, Reserve, ReservationView, Step
+from streams.descheduler.migration.jobs import ABORTED, FINISHED, Job, Migrations, Reserve, ReservationView, Step
 from streams.descheduler.snapshot import NodeView, PodView
 from streams.koordinator.annotations import (
     ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST, ANNOTATION_KUBE_MIRROR, ANNOTATION_POD_DELETION_COST,
@@ -83,12 +83,16 @@ class Descheduling:
         config = self.config
         if config is None and not self.migrations.jobs:
             return Step([], [], [], [])
+        due = config is not None and (self.last_round_ms is None or now_ms - self.last_round_ms >= config.interval_ms)
+        migration = config.migration if config is not None else MigrationArgs()
+        if not due and all(job.phase in FINISHED for job in self.migrations.jobs.values()):
+            # Only finished jobs to scavenge: nothing reads the pods, whose views cost O(pods) per event.
+            return self.migrations.step(now_ms, {}, {}, {}, {}, migration, reservations)
         pods, nodes_of, workload_of, workloads = _pod_views(cluster)
         created: list[Job] = []
-        if config is not None and (self.last_round_ms is None or now_ms - self.last_round_ms >= config.interval_ms):
+        if due:
             self.last_round_ms = now_ms
             created = self._round(cluster, config, pods, now_ms)
-        migration = config.migration if config is not None else MigrationArgs()
         step = self.migrations.step(now_ms, pods, nodes_of, workload_of, workloads, migration, reservations)
         seen = {job.name for job in step.changed} | {job.name for job in step.deleted}
         return dataclasses.replace(step, changed=[job for job in created if job.name not in seen] + step.changed)

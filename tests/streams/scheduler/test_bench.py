@@ -8,6 +8,13 @@ def test_small_baseline_schedules_every_pod():
     assert result["scheduled"] == 300 and result["pods_per_s"] > 0 and result["cpu_pods_per_s"] > 0
 
 
+def test_figures_per_slice_cover_every_pod():
+    result = bench.run_in_process(nodes=30, pods=250, seed=7, slice_pods=100, profile_from=200)
+    assert [(part["first"], part["pods"]) for part in result["slices"]] == [(0, 100), (100, 100), (200, 50)]
+    assert all(part["pods_per_s"] > 0 for part in result["slices"])
+    assert "Ordered by: cumulative time" in result["profile"]
+
+
 def test_same_seed_same_decisions():
     def placements(seed):
         domain, events = bench.build(50, 80, seed)

@@ -65,6 +65,7 @@ from streams.scheduler.plugins.nodenumaresource.topologymanager import (
     EXCLUSIVE_REQUIRED, POLICY_BEST_EFFORT, POLICY_NONE, POLICY_RESTRICTED, Hint, bits, count, iterate_masks,
     merge)
 from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodAssigned, PodUnassigned
 
 NAME = "NodeNUMAResource"
@@ -87,6 +88,9 @@ NODE_BIND_NONE = "None"
 DEFAULT_WEIGHTS = (("cpu", 1), ("memory", 1))
 NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
 """Resources scored even when the pod does not request them (the others are skipped then, as scalars)."""
+UNGROUPED = -1
+"""A node's group before it is (re)computed: after it was added or changed."""
+PASS, PER_NODE = "pass", "per node"
 
 
 def _weights(reader: ArgsReader, strategy: Mapping | None, field: str, what: str) -> tuple[str, tuple]:
@@ -253,8 +257,18 @@ class NodeNUMAResource:
         self.nodes: dict[str, NodeAllocation] = {}
         self._where: dict[str, str] = {}
         self._options: dict[str, tuple[NodeObject, TopologyOptions]] = {}
+        self.owner = f"{NAME}#{id(self)}"
+        self._group_keys: list[tuple[str, str]] = []
+        self._group_ids: dict[tuple[str, str], int] = {}
+        self._capacities: tuple | None = None
+        self._grouped: tuple[int, int] | None = None
+        """(columns version, node count) when every node's group was last known."""
+        cluster.columns.attach(self.owner, "group", None, np.int32, UNGROUPED)
         for key in sorted(cluster.assignment):
             self._apply(key, cluster.assignment[key])
+
+    def close(self) -> None:
+        self.cluster.columns.detach(self.owner)
 
     # -- cluster state -------------------------------------------------------------------------
 
@@ -267,6 +281,11 @@ class NodeNUMAResource:
             self._options.pop(change.name, None)
             if change.new is None:
                 self.nodes.pop(change.name, None)
+            else:
+                row = self.cluster.columns.row.get(change.name)
+                if row is not None:
+                    self.cluster.columns.attached(self.owner, "group")[row] = UNGROUPED
+                    self._grouped = None
 
     def _apply(self, key: str, node: str) -> None:
         """Hold the allocation the assigned pod's resource-status describes; a pod without one keeps what
@@ -331,6 +350,42 @@ class NodeNUMAResource:
 
     def _numa_policy(self, st: _PodState, node: NodeObject) -> str | None:
         return merge_topology_policy(node.labels.get(LABEL_NUMA_TOPOLOGY_POLICY, POLICY_NONE), st.numa_policy)
+
+    def _node_groups(self, count: int) -> np.ndarray:
+        """Each node's group: the index in ``_group_keys`` of its (NUMA policy label, node cpu bind policy), the
+        only node facts Filter and Score read before they need the node's topology and allocations. Kept per
+        row and recomputed only for nodes added or changed since, so a cycle classifies nodes in one vector."""
+        columns = self.cluster.columns
+        groups = columns.attached(self.owner, "group")[:count]
+        if self._grouped == (columns.version, count):
+            return groups
+        names = columns.names
+        for row in np.flatnonzero(groups == UNGROUPED):
+            name = names[row]
+            node = self.cluster.nodes[name]
+            key = (node.labels.get(LABEL_NUMA_TOPOLOGY_POLICY, POLICY_NONE),
+                   self.node_cpu_bind_policy(node, self.topology_options(name)))
+            group = self._group_ids.get(key)
+            if group is None:
+                group = self._group_ids[key] = len(self._group_keys)
+                self._group_keys.append(key)
+            groups[row] = group
+        self._grouped = (columns.version, count)
+        return groups
+
+    def _group_filter(self, st: _PodState, numa_label: str, node_bind: str) -> str | _Failure:
+        """``filter_node``'s outcome for every node of a group when it does not depend on the node: PASS, the
+        failure, or PER_NODE (the pod binds cpus here, or the merged NUMA policy runs the topology manager)."""
+        policy = merge_topology_policy(numa_label, st.numa_policy)
+        if policy is None:
+            return _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_MATCH_NUMA_TOPOLOGY)
+        try:
+            request_bind = self._request_bind(st, node_bind)
+        except _Failure as failure:
+            return failure
+        if request_bind or policy not in (POLICY_NONE, POLICY_BEST_EFFORT):
+            return PER_NODE
+        return PASS
 
     def _resource_options(self, st: _PodState, name: str, request_bind: bool, hint: Hint | None) -> _Options:
         node = self.cluster.nodes[name]
@@ -580,22 +635,51 @@ class NodeNUMAResource:
         st.affinity[name] = best
 
     def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
+        """``filter_node`` on every candidate: once per node group when the group decides it (``_group_filter``),
+        else node by node. Reasons are listed in the order a node-by-node pass meets them (row, then position)."""
         st: _PodState | None = state.get(NAME)
         if st is None:
             return FilterResult(candidates)
+        count = len(candidates)
         names = self.cluster.columns.names
-        passed = candidates.copy()
+        groups = self._node_groups(count)
         failures: dict[tuple[str, Code], np.ndarray] = {}
-        for row in np.flatnonzero(candidates):
+        first: dict[tuple[str, Code], tuple[int, int]] = {}
+
+        def failed(failure: _Failure, rows: np.ndarray, row: int) -> None:
+            for index, reason in enumerate(failure.status.reasons):
+                key = (reason, failure.status.code)
+                mask = failures.setdefault(key, np.zeros(count, bool))
+                mask |= rows
+                first[key] = min(first.get(key, (row, index)), (row, index))
+
+        per_node = np.zeros(count, bool)
+        for group, (numa_label, node_bind) in enumerate(self._group_keys):
+            verdict = self._group_filter(st, numa_label, node_bind)
+            if verdict == PASS:
+                continue
+            members = candidates & (groups == group)
+            if not members.any():
+                continue
+            if verdict == PER_NODE:
+                per_node |= members
+            else:
+                failed(verdict, members, int(np.argmax(members)))
+        for row in np.flatnonzero(per_node):
             try:
                 self.filter_node(st, names[row])
             except _Failure as failure:
-                passed[row] = False
-                for reason in failure.status.reasons:
-                    mask = failures.setdefault((reason, failure.status.code), np.zeros(len(candidates), bool))
-                    mask[row] = True
-        resolvable = [(r, m) for (r, code), m in failures.items() if code == Code.UNSCHEDULABLE]
-        hard = [(r, m) for (r, code), m in failures.items() if code != Code.UNSCHEDULABLE]
+                only = np.zeros(count, bool)
+                only[row] = True
+                failed(failure, only, int(row))
+        if not failures:
+            return FilterResult(candidates)
+        passed = candidates.copy()
+        for mask in failures.values():
+            passed &= ~mask
+        ordered = sorted(failures, key=first.__getitem__)
+        resolvable = [(r, failures[(r, code)]) for r, code in ordered if code == Code.UNSCHEDULABLE]
+        hard = [(r, failures[(r, code)]) for r, code in ordered if code != Code.UNSCHEDULABLE]
         if hard and not resolvable:
             return FilterResult(passed, tuple(hard), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         return FilterResult(passed, tuple(resolvable + hard))
@@ -607,30 +691,48 @@ class NodeNUMAResource:
         if st is None:
             return scores
         columns = self.cluster.columns
-        weight_sum = np.zeros(size, dtype=np.int64)
-        for resource, weight in self.args.scoring_weights:
+        total = np.zeros(size, dtype=np.float64)
+        weight_sum = None
+        most = self.args.scoring_type == MOST_ALLOCATED
+        for resource, index, capacity, weighted in self._node_capacities(size):
             wanted = st.requests.get(resource, 0)
-            if resource == "pods" or (wanted == 0 and resource not in NATIVE_SCORED):
+            if wanted == 0 and resource not in NATIVE_SCORED:
                 continue
-            alloc = columns.get(columns.allocatable, resource)[:size]
-            req = columns.get(columns.requested, resource)[:size] + wanted
-            safe = np.maximum(alloc, 1)
-            if self.args.scoring_type == MOST_ALLOCATED:
-                part = np.minimum(req, alloc) * 100 // safe
-            else:
-                part = np.where(req > alloc, 0, (alloc - req) * 100 // safe)
-            present = alloc != 0
-            scores += np.where(present, part * weight, 0)
-            weight_sum += np.where(present, weight, 0)
-        scores = np.where(weight_sum > 0, scores // np.maximum(weight_sum, 1), 0)
-        for row in np.flatnonzero(candidates):
-            name = columns.names[row]
-            node = self.cluster.nodes[name]
-            policy = self._numa_policy(st, node) or POLICY_NONE
-            if policy != POLICY_NONE:
-                scores[row] = self._numa_score(st, name, row)
+            used = columns.requested[index, :size] + wanted
+            share = capacity.most_requested(used) if most else capacity.least_requested(used)
+            share *= weighted
+            total += share
+            weight_sum = weighted if weight_sum is None else weight_sum + weighted
+        if weight_sum is not None:
+            total /= np.maximum(weight_sum, 1.0)
+            scores = np.floor(total, out=total).astype(np.int64)
+        groups = self._node_groups(size)
+        numa_groups = [group for group, (numa_label, _) in enumerate(self._group_keys)
+                       if (merge_topology_policy(numa_label, st.numa_policy) or POLICY_NONE) != POLICY_NONE]
+        if numa_groups:
+            for row in np.flatnonzero(candidates & np.isin(groups, numa_groups)):
+                scores[row] = self._numa_score(st, columns.names[row], row)
         scores[~candidates] = 0
         return scores
+
+    def _node_capacities(self, count: int) -> list[tuple[str, int, Capacity, np.ndarray]]:
+        """Per scored resource (``pods`` never is): (name, row, prepared allocatable, weight where the node has
+        it), per node change. ``resource_score`` over the nodes, exact in float64 (``scoring``)::
+
+            score = floor(sum(weight * share) / sum(weight))   over the resources with allocatable != 0
+        """
+        columns = self.cluster.columns
+        key = (columns.version, count, len(columns.resources))
+        if self._capacities is None or self._capacities[0] != key:
+            prepared = []
+            for resource, weight in self.args.scoring_weights:
+                index = columns.index.get(resource)
+                if resource == "pods" or index is None:
+                    continue
+                capacity = Capacity(columns.allocatable[index, :count])
+                prepared.append((resource, index, capacity, (capacity.values != 0) * float(weight)))
+            self._capacities = (key, prepared)
+        return self._capacities[1]
 
     def _numa_score(self, st: _PodState, name: str, row: int) -> int:
         """The score over the allocation the node would give: its NUMA nodes' zones and allocations, and for a

@@ -312,14 +312,20 @@ class Reservation:
         chosen, wanted = state.get(NAME, ({}, None))
         if wanted is None:
             return FilterResult(candidates)
-        names = self.cluster.columns.names[: len(candidates)]
-        has = np.array([name in chosen for name in names], dtype=bool)
+        has = np.zeros(len(candidates), dtype=bool)
+        has[self._rows(chosen, len(candidates))] = True
         return FilterResult(candidates & has, ((REASON_AFFINITY, ~has),), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         chosen, _ = state.get(NAME, ({}, None))
-        names = self.cluster.columns.names[: len(candidates)]
-        return np.array([100 if name in chosen else 0 for name in names], dtype=np.int64)
+        scores = np.zeros(len(candidates), dtype=np.int64)
+        scores[self._rows(chosen, len(candidates))] = 100
+        return scores
+
+    def _rows(self, nodes, count: int) -> list[int]:
+        """The rows of ``nodes`` among the first ``count``: a cost in the reservations, not in the nodes."""
+        rows = self.cluster.columns.row
+        return [rows[node] for node in nodes if node in rows and rows[node] < count]
 
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> dict[str, str]:
         chosen, _ = state.get(NAME, ({}, None))

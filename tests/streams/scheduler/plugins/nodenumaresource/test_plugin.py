@@ -12,7 +12,7 @@ from streams.scheduler.framework import Code, CycleState
 from streams.scheduler.plugins.nodenumaresource import NAME, NodeNUMAResource
 from streams.scheduler.plugins.nodenumaresource.plugin import NodeNUMAResourceArgs
 from streams.scheduler.plugins.nodenumaresource.topology import CPUTopology
-from streams.scheduler.state import Cluster, NodeObject, PodAssigned, PodUnassigned
+from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodAssigned, PodUnassigned
 from tests.streams.scheduler.support import decisions, node, pod, pod_info, profile_with, run
 
 GI = 1 << 30
@@ -169,6 +169,20 @@ def test_numa_policies_of_node_and_pod_must_match():
     info = a_pod(annotations={S + "numa-topology-spec": json.dumps({"numaTopologyPolicy": "SingleNUMANode"})})
     _, result = filtered(p, info)
     assert reasons(result) == ["node(s) NUMA Topology policy not match"]
+
+
+def test_a_node_changing_its_cpu_bind_policy_is_filtered_by_its_new_policy():
+    c = cluster(numa_node(name="n1"), numa_node(name="n2"))
+    p = plugin(c)
+    info = a_pod(cpu=1500)
+    assert filtered(p, info)[1].passed.tolist() == [True, True]
+    old = c.nodes["n2"]
+    new = NodeObject("n2", {N + "cpu-bind-policy": "FullPCPUsOnly"}, old.annotations, (), False, old.allocatable)
+    c.nodes["n2"] = new
+    c.columns.upsert("n2", new.allocatable)
+    p.observe(NodeChanged("n2", old, new))
+    _, result = filtered(p, info)
+    assert result.passed.tolist() == [True, False] and reasons(result) == ["the requested CPUs must be integer"]
 
 
 def test_a_required_policy_tries_the_allocation_in_filter():
