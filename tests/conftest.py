@@ -21,10 +21,24 @@ hypothesis_settings.register_profile("koordstream", derandomize=True, database=N
 hypothesis_settings.load_profile("koordstream")
 
 
+def pytest_collection_modifyitems(config, items):
+    """A ``scenario`` test (a feature of the decision core, broker-agnostic) runs in the Tansu round only: the
+    Kafka round keeps what depends on the broker (delivery, transactions, compaction, crash and failover,
+    replay, the read model, ``koord up``)."""
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_kafka = callspec is not None and callspec.params.get("broker_kind") == "kafka"
+        (dropped if on_kafka and item.get_closest_marker("scenario") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture(scope="session", params=local.KINDS)
 def broker_kind(request) -> str:
     """``tansu`` or ``kafka``: the broker every test that uses it runs on, one round per kind (pytest
-    runs every test of one kind before it starts the other)."""
+    runs every test of one kind before it starts the other; ``scenario`` tests run in the Tansu round only)."""
     if request.param == "kafka":
         require_kafka()
     return request.param

@@ -1,8 +1,8 @@
 """A real koordstream on a real broker, once per broker kind per session: Tansu and Apache Kafka.
 
 ``broker_kind`` (``tests/conftest.py``) parametrizes every integration test over the embedded Tansu
-and a local Apache Kafka (KRaft, ``streams.broker.kraft``); pytest runs all tests of one kind before
-it starts the other. The ``cluster`` of a kind starts the broker on free loopback ports, applies the
+and a local Apache Kafka (KRaft, ``streams.broker.kraft``), ``scenario`` tests excepted (Tansu only);
+pytest runs all tests of one kind before it starts the other. The ``cluster`` of a kind starts the broker on free loopback ports, applies the
 topology and runs one Faust worker and the projection as child processes, exactly as ``koord up``
 does. Tests talk to it through the ``koord`` CLI.
 """

@@ -1,4 +1,4 @@
-"""Descheduling end to end on the real brokers: a DeschedulerConfiguration applied with ``koord apply``, a hot
+"""Descheduling end to end on the embedded broker: a DeschedulerConfiguration applied with ``koord apply``, a hot
 node beside a cool one, LowNodeLoad's PodMigrationJob with its status written back, the Eviction decision,
 ``koord explain pod`` saying why the pod was moved, and ``koord replay scheduling`` reproducing the eviction.
 
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 SCENARIO = "deschedule"
 CONFIG = f"""\

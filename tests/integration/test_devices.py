@@ -1,4 +1,4 @@
-"""Issue 17 end to end on the real brokers: each GPU example of the Koordinator v1.6 article applied with
+"""Issue 17 end to end on the embedded broker: each GPU example of the Koordinator v1.6 article applied with
 ``koord apply`` places as the article says — GPUs on one PCIe switch, on one NUMA node, by the Device's
 partition table with a Restricted pod, GPU + RDMA joint allocation with a VF, HAMi-isolated sharing of 50 % of a
 GPU. The pods are the article's, plus a toleration of this scenario's tainted nodes (the session cluster is
@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from streams import kafka
 from streams.schemas import codec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 TAINT = "e2e-devices"
 TOLERATION = {"key": "e2e-scenario", "operator": "Equal", "value": TAINT, "effect": "NoSchedule"}

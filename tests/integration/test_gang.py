@@ -1,4 +1,4 @@
-"""Gang scheduling end to end on the real brokers: a 4-pod Strict gang on nodes where only 3 fit stays entirely
+"""Gang scheduling end to end on the embedded broker: a 4-pod Strict gang on nodes where only 3 fit stays entirely
 unbound and is placed whole when a node is added; a NonStrict gang places what fits; two gangs of one group
 bind only together. Each scenario has its own tainted nodes, so the shared cluster's other pods never compete."""
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NAMESPACE = "e2e-gang"
 

@@ -1,4 +1,4 @@
-"""PodMigrationJobs end to end on the real brokers (issue 18): a ReservationFirst job reserves a place, evicts
+"""PodMigrationJobs end to end on the embedded broker (issue 18): a ReservationFirst job reserves a place, evicts
 the pod once the reservation is placed, and the workload's replacement binds the reservation; a burst of 50 jobs
 for one node is held to ``maxMigratingPerNode`` (2 Running, the other 48 waiting, ``koord explain pod`` naming
 the limit), and a job the user aborts frees its place for a waiting one.
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 SCENARIO = "migrate"
 NAMESPACE = "e2e-migrate"

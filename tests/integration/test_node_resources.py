@@ -21,7 +21,7 @@ from state.db import open_database
 from state.models import NodeResource
 from tests.integration.manifests import COLOCATION_CONFIG, pre_bound_node
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NODE = "nr-e2e-node"
 NAMESPACE = "nr-e2e"

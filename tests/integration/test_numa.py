@@ -18,7 +18,7 @@ import pytest
 
 from tests.integration.manifests import COLOCATION_CONFIG, pre_bound_node
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NODE = "numa-e2e-node"
 NAMESPACE = "numa-e2e"

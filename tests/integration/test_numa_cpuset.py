@@ -32,7 +32,7 @@ from streams.schemas import codec
 from tests.integration.test_qos_loop import ActuatorThread, _wait
 from tests.node_agent.real_cgroups import ROOT, remove, require_root, require_writable
 
-pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups]
+pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups, pytest.mark.scenario]
 
 NAMESPACE = "numa-cpuset"
 TOPOLOGY = json.dumps({"detail": [{"id": 0, "core": 0, "socket": 0, "node": 0},

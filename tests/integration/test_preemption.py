@@ -1,4 +1,4 @@
-"""Priority preemption end to end on the real brokers: a high-priority pod preempts a low-priority one, whose
+"""Priority preemption end to end on the embedded broker: a high-priority pod preempts a low-priority one, whose
 decisions and eviction name the preemptor; a PodDisruptionBudget that allows no disruption steers the
 preemption to the node whose pod it does not protect."""
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NAMESPACE = "e2e-preempt"
 

@@ -1,4 +1,4 @@
-"""Reservations end to end on the real brokers: a Reservation applied with ``koord apply`` is placed and shown
+"""Reservations end to end on the embedded broker: a Reservation applied with ``koord apply`` is placed and shown
 Available by ``koord get reservations``; its owner lands on its node with ``reservation-allocated`` and the
 reservation is Succeeded with it as its current owner (derived from that annotation); a pod that is no owner cannot take the reserved resources; an exact-match owner
 of other amounts, and a pod naming another reservation by affinity, go elsewhere as the v1.6 article says."""
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NAMESPACE = "e2e-reserve"
 SCENARIO = "reserve"

@@ -14,7 +14,7 @@ import datetime
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 SCHEDULER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
