@@ -22,13 +22,23 @@ inbox records, which left pods undecided and made replay diverge.
 first, wait until the delivery loop has handed over its last record, drop
 what the streams' buffers hold (it is read again from the committed offsets),
 seek, and resume. Faust's own callers resume the flow right after the seek,
-so nothing else changes. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
+so nothing else changes.
+
+A partition the group has never committed is not moved by the seek (aiokafka
+seeks only to committed offsets), so what was dropped from the buffers would
+never be read again: the fix rewinds such stream partitions to their first
+offset, which is where ``consumer_auto_offset_reset="earliest"`` starts them.
+Found by the kill -9 and ``koord up`` restart tests on both brokers: a worker
+that took over forwarded nothing from the pods partitions that had no
+committed offset yet. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+
+from aiokafka.structs import TopicPartition
 
 DRAIN_POLL_S = 0.005
 """How often the seek checks whether the delivery loop has stopped; it stops after the record
@@ -76,8 +86,18 @@ def patch_consumer(cls: type) -> None:
                 await asyncio.sleep(DRAIN_POLL_S)
             self.app.flow_control.clear()
             await original_seek(self)
+            await rewind_uncommitted(self)
         finally:
             self.resume_flow()
+
+    async def rewind_uncommitted(self) -> None:
+        """Seek to their first offset the stream partitions the seek left alone: those whose committed
+        offset is unknown (Faust then sets their read offset to None)."""
+        uncommitted = sorted(tp for tp in self.assignment()
+                             if self.app.topics.acks_enabled_for(tp.topic) and self._read_offset.get(tp) is None)
+        if uncommitted:
+            log.info("rewinding %d partitions without a committed offset to their first offset", len(uncommitted))
+            await self._thread.seek_to_beginning(*(TopicPartition(tp.topic, tp.partition) for tp in uncommitted))
 
     cls.getmany = getmany
     cls.perform_seek = perform_seek

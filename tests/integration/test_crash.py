@@ -54,12 +54,7 @@ EXACTLY_ONCE_OPEN = pytest.mark.xfail(strict=False, reason=(
     "the read model held; the reader stopped at the last stable offset, before the committed records behind a "
     "transaction the killed worker left open (tests/streams/replay/test_reader.py); not strict until full runs "
     "confirm that was the cause"))
-TANSU_OPEN = pytest.mark.xfail(strict=False, reason=(
-    "open, intermittent (1 of 4 runs this session, in CI): after the kill and two rebalances within seconds, "
-    "the router forwarded nothing more from the pods partitions that had no committed offset yet, for 60 s, "
-    "with no error logged; not yet diagnosed (a Faust seek/fetch path for partitions without a committed offset "
-    "is the suspect)"))
-RUNS = [pytest.param(("tansu", "at_least_once"), id="tansu-at_least_once", marks=TANSU_OPEN),
+RUNS = [pytest.param(("tansu", "at_least_once"), id="tansu-at_least_once"),
         pytest.param(("kafka", "at_least_once"), id="kafka-at_least_once"),
         pytest.param(("kafka", "exactly_once"), id="kafka-exactly_once", marks=EXACTLY_ONCE_OPEN)]
 """(broker kind, processing guarantee): every guarantee each broker offers."""

@@ -44,14 +44,10 @@ def test_up_detach_status_down(tmp_path, broker_kind):
         sock.bind(("127.0.0.1", int(port)))
 
 
-def test_status_reports_a_stuck_worker_and_up_restarts_a_killed_one(tmp_path, broker_kind, request):
+def test_status_reports_a_stuck_worker_and_up_restarts_a_killed_one(tmp_path, broker_kind):
     """A frozen worker (SIGSTOP) is alive but decides nothing: ``koord status`` says its consumers are stuck.
-    Killed, ``koord up`` starts it again, and the new worker decides what waited (committed offsets)."""
-    if broker_kind == "tansu":
-        request.applymarker(pytest.mark.xfail(strict=False, reason=(
-            "open, intermittent on Tansu (1 of 3 runs this session, in CI): the restarted worker's router did not "
-            "forward, within 90 s, the pods on partitions that had no committed offset yet; the same stall as the "
-            "Tansu kill -9 run (tests/integration/test_crash.py TANSU_OPEN), not yet diagnosed")))
+    Killed, ``koord up`` starts it again, and the new worker decides what waited: from the committed offsets,
+    and from the first offset of a partition the group never committed (``streams.faustcompat.seek``)."""
     from tests.integration.test_flow import node_yaml, pod_yaml
 
     env = fresh_env(tmp_path / "home")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+from faust.types import TP
+
 from streams.faustcompat.seek import patch_consumer
 
 
@@ -13,11 +15,21 @@ class Consumer:
     """What the fix touches of ``faust.transport.consumer.Consumer``; ``getmany`` stops at the next record
     once the flow is stopped, as Faust's does."""
 
-    def __init__(self, fetched: list[int]) -> None:
+    def __init__(self, fetched: list[int], committed: dict[TP, int | None] | None = None) -> None:
         self.fetched = fetched
+        self.committed = committed or {}
         self.flow_active = True
         self.log: list[str] = []
-        self.app = SimpleNamespace(flow_control=SimpleNamespace(clear=lambda: self.log.append("clear buffers")))
+        self._read_offset: dict[TP, int | None] = {}
+        self.app = SimpleNamespace(flow_control=SimpleNamespace(clear=lambda: self.log.append("clear buffers")),
+                                   topics=SimpleNamespace(acks_enabled_for=lambda topic: not topic.endswith("changelog")))
+        self._thread = SimpleNamespace(seek_to_beginning=self._seek_to_beginning)
+
+    async def _seek_to_beginning(self, *partitions) -> None:
+        self.log.append("rewind " + ", ".join(f"{tp.topic}/{tp.partition}" for tp in partitions))
+
+    def assignment(self) -> set[TP]:
+        return set(self.committed)
 
     def stop_flow(self) -> None:
         self.flow_active = False
@@ -34,7 +46,9 @@ class Consumer:
             yield record
 
     async def perform_seek(self) -> None:
+        """Faust's: the read offset of each assigned partition becomes its committed offset, or None."""
         self.log.append("seek")
+        self._read_offset.update(self.committed)
 
 
 patch_consumer(Consumer)
@@ -63,6 +77,15 @@ def test_a_seek_waits_for_the_record_in_hand_and_stale_records_are_not_handed_ov
         return consumer.log
 
     assert asyncio.run(scenario()) == ["handing 7", "stop flow", "handed 7", "clear buffers", "seek", "resume flow"]
+
+
+def test_stream_partitions_never_committed_are_read_again_from_their_first_offset():
+    """aiokafka seeks only partitions with a committed offset; what the fix dropped from the buffers of the
+    others would otherwise never be read."""
+    consumer = Consumer(fetched=[], committed={TP("pods", 0): 12, TP("pods", 1): None, TP("pods", 2): None,
+                                               TP("app-table-changelog", 0): None})
+    asyncio.run(consumer.perform_seek())
+    assert consumer.log == ["stop flow", "clear buffers", "seek", "rewind pods/1, pods/2", "resume flow"]
 
 
 def test_a_seek_with_the_flow_stopped_is_faust_own():
