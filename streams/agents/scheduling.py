@@ -2,9 +2,11 @@
 
 Reads the scheduling inbox in batches, hands each event to the pure core
 (``streams.scheduler.domain``), sends the outputs, then writes the changed
-state entries to the ``scheduling-state`` table. Outputs are delivered
-before the table is written: after a crash the events are processed again
-and re-emit the same outputs (same ids), which readers deduplicate.
+state entries to the ``scheduling-state`` table, each batch's behind a
+journal that restores them all or nothing (``streams.agents.journal``).
+Outputs are delivered before the table is written: after a crash the
+events are processed again and re-emit the same outputs (same ids), which
+readers deduplicate.
 
 The core's in-memory state for a domain is rebuilt from the table on first
 use and dropped on every rebalance, when the table may have moved. After a
@@ -19,6 +21,7 @@ import gc
 import faust
 
 from streams.agents.inbox import forget_on_rebalance, handle_guarded, inbox_batches, write_as
+from streams.agents.journal import Journal
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
@@ -38,12 +41,12 @@ def register(app: faust.App, topology: Topology) -> None:
     batches = Batches(app)
     batches.track_changelog(table)
     domains: dict[str, SchedulingDomain] = {}
+    journals: dict[str, Journal] = {}
 
     def load(domain: str) -> SchedulingDomain:
         if domain not in domains:
-            prefix = domain + SEPARATOR
-            entries = {key[len(prefix):]: value for key, value in table.items() if key.startswith(prefix)}
-            domains[domain] = SchedulingDomain.restore(domain, entries)
+            journals[domain] = Journal(table, domain + SEPARATOR)
+            domains[domain] = SchedulingDomain.restore(domain, journals[domain].restore())
             gc.freeze()
         return domains[domain]
 
@@ -58,6 +61,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 export_plugin_stats(framework.stats)
 
     forget_on_rebalance(app, domains)
+    forget_on_rebalance(app, journals)
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
@@ -69,8 +73,5 @@ def register(app: faust.App, topology: Topology) -> None:
             await send_outputs(batches, outputs, STAGE, "inbox-scheduling", caused)
             for domain, faust_event in last_event.items():
                 write_as(faust_event)
-                for key, value in load(domain).take_changes().items():
-                    if value is None:
-                        table.pop(domain + SEPARATOR + key, None)
-                    else:
-                        table[domain + SEPARATOR + key] = value
+                changes = load(domain).take_changes()
+                journals[domain].write(changes)

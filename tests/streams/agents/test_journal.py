@@ -1,0 +1,98 @@
+"""A batch's table writes restore all or nothing: whatever prefix of the changelog records a killed worker left,
+the restored entries are those before the batch or those after it."""
+
+from __future__ import annotations
+
+import pytest
+
+import streams.agents.journal as journal_module
+from streams.agents.journal import Journal
+
+PREFIX = "default|"
+
+
+class Changelog(dict):
+    """A table that also records its writes in order, as its changelog does (None = a tombstone)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[tuple[str, object]] = []
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.records.append((key, value))
+
+    def pop(self, key, default=None):
+        self.records.append((key, None))
+        return super().pop(key, default)
+
+
+def recovered(records: list[tuple[str, object]]) -> dict:
+    """The table a worker recovers from a prefix of the changelog."""
+    table: dict = {}
+    for key, value in records:
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    return table
+
+
+BEFORE = {"meta": {"seq": 1}, "pod/a": {"node": "n1"}, "pod/b": {"node": None}, "source/pods/0": {"offset": 4}}
+BATCH = {"meta": {"seq": 2}, "pod/b": {"node": "n2"}, "pod/c": {"node": "n1"}, "pod/gone": None,
+         "source/pods/0": {"offset": 7}}
+
+
+def after(before: dict, changes: dict) -> dict:
+    out = dict(before)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize("part_bytes", [1 << 20, 40])
+def test_every_prefix_of_the_changelog_restores_the_state_before_or_after_the_batch(monkeypatch, part_bytes):
+    monkeypatch.setattr(journal_module, "PART_BYTES", part_bytes)
+    table = Changelog()
+    Journal(table, PREFIX).write({**BEFORE, "pod/gone": {"node": "n3"}})
+    first = table.records[:]
+    journal = Journal(recovered(first), PREFIX)
+    journal.table = table
+    journal.write(BATCH)
+    states = set()
+    for cut in range(len(first), len(table.records) + 1):
+        restored = Journal(recovered(table.records[:cut]), PREFIX).restore()
+        assert restored in ({**BEFORE, "pod/gone": {"node": "n3"}}, after(BEFORE, BATCH)), cut
+        states.add(repr(sorted(restored)))
+    assert len(states) == 2
+    assert part_bytes == 1 << 20 or sum(key.startswith(PREFIX + "journal/") for key, _ in table.records[len(first):]) > 1
+
+
+def test_a_smaller_journal_removes_the_parts_a_larger_one_left(monkeypatch):
+    monkeypatch.setattr(journal_module, "PART_BYTES", 40)
+    table = Changelog()
+    journal = Journal(table, PREFIX)
+    journal.write(BATCH)
+    assert journal.parts > 1
+    journal.write({"meta": {"seq": 3}})
+    assert sorted(key for key in table if "journal/" in key) == [PREFIX + "journal/0"]
+    assert Journal(table, PREFIX).restore()["meta"] == {"seq": 3}
+
+
+def test_a_new_worker_numbers_its_journals_after_the_ones_in_the_table():
+    table = Changelog()
+    Journal(table, PREFIX).write(BEFORE)
+    Journal(table, PREFIX).write(BATCH)
+    assert Journal(table, PREFIX).seq == 2
+    assert Journal(table, PREFIX).restore() == after(BEFORE, BATCH)
+
+
+def test_other_prefixes_are_left_alone():
+    table = Changelog()
+    Journal(table, PREFIX).write(BEFORE)
+    Journal(table, "other|").write({"meta": {"seq": 9}})
+    assert Journal(table, PREFIX).restore() == BEFORE
+    assert Journal(table, "other|").restore() == {"meta": {"seq": 9}}
