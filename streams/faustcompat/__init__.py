@@ -11,6 +11,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``highwaters``     a changelog's highwater for table recovery: Tansu's corrected, exactly-once's
                    from the broker
 ``fetchwait``      the worker consumer's fetch wait paced on Tansu
+``flush``          the flush before a commit waits until the producer buffer is empty
 ``events``         the current event (table writes) and a message's ``acked`` flag
 ``tables``         a table with raw values; the delivery futures of its changelog writes
 =================  ==========================================================================
@@ -23,6 +24,7 @@ from typing import Any, Callable
 from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
                                          install_committed_offsets)
 from streams.faustcompat.fetchwait import install_fetch_pacing
+from streams.faustcompat.flush import install_full_flush
 from streams.faustcompat.highwaters import install_committed_highwaters, install_true_highwaters
 from streams.faustcompat.seek import install_faust_seek_fix
 from streams.faustcompat.take import install_faust_take_fix
@@ -40,6 +42,7 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
         install_fetch_pacing()
     install_faust_seek_fix()
     install_faust_take_fix()
+    install_full_flush()
     install_commit_gate(commit_gate)
     install_commit_on_revocation()
     install_committed_highwaters()
