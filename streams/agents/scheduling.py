@@ -66,12 +66,14 @@ def register(app: faust.App, topology: Topology) -> None:
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
         async for batch in inbox_batches(app, topology, "inbox-scheduling", stream, outputs["DeadLetter"], STAGE, batches):
-            caused, last_event = [], {}
+            caused, touched = [], {}
             for domain, event, faust_event in batch:
-                caused.append((event, handle_guarded(STAGE, event, load(domain).handle)))
-                last_event[domain] = faust_event
+                state = load(domain)
+                caused.append((event, handle_guarded(STAGE, event, state.handle)))
+                touched[domain] = (state, journals[domain], faust_event)
             await send_outputs(batches, outputs, STAGE, "inbox-scheduling", caused)
-            for domain, faust_event in last_event.items():
+            # The states of this batch, not load(): a rebalance during the send empties the cache, and a
+            # state loaded again would have none of the batch's changes to write.
+            for state, journal, faust_event in touched.values():
                 write_as(faust_event)
-                changes = load(domain).take_changes()
-                journals[domain].write(changes)
+                journal.write(state.take_changes())
