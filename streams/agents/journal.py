@@ -10,7 +10,8 @@ Before the entries, the batch's whole change set goes to the table as a *journal
 most :data:`PART_BYTES` under ``journal/0`` … ``journal/n-1``, each carrying the journal's sequence
 number and ``n``. A changelog partition keeps its order, so a restore sees either no journal of the
 batch (and none of its entries) or, once every part of it is there, the journal and a prefix of the
-entries: :func:`restore` lays the latest complete journal over the entries, which completes them.
+entries: :meth:`Journal.restore` lays the latest complete journal over the entries, which completes them.
+What it completed is written again with the next batch (the next journal replaces this one).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Journal:
         parts = [value for key, value in table.items() if key.startswith(prefix + PREFIX)]
         self.seq = max((part["seq"] for part in parts), default=0)
         self.parts = len(parts)
+        self.repaired: dict[str, Any] = {}
 
     def restore(self) -> dict[str, Any]:
         """The entries under ``prefix`` (without it), completed by the latest journal if every part of it
@@ -50,6 +52,8 @@ class Journal:
         if latest and [part for part, _ in latest] == list(range(latest[0][1]["parts"])):
             for _, value in latest:
                 for key, change in value["changes"].items():
+                    if entries.get(key) != change:
+                        self.repaired[key] = change
                     if change is None:
                         entries.pop(key, None)
                     else:
@@ -57,7 +61,9 @@ class Journal:
         return entries
 
     def write(self, changes: Mapping[str, Any]) -> None:
-        """Write ``changes`` (None = removed): the journal first, then each entry."""
+        """Write ``changes`` (None = removed), with the entries the restore completed: the journal first,
+        then each entry."""
+        changes, self.repaired = {**self.repaired, **changes}, {}
         if not changes:
             return
         table, prefix = self.table, self.prefix

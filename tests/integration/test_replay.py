@@ -110,9 +110,10 @@ def test_every_pod_was_decided(cluster, recorded):
 
 @pytest.mark.xfail(strict=False, reason=(
     "open, intermittent (1 of 3 runs of this module, in the full Tansu round of 2026-11-27): the replay of the "
-    "whole session's scheduling inbox reported 1 missing and 1 extra output id (an output produced in another "
-    "event or position than recorded), after the scenario modules and a worker restart; the same module passed "
-    "in the other runs and in a shorter session; not yet diagnosed"))
+    "whole session's scheduling inbox reported 1 missing and 1 extra output id after the scenario modules and a "
+    "worker restart. Three ways a worker's restored state could differ from the inbox's were found and closed "
+    "since (a batch's changes dropped by a rebalance during its send, table writes cut by a kill, offsets "
+    "committed ahead of the table); kept non-strict until full runs show this was among them"))
 def test_replay_scheduling_reproduces_every_decision(cluster, recorded):
     report = replay_json(cluster, "scheduling")
     total = report["total"]

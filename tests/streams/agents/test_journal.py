@@ -96,3 +96,21 @@ def test_other_prefixes_are_left_alone():
     Journal(table, "other|").write({"meta": {"seq": 9}})
     assert Journal(table, PREFIX).restore() == BEFORE
     assert Journal(table, "other|").restore() == {"meta": {"seq": 9}}
+
+
+def test_what_a_restore_completed_is_written_again_before_the_next_journal_replaces_it():
+    """A killed worker left the journal of its last batch and only some of its entries; the survivor restores
+    the whole batch, and the entries the table lacked go out with its own next batch."""
+    table = Changelog()
+    Journal(table, PREFIX).write(BEFORE)
+    killed = Journal(recovered(table.records), PREFIX)
+    killed.table = table
+    killed.write(BATCH)
+    cut = next(i for i, (key, _) in enumerate(table.records) if key == PREFIX + "pod/c")
+    left = recovered(table.records[:cut])
+    survivor = Journal(left, PREFIX)
+    assert survivor.restore() == after(BEFORE, BATCH)
+    survivor.write({"pod/d": {"node": "n2"}})
+    assert Journal(left, PREFIX).restore() == {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}
+    assert {key: value for key, value in left.items() if "journal/" not in key} == {
+        PREFIX + key: value for key, value in {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}.items()}
