@@ -26,29 +26,24 @@ PART_BYTES = 256 * 1024
 PREFIX = "journal/"
 
 
-def is_journal(key: str) -> bool:
-    return key.startswith(PREFIX)
-
-
 class Journal:
     """The journal of one aggregate's entries in ``table`` under ``prefix``: its last sequence number and
     how many parts the table holds, read from the table once."""
 
     def __init__(self, table: MutableMapping[str, Any], prefix: str) -> None:
         self.table, self.prefix = table, prefix
-        parts = [value for key, value in table.items() if key.startswith(prefix + PREFIX)]
-        self.seq = max((part["seq"] for part in parts), default=0)
-        self.parts = len(parts)
+        self._found = [value for key, value in table.items() if key.startswith(prefix + PREFIX)]
+        self.seq = max((part["seq"] for part in self._found), default=0)
+        self.parts = len(self._found)
         self.repaired: dict[str, Any] = {}
 
     def restore(self) -> dict[str, Any]:
         """The entries under ``prefix`` (without it), completed by the latest journal if every part of it
-        is in the table."""
+        is in the table. Called once, before any :meth:`write`: it reads the parts found at construction."""
         prefix, journal = self.prefix, self.prefix + PREFIX
         entries = {key[len(prefix):]: value for key, value in self.table.items()
                    if key.startswith(prefix) and not key.startswith(journal)}
-        latest = sorted((value["part"], value) for key, value in self.table.items()
-                        if key.startswith(journal) and value["seq"] == self.seq)
+        latest = sorted((value["part"], value) for value in self._found if value["seq"] == self.seq)
         if latest and [part for part, _ in latest] == list(range(latest[0][1]["parts"])):
             for _, value in latest:
                 for key, change in value["changes"].items():
