@@ -100,6 +100,10 @@ class NodeState:
     published: Published = Published()
     qos: QoSMemory = QoSMemory()
     """What the node-QoS plan emitted last, the actuation sequence and eviction bookkeeping."""
+    due_ms: float = 0
+    """Event time of the next Tick that can change the node's outcome (``tick_due_ms``; 0: the next one).
+    ``partition`` sets it; it is kept with the state so that a restarted worker skips the Ticks its replay
+    skips."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node, pod table and zones; not part of the state."""
 
@@ -121,6 +125,7 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
                      state.profile if profile is None else profile,
                      state.published if published is None else published,
                      state.qos if qos is None else qos,
+                     state.due_ms,
                      state.encoded if keep_encoded else [])
 
 
@@ -166,8 +171,9 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
     return state, []
 
 
-CALCULATING_KINDS = frozenset({"NodeMetric", "Node", "Tick", "NodeResourceTopology"})
-"""Event kinds after which the node's calculation is up to date (a SchedulingDecision only changes an input)."""
+PLANNING_KINDS = frozenset({"NodeMetric", "Tick"})
+"""Event kinds after which the node is calculated and its QoS planned. A SchedulingDecision only changes an
+input; a Node or NodeResourceTopology event calculates but does not plan QoS, so the next Tick must."""
 
 
 def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int, settings: NodeAggregateSettings) -> float:

@@ -14,9 +14,12 @@ this class, so the live stream and its replay apply events the same way:
 - a Tick (broadcast too) lets time pass for the nodes of the partition whose
   outcome time alone can change by now (``node.tick_due_ms``): between
   those moments a recalculation gives the same outcome and publishes nothing,
-  so the others are skipped. Which nodes are due is remembered in memory
-  only; a node not remembered (after a restart, a replay, a pod change that
-  waits for the next calculation) is due.
+  so the others are skipped. A node is due at once after an event that
+  changed its inputs without planning it (a pod change, its Node or
+  NodeResourceTopology). The due time is part of the node's state
+  (``NodeState.due_ms``), so a worker that restarts from the table skips
+  exactly the Ticks that the uninterrupted run and ``koord replay`` skip; an
+  event the node had applied already changes neither.
 
 The config in force carries its parsed node-QoS sections (``sloconfig.configmap``):
 an invalid resource-threshold/resource-qos/cpu-burst/system/host-application
@@ -62,7 +65,7 @@ class NodePartition:
         self.nodes = set(nodes)
         self.stats = stats
         self.due: dict[str, float] = {}
-        """Node -> event time of the next Tick that can change its outcome (see ``node.tick_due_ms``)."""
+        """Node -> ``NodeState.due_ms`` as last read or set (a cache of the entries' due times)."""
         self._changes: dict[str, bytes | None] = {}
         raw = entries.get(CONFIG_KEY)
         self.config = parse_slo_config(codec.decode(raw)[1], DEFAULT_CONFIG) if raw else DEFAULT_CONFIG
@@ -85,14 +88,14 @@ class NodePartition:
             return self._on_config(event)
         if event.kind == "Tick":
             now = event.timestamp_ms
-            return [out for name in sorted(self.nodes) if self.due.get(name, 0) <= now
+            return [out for name in sorted(self.nodes) if self._due(name) <= now
                     for out in self._on_node(name, lambda state: node.handle(state, event, self.config, settings,
-                                                                            stats), now)]
+                                                                            stats), now, tick=True)]
         if event.kind == "SchedulingDecision" and event.record is not None:
             event = dataclasses.replace(event, key=event.record["nodeName"])
-        calculated = event.timestamp_ms if event.kind in node.CALCULATING_KINDS else None
+        planned = event.timestamp_ms if event.kind in node.PLANNING_KINDS else None
         return self._on_node(event.key, lambda state: node.handle(state, event, self.config, settings, stats),
-                             calculated)
+                             planned)
 
     def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:
         if event.key != CONFIG_OBJECT_KEY:
@@ -113,16 +116,28 @@ class NodePartition:
 
         return [out for name in sorted(self.nodes) for out in self._on_node(name, step, event.timestamp_ms)]
 
-    def _on_node(self, name: str, step, calculated_ms: int | None) -> list[tuple[str, dict]]:
-        """Run ``step`` on the node's state; ``calculated_ms``: the event time when ``step`` recalculates
-        the node (then its next due tick is known), None when it only changed an input (due at once)."""
+    def _due(self, name: str) -> float:
+        due = self.due.get(name)
+        if due is None:
+            entry = self.get(name)
+            due = self.due[name] = statecodec.due_ms(entry) if entry is not None else 0
+        return due
+
+    def _on_node(self, name: str, step, planned_ms: int | None, tick: bool = False) -> list[tuple[str, dict]]:
+        """Run ``step`` on the node's state; ``planned_ms``: the event time when ``step`` recalculates and
+        plans the node (then its next due tick is known), None when it only changed an input (due at once).
+        An event other than a Tick that left the state as it was (it was seen already) leaves its due time
+        too; a Tick is not recorded among the sources, and one that changed nothing still moves it on."""
         before = self.get(name)
         state = statecodec.load_state(before) if before is not None else node.initial_state()
-        state, outputs = step(state)
-        after = statecodec.dump_state(state)
+        applied, outputs = step(state)
+        if applied is state and not tick:
+            return outputs
+        due = 0 if planned_ms is None else node.tick_due_ms(applied, self.config, planned_ms, self.settings)
+        applied = dataclasses.replace(applied, due_ms=due)
+        after = statecodec.dump_state(applied)
         if after != before:
             self._changes[name] = after
             self.nodes.add(name)
-        self.due[name] = 0 if calculated_ms is None else node.tick_due_ms(state, self.config, calculated_ms,
-                                                                          self.settings)
+        self.due[name] = due
         return outputs

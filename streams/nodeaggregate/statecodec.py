@@ -1,6 +1,8 @@
 """The node state's binary form: ``dump_state`` and ``load_state``, compact and exact.
 
-Layout (``FORMAT`` marker, then three little-endian uint32 lengths):
+Layout (``FORMAT`` marker, three little-endian uint32 lengths, then the node's due time ``NodeState.due_ms``
+as a float64, which ``due_ms`` reads without loading the state; states of the older ``KNR1`` format have no
+due time and load as due at once):
 
 1. static: node, pod table (sorted by key) and NUMA zones as zlib-compressed
    JSON; memoised on the state (``NodeState.encoded``), so it is encoded
@@ -40,7 +42,9 @@ from streams.noderesource.prediction.profile import profile_from_bytes, profile_
 from streams.noderesource.reconcile import Published
 from streams.noderesource.views import HostAppMetric, MetricView, PodTable, PodView, Zone, build_node_view
 
-FORMAT = b"KNR1"
+FORMAT = b"KNR2"
+_HEADER = struct.Struct("<IIId")
+_OLD_FORMAT, _OLD_HEADER = b"KNR1", struct.Struct("<III")
 ZONE_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
 """The resources of a published zone, in the order the state stores them."""
 _NO_PRIORITY = 255
@@ -118,7 +122,7 @@ def dump_state(state: NodeState) -> bytes:
         memory = state.qos.to_json({uid: position for position, uid in enumerate(uids)})
         tail = zlib.compress(json.dumps([memory, apps, *([extras] if extras else [])],
                                         separators=(",", ":")).encode(), 9)
-    return b"".join((FORMAT, struct.pack("<III", len(static), len(dynamic), len(metric)),
+    return b"".join((FORMAT, _HEADER.pack(len(static), len(dynamic), len(metric), state.due_ms),
                      static, dynamic, metric, profile, tail))
 
 
@@ -177,11 +181,21 @@ def _pod_view(entry: list) -> PodView:
                    pinned[0] if pinned else "")
 
 
+def due_ms(data: bytes) -> float:
+    """``NodeState.due_ms`` of the state ``data``, read from its header alone."""
+    return _HEADER.unpack_from(data, 4)[3] if data[:4] == FORMAT else 0
+
+
 def load_state(data: bytes) -> NodeState:
-    if data[:4] != FORMAT:
+    if data[:4] == FORMAT:
+        static_length, dynamic_length, metric_length, due = _HEADER.unpack_from(data, 4)
+        start = 4 + _HEADER.size
+    elif data[:4] == _OLD_FORMAT:
+        (static_length, dynamic_length, metric_length), due = _OLD_HEADER.unpack_from(data, 4), 0
+        start = 4 + _OLD_HEADER.size
+    else:
         raise ValueError("not a node-aggregate state (bad format marker)")
-    static_length, dynamic_length, metric_length = struct.unpack_from("<III", data, 4)
-    offset = 16
+    offset = start
     node_json, pods_json, *zones_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
     offset += static_length
     sources, synced, extended, annotations, other_keys, *zones_published = \
@@ -211,6 +225,6 @@ def load_state(data: bytes) -> NodeState:
                           MappingProxyType({zone: {name: value for name, value in zip(ZONE_RESOURCES, values)
                                                    if value is not None}
                                             for zone, values in published_zones.items()}), zones_synced)
-    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory)
-    state.encoded[:] = [data[16:16 + static_length], keys]
+    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due)
+    state.encoded[:] = [data[start:start + static_length], keys]
     return state

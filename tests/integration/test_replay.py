@@ -122,11 +122,6 @@ def test_replay_scheduling_reproduces_every_decision(cluster, recorded):
     assert report["ok"]
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open, intermittent (2 of 3 Tansu runs of 2026-11-27 afternoon; passed in the full CI run of the same code): "
-    "5 missing and 3 extra Actuation ids, all of one node re-planned at a Tick where the replay did not. A node "
-    "is skipped on a Tick until node.tick_due_ms, remembered in memory only, and a re-plan before that time "
-    "published actuations; a restarted worker treats every node as due"))
 def test_replay_node_reproduces_every_node_resource(cluster, recorded):
     report = replay_json(cluster, "node")
     total = report["total"]

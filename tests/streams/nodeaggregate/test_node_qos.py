@@ -3,6 +3,7 @@ out, state persisted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -289,3 +290,14 @@ def test_a_tick_evicts_when_the_cool_down_ends_on_a_node_metric_reported_after_t
     _, out = run(_tick(NOW + 4000), state=state)
     [evicted] = [r for s, r in out if s == "Eviction"]
     assert evicted["pod"]["name"] not in first and evicted["timestamp"] == NOW + 4000
+
+
+def test_a_state_of_the_older_format_loads_as_due_at_once():
+    """``KNR1`` states (no due time in the header) load with ``due_ms`` 0: a restarted worker plans them."""
+    state, _ = run(event("Node", NODE, node_record(NODE)), _metric())
+    data = statecodec.dump_state(dataclasses.replace(state, due_ms=NOW + 1))
+    older = b"KNR1" + data[4:16] + data[24:]
+
+    loaded = statecodec.load_state(older)
+    assert loaded.due_ms == 0 and statecodec.due_ms(older) == 0
+    assert statecodec.dump_state(dataclasses.replace(loaded, due_ms=NOW + 1)) == data
