@@ -47,7 +47,9 @@ def bench() -> None:
 
 @bench.command("scheduler")
 @click.option("--nodes", default=5000, show_default=True)
-@click.option("--pods", default=5000, show_default=True)
+@click.option("--pods", "sizes", type=int, multiple=True, default=(5000,), show_default=True,
+              help="Pod count of a run; repeat for several runs (e.g. 5000, 20000, 50000), each on a fresh broker, "
+                   "in one table.")
 @click.option("--rate", type=float, default=None, help="Offered pods/s (default: as fast as possible).")
 @click.option("--seed", default=1, show_default=True)
 @click.option("--workload", type=click.Choice(("plain", "gang", "reservations")), default="plain", show_default=True,
@@ -58,32 +60,37 @@ def bench() -> None:
               help="With --in-process: cProfile the pods from this index on and print the top lines.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def scheduler_cmd(nodes: int, pods: int, rate: float | None, seed: int, workload: str, core_only: bool,
+def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workload: str, core_only: bool,
                   profile_from: int | None, output: str, broker_kind: str) -> None:
-    """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s (with --in-process: only
-    the core, per slice of pods)."""
+    """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s, one row per pod count
+    (with --in-process: only the core, per slice of pods of the largest count)."""
     from streams.bench import scheduler
 
     if core_only:
-        core = scheduler.core_only(nodes, pods, seed, profile_from)
+        core = scheduler.core_only(nodes, max(sizes), seed, profile_from)
         click.echo(json.dumps(core) if output == "json" else "\n".join(scheduler.core_lines(core)))
         return
-    with _harness(broker_kind, output) as running:
-        result = {"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed, workload)}
+    runs = []
+    for pods in sizes:
+        with _harness(broker_kind, output) as running:
+            runs.append({"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed, workload)})
+            if output != "json":
+                click.echo(f"broker: {running.describe()}", err=True)
     if output == "json":
-        click.echo(json.dumps(result))
+        click.echo(json.dumps(runs[0] if len(runs) == 1 else {"runs": runs}))
         return
-    click.echo(f"broker: {running.describe()}")
-    e2e, core = result["end_to_end"], result["in_process"]
-    click.echo(f"end to end ({nodes} nodes, {pods} pods, {'offered ' + str(rate) + '/s' if rate else 'saturated'}): "
-               f"{e2e['pods_per_s']} pods/s, p50 {e2e['p50_ms']} ms, p99 {e2e['p99_ms']} ms "
-               f"({e2e['decided']}/{e2e['pods']} decided, workload {workload})")
-    if "on_their_reservation" in e2e:
-        click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
-    if e2e["submit_to_decision_sent"]:
-        stage = e2e["submit_to_decision_sent"]
-        click.echo(f"  of which submit -> decision sent by the worker: p50 {stage['p50_ms']} ms, p99 {stage['p99_ms']} ms")
-    click.echo(f"in process: {core['pods_per_s']} pods/s ({core['pods']} pods)")
+    click.echo(f"end to end, {nodes} nodes, {'offered ' + str(rate) + '/s' if rate else 'saturated'}, "
+               f"workload {workload}:")
+    click.echo(f"{'pods':>6} {'decided':>7} {'pods/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'sent p50':>8} {'sent p99':>8} "
+               f"{'in process pods/s':>17}")
+    for run in runs:
+        e2e, core = run["end_to_end"], run["in_process"]
+        stage = e2e["submit_to_decision_sent"] or {"p50_ms": "-", "p99_ms": "-"}
+        click.echo(f"{e2e['pods']:>6} {e2e['decided']:>7} {e2e['pods_per_s']:>7} {e2e['p50_ms']:>8} {e2e['p99_ms']:>8} "
+                   f"{stage['p50_ms']:>8} {stage['p99_ms']:>8} {core['pods_per_s']:>17.1f}")
+        if "on_their_reservation" in e2e:
+            click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
+    click.echo("sent: submit -> decision sent by the worker")
 
 
 @bench.command("trace")
@@ -135,25 +142,33 @@ def trace_cmd(nodes_csv: str, pods_csv: str, policy: str, seeds: int, output: st
 
 
 @bench.command("nodes")
-@click.option("--nodes", default=10000, show_default=True)
+@click.option("--nodes", "sizes", type=int, multiple=True, default=(1000, 5000, 10000), show_default=True,
+              help="Node count of a run; repeat for several runs, each on a fresh broker, in one table.")
 @click.option("--pods", default=20, show_default=True, help="Pods per node.")
 @click.option("--rounds", default=3, show_default=True, help="NodeMetrics per node, one minute of event time apart.")
 @click.option("--seed", default=1, show_default=True)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def nodes_cmd(nodes: int, pods: int, rounds: int, seed: int, output: str, broker_kind: str) -> None:
-    """NodeMetric events/s into profiles plus batch/mid on one worker, and bytes of state per node."""
+def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output: str, broker_kind: str) -> None:
+    """NodeMetric events/s into profiles, batch/mid and the QoS plan on one worker, and bytes of state per node,
+    one row per node count."""
     from streams.bench import nodes as node_bench
 
-    with _harness(broker_kind, output) as running:
-        result = {"broker": _broker(running), **node_bench.run(running, nodes, pods, rounds, seed)}
+    runs = []
+    for nodes in sizes:
+        with _harness(broker_kind, output) as running:
+            runs.append({"broker": _broker(running), **node_bench.run(running, nodes, pods, rounds, seed)})
+            if output != "json":
+                click.echo(f"broker: {running.describe()}", err=True)
     if output == "json":
-        click.echo(json.dumps(result))
+        click.echo(json.dumps({"runs": runs}))
         return
-    click.echo(f"broker: {running.describe()}")
-    click.echo(f"{result['events']} NodeMetrics ({nodes} nodes x {pods} pods, {result['event_bytes']} B each): "
-               f"{result['events_per_s']} events/s ({result['seconds']} s; produced in {result['produce_seconds']} s)")
-    click.echo(f"state: {result['state_bytes_per_node']} bytes/node (setup took {result['setup_seconds']} s)")
+    click.echo(f"{'nodes':>6} {'pods/node':>9} {'NodeMetrics':>11} {'B/event':>7} {'events/s':>9} {'seconds':>8} "
+               f"{'produced s':>10} {'state B/node':>12} {'setup s':>8}")
+    for run in runs:
+        click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
+                   f"{run['events_per_s']:>9} {run['seconds']:>8} {run['produce_seconds']:>10} "
+                   f"{run['state_bytes_per_node']:>12} {run['setup_seconds']:>8}")
 
 
 @bench.command("actuation")
