@@ -13,7 +13,8 @@ watermark; events/s counts NodeMetrics, so it covers the router's forwarding and
 (profile, batch and mid, NodeResource outputs, changelog writes) on one worker.
 
 Bytes per node: the latest value of every node in the node-state changelog topic (the compact
-``dump_state`` bytes a worker restores from), averaged.
+``dump_state`` bytes a worker restores from), averaged; NaN when the changelog could not be read back
+(``STATE_READ_IDLE_S`` without a fetch answer) or did not hold every node.
 """
 
 from __future__ import annotations
@@ -110,9 +111,14 @@ async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]]) -> N
             await future
 
 
+STATE_READ_IDLE_S = 120.0
+"""How long the read of the node-state changelog waits for a fetch answer: a changelog of 5,000 nodes holds
+hundreds of MB, and Tansu answers its first fetch slowly."""
+
+
 async def _state_bytes(bootstrap: str, changelog: str, nodes: int) -> float:
     latest: dict[str, int] = {}
-    for message in await read_topic(bootstrap, changelog):
+    for message in await read_topic(bootstrap, changelog, idle_timeout_s=STATE_READ_IDLE_S):
         key = json.loads(message.key) if message.key else ""  # Faust writes table keys as JSON strings
         if isinstance(key, str) and key.startswith("bench-node-"):
             latest[key] = len(message.value) if message.value is not None else 0
@@ -137,10 +143,14 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     caught_up = await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + len(metrics) / 100)
     elapsed = caught_up - started
     changelog = harness.topology.name("changelog-node")
+    try:
+        state_bytes = await _state_bytes(harness.bootstrap, changelog, nodes)
+    except TimeoutError:
+        state_bytes = float("nan")
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
             "produce_seconds": round(produced_s, 2), "setup_seconds": round(setup_s, 1),
-            "state_bytes_per_node": round(await _state_bytes(harness.bootstrap, changelog, nodes), 1)}
+            "state_bytes_per_node": round(state_bytes, 1)}
 
 
 def run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:

@@ -155,20 +155,19 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output:
     from streams.bench import nodes as node_bench
 
     runs = []
+    if output != "json":
+        click.echo(f"{'nodes':>6} {'pods/node':>9} {'NodeMetrics':>11} {'B/event':>7} {'events/s':>9} {'seconds':>8} "
+                   f"{'produced s':>10} {'state B/node':>12} {'setup s':>8}  broker")
     for nodes in sizes:
         with _harness(broker_kind, output) as running:
-            runs.append({"broker": _broker(running), **node_bench.run(running, nodes, pods, rounds, seed)})
-            if output != "json":
-                click.echo(f"broker: {running.describe()}", err=True)
+            run = {"broker": _broker(running), **node_bench.run(running, nodes, pods, rounds, seed)}
+        runs.append(run)
+        if output != "json":
+            click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
+                       f"{run['events_per_s']:>9} {run['seconds']:>8} {run['produce_seconds']:>10} "
+                       f"{run['state_bytes_per_node']:>12} {run['setup_seconds']:>8}  {running.describe()}")
     if output == "json":
         click.echo(json.dumps({"runs": runs}))
-        return
-    click.echo(f"{'nodes':>6} {'pods/node':>9} {'NodeMetrics':>11} {'B/event':>7} {'events/s':>9} {'seconds':>8} "
-               f"{'produced s':>10} {'state B/node':>12} {'setup s':>8}")
-    for run in runs:
-        click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
-                   f"{run['events_per_s']:>9} {run['seconds']:>8} {run['produce_seconds']:>10} "
-                   f"{run['state_bytes_per_node']:>12} {run['setup_seconds']:>8}")
 
 
 @bench.command("actuation")

@@ -41,9 +41,10 @@ def default_isolation_level(settings: Settings | None = None) -> str:
 
 
 async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = None,
-                     isolation_level: str | None = None) -> list[ConsumerRecord]:
+                     isolation_level: str | None = None, idle_timeout_s: float = IDLE_TIMEOUT_S) -> list[ConsumerRecord]:
     """Every record of ``topic`` (or of the given partitions), in partition then offset order, read with
-    ``isolation_level`` (default: :func:`default_isolation_level`)."""
+    ``isolation_level`` (default: :func:`default_isolation_level`); gives up after ``idle_timeout_s`` without
+    a fetch answer."""
     isolation_level = isolation_level or default_isolation_level()
     if isolation_level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, not {isolation_level!r}")
@@ -76,7 +77,7 @@ async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = 
             if batch:
                 last_progress = loop.time()
             elif loop.time() - last_progress > (OPEN_TRANSACTION_TIMEOUT_S if waiting_on_transactions
-                                                 else IDLE_TIMEOUT_S):
+                                                 else idle_timeout_s):
                 raise TimeoutError(f"{topic}: no fetch answer for partitions {sorted(tp.partition for tp in pending)}"
                                    + (" (a transaction stays open)" if waiting_on_transactions else ""))
         return [record for p in partitions for record in records[p]]
