@@ -73,7 +73,10 @@ ENDED_PHASES = ("Succeeded", "Failed")
 STAGE = "scheduling"
 STATUS_SYNC_INTERVAL_MS = 1000
 """ElasticQuotaStatus is synced at most this often (event time), as Koordinator's quota status
-controller syncs every second; a change to the quota objects themselves is synced at once."""
+controller syncs every second; a change to the quota objects themselves is synced at once. The interval
+counts from the last sync that published a status: the sync time is in the table and the plugin's status
+version is not, so a domain restored from its table publishes at the events where one that never stopped
+does."""
 
 
 @dataclasses.dataclass
@@ -814,9 +817,7 @@ class SchedulingDomain:
         if version == self._status_version:
             return
         self._status_version = version
-        self.status_synced_at = now
-        self._dirty.add("meta")
-        seen = set()
+        seen, changed = set(), False
         for status in plugin.statuses():
             tree = status.pop("domain_tree")
             key = f"{tree}/{status['name']}"
@@ -826,9 +827,14 @@ class SchedulingDomain:
             self.statuses[key] = status
             self._dirty.add(f"status/{key}")
             out.quota_status(tree, status)
+            changed = True
         for key in [k for k in self.statuses if k not in seen]:
             del self.statuses[key]
             self._dirty.add(f"status/{key}")
+            changed = True
+        if changed:
+            self.status_synced_at = now
+            self._dirty.add("meta")
 
 
 def _assigned_message(pod: PodInfo, node: str) -> str:

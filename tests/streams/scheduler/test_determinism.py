@@ -15,7 +15,7 @@ CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
 KUBELET_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
 RESOURCE_SPEC = "scheduling.koordinator.sh/resource-spec"
 NUMA_SPEC = "scheduling.koordinator.sh/numa-topology-spec"
-PINNED_DIGEST = "131893a1d181c4ed39bb7056992ab5eb6ced334891cc846b328b9346c3d73549"
+PINNED_DIGEST = "e95038b8e8b975b44a149f14f7759ce7fefe4ea9579e8a8631e83ff6301aacc7"
 
 
 def mixed_inbox(seed: int = 5) -> list:

@@ -256,3 +256,26 @@ def test_plugin_calls_are_counted_and_timed_per_stage_and_result():
     assert calls[("NodeResourcesFit", "filter", "Unschedulable")][0] == 1
     assert calls[("ElasticQuota", "postFilter", "Unschedulable")][0] == 1
     assert all(seconds >= 0 for _, seconds in calls.values())
+
+
+def _quiet_then_quota_change():
+    """A quota's status is synced (T0 + 2000); a quiet Tick past the sync interval changes nothing (T0 + 4000);
+    then a quota pod changes the status within an interval of that Tick but not of the last sync."""
+    team = {"quota.scheduling.koordinator.sh/name": "team"}
+    return [node("n1", cpu=8000, ts=T0), quota("team", {"cpu": 6000, "memory": 8 * GI}, {"cpu": 1000}, ts=T0),
+            pod("a", labels=team, ts=T0 + 10), tick(T0 + 2000), tick(T0 + 4000), pod("b", labels=team, ts=T0 + 4500),
+            tick(T0 + 6000)]
+
+
+@pytest.mark.parametrize("cut", range(1, 7))
+def test_a_restored_domain_syncs_quota_statuses_when_the_uninterrupted_one_does(cut):
+    """The sync time moves only when a status was published: a domain restored before the quiet Tick (its
+    in-memory status version unknown) published the change of pod b at the same event as one that never
+    stopped, not at the next sync after it."""
+    events = _quiet_then_quota_change()
+    _, expected = run(*events)
+    live = SchedulingDomain("default")
+    _, out = run(*events[:cut], domain=live)
+    _, rest = run(*events[cut:], domain=SchedulingDomain.restore("default", live.entries()))
+    assert out + rest == expected
+    assert [r["used"] for name, r in expected if name == "ElasticQuotaStatus"][-1]["cpu"] == 2000
