@@ -184,6 +184,8 @@ class Ack(Base):
     inbox_offset: Mapped[int] = mapped_column(BigInteger)
     output_ids: Mapped[list[str]] = mapped_column(JSON)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
+    event_id: Mapped[str | None] = mapped_column(index=True)
+    """The decision id of the inbox record processed when it is another aggregate's output (a NodeUsage)."""
 
 
 class Actuation(Causation, Base):

@@ -264,6 +264,7 @@ def _ack_row(record: ProjectedRecord) -> Row:
         "aggregate": value["aggregate"],
         "output_ids": list(value.get("outputIds", [])),
         "timestamp_ms": value["timestamp"],
+        "event_id": value.get("eventId"),
         **_causation(value["causation"]),
     }
 

@@ -454,7 +454,8 @@ def _latest_node_metrics(session: Session) -> dict[str, dict[str, Any]]:
 def acknowledged(engine: Engine, source_topic: str, source_partition: int, source_offset: int,
                  expected: dict[str, int]) -> bool:
     """Whether each aggregate in ``expected`` (inbox id -> number of its partitions the record was
-    routed to) acknowledged the source record, and every output those acks list is in the read model."""
+    routed to) acknowledged the source record, and every output those acks list is in the read model or,
+    for an output only another aggregate reads (a NodeUsage), acknowledged by it (its Ack's ``event_id``)."""
     with Session(engine) as session:
         acks = session.scalars(select(Ack).where(
             Ack.source_topic == source_topic, Ack.source_partition == source_partition,
@@ -470,6 +471,7 @@ def acknowledged(engine: Engine, source_topic: str, source_partition: int, sourc
         found = set()
         for model in (Decision, NodeResource, QuotaStatus):
             found.update(session.scalars(select(model.decision_id).where(model.decision_id.in_(wanted))))
+        found.update(session.scalars(select(Ack.event_id).where(Ack.event_id.in_(wanted))))
         return wanted <= found
 
 

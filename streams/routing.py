@@ -14,6 +14,8 @@ import dataclasses
 
 ACK_HEADER = "koord-ack"
 """Header ``koord apply`` sets on what it produces: the aggregates acknowledge those records."""
+ACK_HEADERS = [(ACK_HEADER, b"1")]
+"""The headers of a record that asks for acknowledgement."""
 
 DEFAULT_DOMAIN = "default"
 DOMAINS = (DEFAULT_DOMAIN,)
@@ -34,11 +36,14 @@ KIND_BY_SOURCE = {
     "ticks": ("Tick",),
     "decisions": ("SchedulingDecision", "Eviction"),
     "noderesources": ("NodeResource",),
+    "nodeusages": ("NodeUsage",),
 }
 """The record kinds each source topic (by topology id) may carry. The
 scheduling decisions are a source too: they tell the node aggregate which
 pods run on its node (with their requests, priority and QoS); the node
-resources tell the scheduler each node's batch and mid allocatable. Evictions
+resources tell the scheduler each node's batch and mid allocatable, and the node
+usages what load-aware scheduling and the descheduler read of each NodeMetric
+(the raw NodeMetric goes to the node aggregate only, which sends them). Evictions
 share the decisions topic (anyone subscribing to decisions sees them) and are
 routed nowhere: the pod's deletion, not the eviction decision, releases it. PodGroups,
 Reservations and PodMigrationJobs go to the scheduling domain (gang scheduling, reservations,
@@ -85,6 +90,8 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
         return [Route("inbox-node", node)] if node and record["result"] in BINDING_RESULTS else []
     if kind == "ConfigMap":
         return [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
-    if kind in ("Node", "NodeMetric", "Device", "NodeResourceTopology"):
+    if kind == "NodeMetric":
+        return [Route("inbox-node", key)]
+    if kind in ("Node", "Device", "NodeResourceTopology"):
         return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
     return [Route("inbox-scheduling", DEFAULT_DOMAIN)]

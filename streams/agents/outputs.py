@@ -17,12 +17,14 @@ import time
 from streams import deadletter
 from streams.events import DELETES, InboxEvent
 from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
+from streams.routing import ACK_HEADERS
 from streams.schemas import codec
 
 OUTPUT_TOPICS = {
     "SchedulingDecision": "decisions",
     "Eviction": "decisions",
     "NodeResource": "noderesources",
+    "NodeUsage": "nodeusages",
     "ElasticQuotaStatus": "quotastatus",
     "Actuation": "actuations",
     "DeadLetter": "deadletters",
@@ -49,13 +51,19 @@ def output_key(schema: str, record: dict) -> str:
     return record["nodeName"]
 
 
-ACKED_OUTPUTS = ("SchedulingDecision", "NodeResource", "ElasticQuotaStatus")
+ACKED_OUTPUTS = ("SchedulingDecision", "NodeResource", "ElasticQuotaStatus", "NodeUsage")
+"""Outputs an Ack lists: ``koord apply --wait`` waits until each is in the read model or, for a NodeUsage
+(which only the scheduling domains read), until the scheduling domain's Ack names it as its ``eventId``."""
+FORWARDED = ("NodeUsage",)
+"""Outputs another aggregate acknowledges when their cause asked for an Ack: they carry the ack header."""
 
 
 def ack(inbox: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> tuple[str, dict]:
     """The Ack saying the aggregate of ``inbox`` processed ``event`` and caused ``outputs``."""
+    forwarded = event.record.get("decisionId") if event.kind in FORWARDED and event.record is not None else None
     return "Ack", {"aggregate": inbox, "causation": event.causation.to_record(), "timestamp": event.timestamp_ms,
-                   "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS]}
+                   "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS],
+                   "eventId": forwarded}
 
 
 async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
@@ -70,7 +78,9 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
         source = (event.causation.inbox_topic, event.causation.inbox_partition)
         for schema, record in outputs:
             value = None if DELETES in record else codec.encode(schema, record)
-            pending.append(await batches.send(topics[schema], output_key(schema, record).encode(), value, source))
+            headers = ACK_HEADERS if event.ack and schema in FORWARDED else None
+            pending.append(await batches.send(topics[schema], output_key(schema, record).encode(), value, source,
+                                              headers=headers))
             _observe(aggregate, schema, record)
         if outputs:
             DECISION_LATENCY.labels(aggregate).observe(max(0.0, now - event.timestamp_ms / 1000))

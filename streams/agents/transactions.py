@@ -175,12 +175,12 @@ class Batches:
                     self.app.sensors.on_message_out(message.tp, message.offset, message)
 
     async def send(self, topic: faust.TopicT, key: bytes | None, value: bytes, source: tuple[str, int],
-                   partition: int | None = None) -> Awaitable:
+                   partition: int | None = None, headers: list[tuple[str, bytes]] | None = None) -> Awaitable:
         """Send at once and return the delivery future; under exactly-once in the transaction of the
         ``source`` (topic, partition) the event was read from."""
         if not self.exactly_once:
-            return await topic.send(key=key, value=value, partition=partition, force=True)
-        return await self.app.producer.send(topic.get_topic_name(), key, value, partition, None, None,
+            return await topic.send(key=key, value=value, partition=partition, headers=headers, force=True)
+        return await self.app.producer.send(topic.get_topic_name(), key, value, partition, None, headers,
                                             transactional_id=transactional_id(self.app, *source))
 
     def track_changelog(self, table: faust.Table) -> None:

@@ -114,7 +114,7 @@ _MANIFESTS: dict[str, Callable[[str], dict]] = {
                                           "spec": {"selector": {"matchLabels": {"app": name}}, "maxUnavailable": 1}},
 }
 """A valid manifest per source topic that carries applied objects (a migration names a pod that does not exist)."""
-GENERATED = ("ticks", "decisions", "noderesources")
+GENERATED = ("ticks", "decisions", "noderesources", "nodeusages")
 """Source topics the workers write rather than ``koord apply``; ``Generator.valid`` builds their records."""
 
 
@@ -163,6 +163,10 @@ class Generator:
             return name.encode(), codec.encode("NodeResource", {"decisionId": name, "nodeName": name,
                                                                 "causation": _causation(self.topology),
                                                                 "timestamp": self.now_ms})
+        if source_id == "nodeusages":
+            return name.encode(), codec.encode("NodeUsage", {"decisionId": name, "nodeName": name,
+                                                             "causation": _causation(self.topology),
+                                                             "timestamp": self.now_ms})
         topic, key, value = encoded(_MANIFESTS[source_id](name))
         assert topic == source_id
         return key.encode(), value
@@ -400,7 +404,7 @@ async def produce_valid(bootstrap: str, topology: Topology, records: list[tuple[
     """Send (topic id, key, value) records as ``koord apply`` does (with its ack header); where each landed."""
     names = topology.names()
     return await kafka.produce(bootstrap, [(names[topic], key, value) for topic, key, value in records],
-                               headers=[(routing.ACK_HEADER, b"1")])
+                               headers=routing.ACK_HEADERS)
 
 
 async def read_topic(bootstrap: str, topic: str, done: Callable[[list], bool], timeout_s: float) -> list:

@@ -1,7 +1,8 @@
 """``koord bench scheduler``: pods/s and submit-to-decision latency through the real broker.
 
 Loads ``nodes`` nodes (32 cores, 128Gi) with a fresh NodeMetric each and four
-ElasticQuotas, waits until the scheduling inbox is caught up, then submits
+ElasticQuotas, waits until the node inbox and then the scheduling inbox are caught up (the
+NodeMetrics reach the scheduler as the node aggregate's NodeUsages), then submits
 ``pods`` pods (as fast as possible, or at ``rate`` pods/s) spread over the
 quotas, and reads the decision stream. Latency is from the moment a pod is
 handed to the producer to the moment its first decision is read back.
@@ -100,6 +101,8 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
         for topic, key, value in (_encode(m, names) for m in setup):
             await producer.send(topic, key=key.encode(), value=value)
         await producer.flush()
+    # The NodeMetrics reach the scheduler as the node aggregate's NodeUsages: the node inbox first.
+    await wait_caught_up(harness.bootstrap, names["inbox-node"], harness.topology.app_id)
     await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
     if workload == "reservations":
         await asyncio.sleep(2.0)

@@ -23,15 +23,13 @@ import time
 import click
 
 from state.progress import Produced, wait_until_through
-from streams.routing import ACK_HEADER
+from streams.routing import ACK_HEADERS
 from streams.cli import context
 from streams.kafka import produce
 from streams.objects import ManifestError, load_and_validate, parse_delete_target
 from streams.objects.kinds import lookup
 from streams.schemas import codec
 
-ACK_HEADERS = [(ACK_HEADER, b"1")]
-"""The headers of every record the CLI produces; they count towards its size."""
 
 
 @click.command()

@@ -12,11 +12,11 @@ Events (``event.kind``; records as the Avro schemas decode them):
   read model and ``koord apply --wait`` wait for a NodeResource caused by
   each Node event. Koordinator would skip an unchanged node until
   ``updateTimeThresholdSeconds``; this is a deliberate deviation.
-- ``NodeMetric`` — trains the node profile (``prediction.profile``) and
-  recalculates; publishes only when Koordinator would update the node
-  (first calculation, a batch/mid value moving by more than
-  ``resourceDiffThreshold``, ``updateTimeThresholdSeconds`` elapsed, or a new
-  CPU normalization ratio). A deleted NodeMetric degrades the node and
+- ``NodeMetric`` — first sends the scheduling domains its ``NodeUsage`` when one is due (``usage``: what
+  load-aware scheduling and the descheduler read of it, when it moved or aged enough); then trains the
+  node profile (``prediction.profile``) and recalculates; publishes only when Koordinator would update
+  the node (first calculation, a batch/mid value moving by more than ``resourceDiffThreshold``,
+  ``updateTimeThresholdSeconds`` elapsed, or a new CPU normalization ratio). A deleted NodeMetric degrades the node and
   forgets when it was last published (Koordinator cleans its sync context).
   Then the node's QoS is planned (``streams.nodeqos.planner``): Actuation
   records for the targets whose values changed, signed with
@@ -45,7 +45,7 @@ Events (``event.kind``; records as the Avro schemas decode them):
 
 ``recalculate`` runs the calculation after a config change (same sync rules)
 and plans the node's QoS again. Outputs are (schema, record) pairs:
-``NodeResource``, then ``Actuation`` and ``Eviction``.
+``NodeUsage``, ``NodeResource``, then ``Actuation`` and ``Eviction``.
 Idempotence: the last source offset per source partition is remembered and
 an event at or below it is ignored. Time is ``event.timestamp_ms`` only.
 
@@ -67,7 +67,9 @@ from types import MappingProxyType
 from streams.events import Causation, InboxEvent, decision_id
 from streams.koordinator.classes import decision_priority_class, qos_class_by_name
 from streams.koordinator.resources import BATCH_CPU
+from streams.nodeaggregate import usage
 from streams.nodeaggregate.settings import NodeAggregateSettings
+from streams.nodeaggregate.usage import Sent
 from streams.nodeqos import planner
 from streams.nodeqos.planner import QoSMemory
 from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
@@ -104,6 +106,9 @@ class NodeState:
     """Event time of the next Tick that can change the node's outcome (``tick_due_ms``; 0: the next one).
     ``partition`` sets it; it is kept with the state so that a restarted worker skips the Ticks its replay
     skips."""
+    usage_sent: Sent | None = None
+    """What the last NodeUsage sent to the scheduling domains said (``usage.due``); None: none since the
+    NodeMetric was last deleted."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node, pod table and zones; not part of the state."""
 
@@ -114,7 +119,8 @@ def initial_state() -> NodeState:
 
 def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
              metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None,
-             qos: QoSMemory | None = None, zones: tuple[Zone, ...] | None = None) -> NodeState:
+             qos: QoSMemory | None = None, zones: tuple[Zone, ...] | None = None,
+             usage_sent: object = ...) -> NodeState:
     """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
     keep_encoded = node is ... and pods is None and zones is None
     return NodeState(state.sources if sources is None else sources,
@@ -126,6 +132,7 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
                      state.published if published is None else published,
                      state.qos if qos is None else qos,
                      state.due_ms,
+                     state.usage_sent if usage_sent is ... else usage_sent,
                      state.encoded if keep_encoded else [])
 
 
@@ -145,6 +152,7 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
         return state, []
     kind, now = event.kind, event.timestamp_ms
     if kind == "NodeMetric":
+        state, outputs = _usage(state, event)
         if event.deleted:
             state = _replace(state, sources=sources, metric=None,
                              published=dataclasses.replace(state.published, synced_ms=None))
@@ -152,7 +160,8 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
             metric = metric_view(event.record)
             profile = train(state.profile, metric, state.pods, now, settings.prediction)
             state = _replace(state, sources=sources, metric=metric, profile=profile)
-        state, outputs = _calculate(state, config, now, event.causation, settings, stats, force=False)
+        state, calculated = _calculate(state, config, now, event.causation, settings, stats, force=False)
+        outputs += calculated
         return _plan_qos(state, config, now, event.causation, outputs, settings, stats, metric_is_new=not event.deleted)
     if kind == "Node":
         if event.deleted:
@@ -228,6 +237,15 @@ def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation
     if memory is not state.qos:
         state = _replace(state, qos=memory)
     return state, outputs + planned
+
+
+def _usage(state: NodeState, event: InboxEvent) -> tuple[NodeState, list[tuple[str, dict]]]:
+    """The NodeUsage for the scheduling domains, when one is due (``usage.due``), with the state remembering it."""
+    record = usage.summary(event.key, event.record, event.causation, event.timestamp_ms)
+    allocatable = state.node.allocatable if state.node is not None else None
+    if not usage.due(state.usage_sent, record, allocatable):
+        return state, []
+    return _replace(state, usage_sent=usage.sent(record, allocatable)), [("NodeUsage", record)]
 
 
 def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig, settings: NodeAggregateSettings,

@@ -8,7 +8,7 @@ due time and load as due at once):
    JSON; memoised on the state (``NodeState.encoded``), so it is encoded
    again only when one of them changes;
 2. dynamic: source offsets, when the node was last published and what, the
-   published zone resources, as JSON;
+   last NodeUsage sent (``usage.Sent``, when one was), the published zone resources, as JSON;
 3. the NodeMetric packed (``_METRIC_HEADER``, host applications, pod metrics
    named by their position in the pod table);
 4. the profile's histograms as packed integers and numpy arrays
@@ -37,6 +37,7 @@ from types import MappingProxyType
 from streams.koordinator.classes import KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
 from streams.nodeaggregate.node import NodeState
+from streams.nodeaggregate.usage import Sent
 from streams.nodeqos.planner import QoSMemory
 from streams.noderesource.prediction.profile import profile_from_bytes, profile_to_bytes
 from streams.noderesource.reconcile import Published
@@ -109,6 +110,8 @@ def dump_state(state: NodeState) -> bytes:
     published = state.published
     extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
     dynamic_json = [state.sources, published.synced_ms, extended, dict(published.annotations), other_keys]
+    if state.usage_sent is not None:
+        dynamic_json.append(state.usage_sent.to_json(state.metric.update_time_ms if state.metric else None))
     if published.zones or published.zones_synced_ms is not None:
         zones = {zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()}
         dynamic_json += [zones, published.zones_synced_ms]
@@ -200,6 +203,7 @@ def load_state(data: bytes) -> NodeState:
     offset += static_length
     sources, synced, extended, annotations, other_keys, *zones_published = \
         json.loads(data[offset:offset + dynamic_length])
+    usage_sent = zones_published.pop(0) if zones_published and isinstance(zones_published[0], list) else None
     offset += dynamic_length
     keys = [entry[0] for entry in pods_json]
     metric = _load_metric(data, offset, keys, other_keys)
@@ -225,6 +229,8 @@ def load_state(data: bytes) -> NodeState:
                           MappingProxyType({zone: {name: value for name, value in zip(ZONE_RESOURCES, values)
                                                    if value is not None}
                                             for zone, values in published_zones.items()}), zones_synced)
-    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due)
+    if usage_sent is not None:
+        usage_sent = Sent.from_json(usage_sent, metric.update_time_ms if metric else None)
+    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due, usage_sent)
     state.encoded[:] = [data[start:start + static_length], keys]
     return state

@@ -1,8 +1,8 @@
 """In-process benchmark of the scheduling core: ``run_in_process(nodes, pods, seed)``.
 
 Builds a domain of ``nodes`` nodes (32 cores, 128Gi, 110 pods) each with a fresh
-NodeMetric (random usage), a few ElasticQuotas under the root with enough min for the
-load, then schedules ``pods`` pods (random requests from a few shapes, spread over the
+NodeUsage (random usage, as the node aggregate sends it for a NodeMetric), a few
+ElasticQuotas under the root with enough min for the load, then schedules ``pods`` pods (random requests from a few shapes, spread over the
 quotas) with the default profile: NodeResourcesFit + LoadAwareScheduling + ElasticQuota
 and the basic filters. Only the pod events are timed. Pure and seeded: the same
 arguments give the same decisions (the timing varies).
@@ -28,6 +28,7 @@ import time
 
 from streams.events import Causation, InboxEvent
 from streams.koordinator.labels import LABEL_QUOTA_NAME
+from streams.nodeaggregate.usage import summary
 from streams.scheduler.domain import SchedulingDomain
 
 GI = 1 << 30
@@ -38,7 +39,7 @@ PROFILE_LINES = 15
 
 
 def _event(kind: str, key: str, record: dict, offset: int, ts: int) -> InboxEvent:
-    topic = {"Node": "koord.nodes", "Pod": "koord.pods", "NodeMetric": "koord.nodemetrics",
+    topic = {"Node": "koord.nodes", "Pod": "koord.pods", "NodeUsage": "koord.nodeusages",
              "ElasticQuota": "koord.quotas"}[kind]
     return InboxEvent(Causation("koord.inbox.scheduling", 0, offset, topic, 0, offset), ts, key, kind, record)
 
@@ -58,10 +59,9 @@ def build(nodes: int, pods: int, seed: int, now_ms: int = 1_700_000_000_000):
             offset, now_ms))
         offset += 1
         usage = {"cpu": rng.randrange(0, cpu * 6 // 10), "memory": rng.randrange(0, memory * 8 // 10)}
-        domain.handle(_event("NodeMetric", name, {
-            "metadata": {"name": name}, "manifest": json.dumps({"status": {"nodeMetric": {}}}),
-            "nodeUsage": usage, "podsMetric": [], "updateTime": now_ms, "systemUsage": {},
-            "aggregatedNodeUsages": [], "hostApplicationMetric": [], "prodReclaimable": {}}, offset, now_ms))
+        metric = {"manifest": json.dumps({"status": {"nodeMetric": {}}}), "nodeUsage": usage, "updateTime": now_ms}
+        cause = Causation("koord.inbox.node", 0, offset, "koord.nodemetrics", 0, offset)
+        domain.handle(_event("NodeUsage", name, summary(name, metric, cause, now_ms), offset, now_ms))
         offset += 1
     share = {"cpu": cpu * nodes // QUOTAS, "memory": memory * nodes // QUOTAS}
     for q in range(QUOTAS):

@@ -8,7 +8,7 @@ rules refuse; the previous state stays). It reads no clock: time is the largest 
 timestamp seen (Tick events let it pass), so the same inbox gives the same outputs.
 
 Inbox kinds: Node, NodeResource (batch/mid allocatable overlaid on the node's), Pod,
-NodeMetric (keyed by node name), ElasticQuota, ElasticQuotaProfile,
+NodeUsage (what the node aggregate sends of a node's NodeMetric, keyed by node name), ElasticQuota, ElasticQuotaProfile,
 KubeSchedulerConfiguration (record {"metadata", "manifest"}), Tick (record {"timestamp"}), and
 the kinds plugins watch (``framework.WatchesObjects``: PodGroup, Reservation, ...), kept in
 ``Cluster.objects`` for them, and the descheduling stage's DeschedulerConfiguration and
@@ -306,7 +306,7 @@ class SchedulingDomain:
         out = _Outputs(self, event)
         handler = {
             "Node": self._on_node, "NodeResource": self._on_node_resource, "Pod": self._on_pod,
-            "NodeMetric": self._on_metric, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
+            "NodeUsage": self._on_metric, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
             "KubeSchedulerConfiguration": self._on_config, "DeschedulerConfiguration": self._on_descheduler_config,
             "PodMigrationJob": self._on_migration_job,
         }.get(event.kind)
@@ -400,13 +400,14 @@ class SchedulingDomain:
             self._queue_event(NODE_EVENT)
 
     def _on_metric(self, event: InboxEvent, out: "_Outputs") -> None:
+        """A node's NodeUsage (what the node aggregate sends of its NodeMetric), kept as its usage fields."""
         name = event.key
         self._dirty.add(f"metric/{name}")
-        if event.deleted:
+        if event.deleted or event.record["deleted"]:
             self.cluster.metrics.pop(name, None)
         else:
-            self.cluster.metrics[name] = dict(event.record)
-        self._observe(MetricChanged(name, None if event.deleted else self.cluster.metrics[name]))
+            self.cluster.metrics[name] = {field: event.record[field] for field in USAGE_FIELDS}
+        self._observe(MetricChanged(name, self.cluster.metrics.get(name)))
         self._queue_event(METRIC_EVENT)
 
     # -- quotas --------------------------------------------------------------------
@@ -955,3 +956,8 @@ class _Outputs:
         self.items.append(("DeadLetter", dead_letter_record(
             STAGE, cause.source_topic, cause.source_partition, cause.source_offset, self.event.key.encode(), payload,
             reason, self.event.timestamp_ms)))
+
+
+USAGE_FIELDS = ("hasNodeMetric", "reportIntervalSeconds", "updateTime", "nodeUsage", "systemUsage",
+                "aggregatedNodeUsages", "podsMetric")
+"""What the domain keeps of a NodeUsage record (``Cluster.metrics``): its usage, not its id and causation."""

@@ -135,6 +135,7 @@ class Cluster:
         self.assigned_at: dict[str, int] = {}
         self.pods_on_node: dict[str, set[str]] = {}
         self.metrics: dict[str, Mapping] = {}
+        """Each node's usage as its last NodeUsage said it (``domain.USAGE_FIELDS``), by node name."""
         self.quotas: dict[str, Mapping] = {}
         """ElasticQuota records by quota name (names are unique in a domain)."""
         self.profiles: dict[str, Mapping] = {}

@@ -61,6 +61,7 @@ SCHEMAS = (
     "PodMigrationJob",
     "DeschedulerConfiguration",
     "PodDisruptionBudget",
+    "NodeUsage",
 )
 """Top-level record schemas: the values that go on topics."""
 

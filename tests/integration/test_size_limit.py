@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from streams import limits
-from streams.cli.apply import ACK_HEADERS
 from streams.objects import load_and_validate
+from streams.routing import ACK_HEADERS
 from streams.schemas import codec
 
 pytestmark = pytest.mark.integration

@@ -253,12 +253,13 @@ class Records:
         return cls.record("koord.nodemetrics", node, "NodeMetric", value, offset)
 
     @classmethod
-    def inbox_ack(cls, aggregate, source, offset, *, inbox_partition=0, output_ids=()):
+    def inbox_ack(cls, aggregate, source, offset, *, inbox_partition=0, output_ids=(), event_id=None):
         value = {
             "aggregate": aggregate,
             "causation": {**_causation(source), "inboxPartition": inbox_partition, "inboxOffset": offset},
             "outputIds": list(output_ids),
             "timestamp": 1_700_000_000_000 + offset,
+            "eventId": event_id,
         }
         return cls.record("koord.acks", f"{source[0]}/{source[1]}", "Ack", value, offset)
 

@@ -366,8 +366,20 @@ def test_top_nodes_and_pods_combine_usage_requests_and_allocatable(projector, re
     assert pods["waiting"]["node"] is None and pods["waiting"]["usage"] == {}
 
 
-def test_acknowledged_needs_every_aggregate_and_every_listed_output(projector, read_model, records):
+def test_acknowledged_waits_for_the_scheduler_to_acknowledge_the_node_usage_a_node_metric_caused(
+        projector, read_model, records):
+    """A NodeMetric goes to the node aggregate only; the NodeUsage it sends on is not in the read model, so the
+    NodeMetric is through once the scheduling domain's Ack names that NodeUsage (its ``eventId``)."""
     source = ("koord.nodemetrics", 1, 40)
+    expected = {"inbox-node": 1}
+    projector.apply([records.inbox_ack("inbox-node", source, 1, output_ids=["usage-7"])])
+    assert not acknowledged(read_model, *source, expected)
+    projector.apply([records.inbox_ack("inbox-scheduling", ("koord.nodeusages", 2, 9), 2, event_id="usage-7")])
+    assert acknowledged(read_model, *source, expected)
+
+
+def test_acknowledged_needs_every_aggregate_and_every_listed_output(projector, read_model, records):
+    source = ("koord.nodes", 1, 40)
     expected = {"inbox-node": 1, "inbox-scheduling": 1}
     assert not acknowledged(read_model, *source, expected)
     projector.apply([records.inbox_ack("inbox-scheduling", source, 1)])

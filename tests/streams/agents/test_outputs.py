@@ -7,9 +7,11 @@ import asyncio
 
 import pytest
 
-from streams.agents.outputs import OUTPUT_TOPICS, output_key, send_outputs
+from streams.agents.outputs import OUTPUT_TOPICS, ack, output_key, send_outputs
 from streams.deadletter import DEAD_LETTERS, dead_letter_record
 from streams.events import Causation, InboxEvent, deletion
+from streams.nodeaggregate.usage import summary
+from streams.routing import ACK_HEADERS
 from streams.schemas import codec
 
 CAUSE = Causation("koord.inbox.node", 2, 40, "koord.nodemetrics", 1, 7)
@@ -27,6 +29,7 @@ LETTER = dead_letter_record("node", "koord.configs", 0, 3, b"koordinator-system/
     pytest.param("Ack", {"causation": CAUSE.to_record()}, "koord.nodemetrics/1", id="ack-by-source-partition"),
     pytest.param("DeadLetter", LETTER, "koord.configs/0/3", id="dead-letter-by-source-offset"),
     pytest.param("NodeResource", NODE_RESOURCE, "n1", id="node-resource-by-node"),
+    pytest.param("NodeUsage", {"nodeName": "n1"}, "n1", id="node-usage-by-node"),
     pytest.param("Actuation", {"nodeName": "n1"}, "n1", id="actuation-by-node"),
     pytest.param("PodMigrationJob", deletion("move-1"), "move-1", id="deletion-by-its-key"),
 ])
@@ -41,12 +44,14 @@ class Batches:
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes, str, tuple]] = []
         self.records: list[dict] = []
+        self.headers: list = []
         self.delivered = 0
 
-    async def send(self, topic, key, value, source):
+    async def send(self, topic, key, value, source, headers=None):
         schema, record = codec.decode(value) if value is not None else (None, None)
         self.sent.append((topic, key, schema, source))
         self.records.append(record)
+        self.headers.append(headers)
 
         async def delivery():
             self.delivered += 1
@@ -77,3 +82,23 @@ def test_a_deletion_goes_to_its_schemas_topic_as_a_tombstone():
                              [(event, [("Reservation", deletion("move-1"))])]))
     assert batches.sent == [("topic-reservations", b"move-1", None, ("koord.inbox.node", 2))]
     assert batches.records == [None]
+
+
+def test_a_node_usage_asked_for_carries_the_ack_header_and_its_ack_names_it():
+    """``koord apply --wait`` on a NodeMetric waits for the scheduling domain's Ack of the NodeUsage the node
+    aggregate sent for it: the NodeUsage asks for an Ack when its cause did, and that Ack names it."""
+    batches, topics = Batches(), {schema: f"topic-{topic_id}" for schema, topic_id in OUTPUT_TOPICS.items()}
+    usage = summary("n1", {"nodeUsage": {"cpu": 1000}, "updateTime": 5}, CAUSE, 1)
+    asked = InboxEvent(CAUSE, 1, "n1", "NodeMetric", None, ack=True)
+    quiet = InboxEvent(Causation("koord.inbox.node", 2, 41, "koord.nodemetrics", 1, 8), 1, "n1", "NodeMetric", None)
+    asyncio.run(send_outputs(batches, topics, "node", "inbox-node",
+                             [(asked, [("NodeUsage", usage), ("NodeResource", NODE_RESOURCE)]),
+                              (quiet, [("NodeUsage", usage)])]))
+    assert [(schema, headers) for (_, _, schema, _), headers in zip(batches.sent, batches.headers)] == [
+        ("NodeUsage", ACK_HEADERS), ("NodeResource", None), ("Ack", None), ("NodeUsage", None)]
+    assert batches.records[2]["outputIds"] == [usage["decisionId"], "d-1"]
+
+    forwarded = InboxEvent(Causation("koord.inbox.scheduling", 0, 9, "koord.nodeusages", 3, 4), 1, "n1",
+                           "NodeUsage", usage, ack=True)
+    assert ack("inbox-scheduling", forwarded, [])[1]["eventId"] == usage["decisionId"]
+    assert ack("inbox-node", asked, [])[1]["eventId"] is None

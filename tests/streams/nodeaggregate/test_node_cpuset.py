@@ -74,7 +74,8 @@ def test_state_round_trips_the_cpuset_and_a_released_pin_returns_the_pool():
     data = statecodec.dump_state(state)
     loaded = statecodec.load_state(data)
     assert loaded.pods == state.pods and statecodec.dump_state(loaded) == data
-    assert run(_metric(NOW + 60_000), state=loaded)[1] == run(_metric(NOW + 60_000), state=state)[1]
+    metric = _metric(NOW + 60_000)
+    assert run(metric, state=loaded)[1] == run(metric, state=state)[1]
     _, out = run(_bound("lse", "LSE", result="Released"), _metric(NOW + 60_000), state=loaded)
     found = cgroup_actuations(out)
     assert found[("pod", UIDS["ls"])] == {"cpuset.cpus": "0-3,6-15"}

@@ -11,6 +11,7 @@ import json
 import textwrap
 
 from streams.events import Causation, InboxEvent
+from streams.nodeaggregate.usage import summary as usage_summary
 from streams.objects import load_documents, to_record
 from streams.scheduler.domain import SchedulingDomain
 from streams.events import DELETES
@@ -26,6 +27,7 @@ T0 = 1_700_000_000_000
 TOPICS = {"Pod": "koord.pods", "Node": "koord.nodes", "NodeMetric": "koord.nodemetrics",
           "ElasticQuota": "koord.quotas", "ElasticQuotaProfile": "koord.quotas",
           "KubeSchedulerConfiguration": "koord.configs", "Tick": "koord.ticks", "NodeResource": "koord.noderesources",
+          "NodeUsage": "koord.nodeusages",
           "PodGroup": "koord.podgroups", "Reservation": "koord.reservations", "Device": "koord.devices",
           "NodeResourceTopology": "koord.noderesourcetopologies",
           "DeschedulerConfiguration": "koord.configs", "PodMigrationJob": "koord.podmigrationjobs",
@@ -69,14 +71,21 @@ def pod(name: str, cpu: int | None = 1000, memory: int | None = 1 << 30, node_na
     }, ts=ts)
 
 
+def usage_of(metric_event: InboxEvent) -> InboxEvent:
+    """The NodeUsage event the node aggregate sends the scheduling domain for a NodeMetric event."""
+    record = usage_summary(metric_event.key, metric_event.record, metric_event.causation, metric_event.timestamp_ms)
+    return event("NodeUsage", metric_event.key, record, ts=metric_event.timestamp_ms)
+
+
 def metric(node_name: str, update_ms: int | None, usage: dict | None = None, pods: list | None = None,
            aggregated: list | None = None, ts: int = 1000, report_interval: int = 60) -> InboxEvent:
-    manifest = {"spec": {"collectPolicy": {"reportIntervalSeconds": report_interval}},
+    """The NodeUsage of a NodeMetric record with these fields (``usage`` None: no status.nodeMetric)."""
+    manifest = {"spec": {"metricCollectPolicy": {"reportIntervalSeconds": report_interval}},
                 "status": {"nodeMetric": {}} if usage is not None else {}}
-    return event("NodeMetric", node_name, {
+    return usage_of(event("NodeMetric", node_name, {
         "metadata": {"name": node_name}, "manifest": json.dumps(manifest), "nodeUsage": usage or {},
         "podsMetric": pods or [], "updateTime": update_ms, "systemUsage": {},
-        "aggregatedNodeUsages": aggregated or [], "hostApplicationMetric": [], "prodReclaimable": {}}, ts=ts)
+        "aggregatedNodeUsages": aggregated or [], "hostApplicationMetric": [], "prodReclaimable": {}}, ts=ts))
 
 
 def quota(name: str, max_: dict, min_: dict | None = None, namespace: str = "default", parent: str | None = None,
@@ -205,7 +214,8 @@ def k8s_node(name: str, allocatable: dict, labels: dict | None = None, annotatio
 
 def k8s_metric(name: str, update_ms: int | None, node_usage: dict | None = None, pods: list | None = None,
                aggregated: list | None = None, report_interval: int = 60, ts: int = 1000) -> InboxEvent:
-    """A NodeMetric; ``node_usage`` None means no status.nodeMetric. pods: (namespace, name, priority, usage)."""
+    """The NodeUsage of a NodeMetric; ``node_usage`` None means no status.nodeMetric. pods: (namespace, name,
+    priority, usage)."""
     status: dict = {}
     if update_ms is not None:
         status["updateTime"] = rfc3339(update_ms)
@@ -219,8 +229,8 @@ def k8s_metric(name: str, update_ms: int | None, node_usage: dict | None = None,
         status["podsMetric"] = [{"namespace": ns, "name": n, **({"priority": p} if p else {}),
                                  "podUsage": {"resources": usage}} for ns, n, p, usage in pods]
     body = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
-            "spec": {"collectPolicy": {"reportIntervalSeconds": report_interval}}, "status": status}
-    return converted(body, ts=ts)
+            "spec": {"metricCollectPolicy": {"reportIntervalSeconds": report_interval}}, "status": status}
+    return usage_of(converted(body, ts=ts))
 
 
 def profile_with(plugin: str, args: dict | None, ts: int = 1000, **plugins) -> InboxEvent:

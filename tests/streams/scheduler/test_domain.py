@@ -4,7 +4,7 @@ from streams.scheduler.domain import SchedulingDomain
 from streams.scheduler.framework import REASON_NO_VICTIMS
 from streams.scheduler.plugins.noderesourcesfit import NAME as FIT, REASON_INSUFFICIENT
 from tests.streams.scheduler.support import (
-    GI, T0, decisions, deleted, metric, node, pod, quota, run, scheduler_config, tick)
+    GI, T0, decisions, deleted, event, metric, node, pod, quota, run, scheduler_config, tick)
 
 NO_VICTIMS = " preemption: 0/{n} nodes are available: {n} " + REASON_NO_VICTIMS + "."
 
@@ -279,3 +279,18 @@ def test_a_restored_domain_syncs_quota_statuses_when_the_uninterrupted_one_does(
     _, rest = run(*events[cut:], domain=SchedulingDomain.restore("default", live.entries()))
     assert out + rest == expected
     assert [r["used"] for name, r in expected if name == "ElasticQuotaStatus"][-1]["cpu"] == 2000
+
+
+def test_a_node_usage_is_kept_as_its_usage_fields_and_a_deleted_one_forgets_them():
+    """The node aggregate's NodeUsage replaces the NodeMetric: the domain keeps (and writes to its table) only
+    what load-aware scheduling and the descheduler read; one saying the NodeMetric was deleted removes it."""
+    domain = SchedulingDomain("default")
+    sent = metric("n1", T0, {"cpu": 500, "memory": GI}, pods=[{"namespace": "ns", "name": "a", "uid": None,
+                                                              "usage": {"cpu": 100}, "priority": "koord-prod"}])
+    domain.handle(sent)
+    assert domain.take_changes()["metric/n1"] == {
+        "hasNodeMetric": True, "reportIntervalSeconds": 60, "updateTime": T0, "nodeUsage": {"cpu": 500, "memory": GI},
+        "systemUsage": {}, "aggregatedNodeUsages": [],
+        "podsMetric": [{"namespace": "ns", "name": "a", "usage": {"cpu": 100}, "priority": "koord-prod"}]}
+    domain.handle(event("NodeUsage", "n1", {**sent.record, "deleted": True}))
+    assert domain.take_changes()["metric/n1"] is None and "n1" not in domain.cluster.metrics

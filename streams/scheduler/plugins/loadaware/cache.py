@@ -107,22 +107,19 @@ class NodeLoad:
 
     def set_metric(self, record: Mapping | None, vec: Callable[[Mapping | None], list[int]],
                    include_sys: bool) -> None:
-        """Take the node's NodeMetric record (None: deleted) and count every assigned pod again."""
+        """Take the node's usage (a NodeUsage's fields, ``SchedulingDomain``'s ``Cluster.metrics`` entry;
+        None: deleted) and count every assigned pod again."""
         self.reset()
         if record is None:
             self.metric = False
             self.has_node_metric = False
             self.update_time = None
             return
-        manifest = json_object(record.get("manifest")) or {}
-        status = manifest.get("status") if isinstance(manifest.get("status"), dict) else {}
-        spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
-        policy = spec.get("collectPolicy") if isinstance(spec.get("collectPolicy"), dict) else {}
-        interval = policy.get("reportIntervalSeconds")
+        interval = record.get("reportIntervalSeconds")
         self.metric = True
-        self.has_node_metric = "nodeMetric" in status if manifest else True
+        self.has_node_metric = record.get("hasNodeMetric", True)
         self.update_time = record.get("updateTime")
-        self.report_interval = interval * 1000 if isinstance(interval, int) else DEFAULT_REPORT_INTERVAL_MS
+        self.report_interval = interval * 1000 if interval else DEFAULT_REPORT_INTERVAL_MS
         self.node_usage = vec(record.get("nodeUsage")) if self.has_node_metric else None
         self.agg = {}
         longest: dict[str, int] = {}
