@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Iterator
+from typing import Callable, Iterator
 
 import click
 
@@ -40,6 +40,16 @@ def _broker(running: harness.Harness) -> dict:
     return {"kind": running.broker_kind, "origin": running.broker_origin, "bootstrap": running.bootstrap}
 
 
+def _each_size(sizes: tuple[int, ...], broker_kind: str, output: str,
+               measure: Callable[[harness.Harness, int], dict]) -> Iterator[tuple[dict, harness.Harness]]:
+    """``measure(running, size)`` once per size, each on a fresh broker (KOORD_BROKER's when set), yielded as
+    each run ends: its result with its broker, and the harness it ran on."""
+    for size in sizes:
+        with _harness(broker_kind, output) as running:
+            result = {"broker": _broker(running), **measure(running, size)}
+        yield result, running
+
+
 @click.group()
 def bench() -> None:
     """Measure koordstream through a real broker (a fresh one of --broker's kind unless KOORD_BROKER is set)."""
@@ -71,11 +81,11 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
         click.echo(json.dumps(core) if output == "json" else "\n".join(scheduler.core_lines(core)))
         return
     runs = []
-    for pods in sizes:
-        with _harness(broker_kind, output) as running:
-            runs.append({"broker": _broker(running), **scheduler.run(running, nodes, pods, rate, seed, workload)})
-            if output != "json":
-                click.echo(f"broker: {running.describe()}", err=True)
+    for run, running in _each_size(sizes, broker_kind, output,
+                                   lambda running, pods: scheduler.run(running, nodes, pods, rate, seed, workload)):
+        runs.append(run)
+        if output != "json":
+            click.echo(f"broker: {running.describe()}", err=True)
     if output == "json":
         click.echo(json.dumps(runs[0] if len(runs) == 1 else {"runs": runs}))
         return
@@ -158,9 +168,8 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output:
     if output != "json":
         click.echo(f"{'nodes':>6} {'pods/node':>9} {'NodeMetrics':>11} {'B/event':>7} {'events/s':>9} {'seconds':>8} "
                    f"{'produced s':>10} {'state B/node':>12} {'setup s':>8}  broker")
-    for nodes in sizes:
-        with _harness(broker_kind, output) as running:
-            run = {"broker": _broker(running), **node_bench.run(running, nodes, pods, rounds, seed)}
+    for run, running in _each_size(sizes, broker_kind, output,
+                                   lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed)):
         runs.append(run)
         if output != "json":
             click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
