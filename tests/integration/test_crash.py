@@ -49,17 +49,12 @@ AFTER_RESTART = PODS // 4
 FAILOVER_TIMEOUT_S = 45
 DECIDED_TIMEOUT_S = 60
 
-EXACTLY_ONCE_OPEN = pytest.mark.xfail(strict=False, reason=(
-    "in loaded full-suite runs the test's read_committed read-back of koord.decisions lacked 16 of 240 decisions "
-    "the read model held; the reader stopped at the last stable offset, before the committed records behind a "
-    "transaction the killed worker left open (tests/streams/replay/test_reader.py); not strict until full runs "
-    "confirm that was the cause"))
 RUNS = [pytest.param(("tansu", "at_least_once"), id="tansu-at_least_once"),
         pytest.param(("kafka", "at_least_once"), id="kafka-at_least_once"),
-        pytest.param(("kafka", "exactly_once"), id="kafka-exactly_once", marks=EXACTLY_ONCE_OPEN)]
+        pytest.param(("kafka", "exactly_once"), id="kafka-exactly_once")]
 """(broker kind, processing guarantee): every guarantee each broker offers."""
-OUTPUT_TOPICS = ("inbox-scheduling", "inbox-node", "decisions", "noderesources", "quotastatus", "acks", "actuations",
-                 "deadletters")
+OUTPUT_TOPICS = ("inbox-scheduling", "inbox-node", "decisions", "noderesources", "nodeusages", "quotastatus", "acks",
+                 "actuations", "deadletters")
 """What the router and the aggregates write, the topics whose copies are counted."""
 
 

@@ -136,13 +136,12 @@ def test_every_pod_was_decided(cluster, recorded):
 
 def test_replay_scheduling_reproduces_every_decision(cluster, recorded, tmp_path):
     report = replay_json(cluster, "scheduling")
+    total = report["total"]
     if not report["ok"]:
         kept = keep_for_diagnosis(cluster, report, tmp_path)
-        total = report["total"]
-        pytest.xfail(f"open, intermittent: the whole session's scheduling replay diverged (diverged "
-                     f"{total['diverged']}, missing {total['missingIds'][:5]}, extra {total['extraIds'][:5]}, "
-                     f"conflicting {total['conflictingIds'][:5]}); topics and report kept in {kept}")
-    total = report["total"]
+        pytest.fail(f"the whole session's scheduling replay diverged (diverged {total['diverged']}, missing "
+                    f"{total['missingIds'][:5]}, extra {total['extraIds'][:5]}, conflicting "
+                    f"{total['conflictingIds'][:5]}); topics and report kept in {kept}")
     assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
     assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS
     assert report["ok"]
