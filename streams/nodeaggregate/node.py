@@ -107,7 +107,7 @@ class NodeState:
     ``partition`` sets it; it is kept with the state so that a restarted worker skips the Ticks its replay
     skips."""
     usage_sent: Sent | None = None
-    """What the last NodeUsage sent to the scheduling domains said (``usage.due``); None: none since the
+    """What the last NodeUsage sent to the scheduling domains said (``usage.check``); None: none since the
     NodeMetric was last deleted."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node, pod table and zones; not part of the state."""
@@ -240,12 +240,13 @@ def _plan_qos(state: NodeState, config: SloConfig, now_ms: int, cause: Causation
 
 
 def _usage(state: NodeState, event: InboxEvent) -> tuple[NodeState, list[tuple[str, dict]]]:
-    """The NodeUsage for the scheduling domains, when one is due (``usage.due``), with the state remembering it."""
+    """The NodeUsage for the scheduling domains, when one is due (``usage.check``), with the state remembering it."""
     record = usage.summary(event.key, event.record, event.causation, event.timestamp_ms)
     allocatable = state.node.allocatable if state.node is not None else None
-    if not usage.due(state.usage_sent, record, allocatable):
+    send, remembered = usage.check(state.usage_sent, record, allocatable)
+    if not send:
         return state, []
-    return _replace(state, usage_sent=usage.sent(record, allocatable)), [("NodeUsage", record)]
+    return _replace(state, usage_sent=remembered), [("NodeUsage", record)]
 
 
 def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig, settings: NodeAggregateSettings,

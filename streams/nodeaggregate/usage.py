@@ -6,7 +6,7 @@ usage and priority class, its ``updateTime``, its report interval and whether it
 the ``NodeUsage`` record, without the manifest, the host applications and the node-side figures (about
 half the bytes, and no manifest for the scheduler to parse). The raw NodeMetric goes to the node inbox only.
 
-A summary is sent (``due``) when
+A summary is sent (``check``) when
 
 - nothing was sent yet, or the NodeMetric was deleted;
 - what it is made of changed: whether it reports node usage, its report interval, its pods or their
@@ -47,7 +47,7 @@ AGGREGATIONS = ("avg", "p50", "p90", "p95", "p99")
 
 @dataclasses.dataclass(frozen=True)
 class Sent:
-    """The last summary sent for a node, as ``due`` compares it: its update time and a digest of what it is
+    """The last summary sent for a node, as ``check`` compares it: its update time and a digest of what it is
     made of and of its figures in steps of ``USAGE_CHANGE`` of allocatable."""
 
     update_time_ms: int | None
@@ -133,21 +133,24 @@ def _digest(usage: Mapping, allocatable: Mapping[str, int] | None) -> str:
 
 
 def sent(usage: Mapping, allocatable: Mapping[str, int] | None) -> Sent | None:
-    """What ``due`` remembers of a NodeUsage record once it is sent (None for a deletion)."""
+    """What ``check`` remembers of a NodeUsage record once it is sent (None for a deletion)."""
     return None if usage["deleted"] else Sent(usage["updateTime"], _digest(usage, allocatable))
 
 
-def due(last: Sent | None, usage: Mapping, allocatable: Mapping[str, int] | None) -> bool:
-    """Whether the NodeUsage record ``usage`` must be sent, ``last`` being the last one sent (None: none, or
-    the NodeMetric was deleted since) and ``allocatable`` the node's (None: its Node is not known)."""
-    if usage["deleted"] or last is None:
-        return True
-    update, previous = usage["updateTime"], last.update_time_ms
+def check(last: Sent | None, usage: Mapping, allocatable: Mapping[str, int] | None) -> tuple[bool, Sent | None]:
+    """(whether the NodeUsage record ``usage`` must be sent, what to remember of the last one sent afterwards),
+    ``last`` being the last one sent (None: none, or the NodeMetric was deleted since) and ``allocatable`` the
+    node's (None: its Node is not known)."""
+    if usage["deleted"]:
+        return True, None
+    current = Sent(usage["updateTime"], _digest(usage, allocatable))
+    if last is None or current.digest != last.digest:
+        return True, current
+    update, previous = current.update_time_ms, last.update_time_ms
     if update is None or previous is None:
-        if update != previous:
-            return True
-    else:
-        interval_ms = (usage["reportIntervalSeconds"] or DEFAULT_REPORT_INTERVAL_S) * 1000
-        if update - previous >= interval_ms or update < previous:
-            return True
-    return _digest(usage, allocatable) != last.digest
+        return (True, current) if update != previous else (False, last)
+    interval_ms = (usage["reportIntervalSeconds"] or DEFAULT_REPORT_INTERVAL_S) * 1000
+    if update - previous >= interval_ms or update < previous:
+        return True, current
+    return False, last
+

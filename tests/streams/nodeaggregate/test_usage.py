@@ -1,5 +1,5 @@
 """The NodeUsage the node aggregate sends the scheduling domains: what it keeps of a NodeMetric, and when it
-is sent again (``usage.due``), on its own and through the node aggregate's transition and state."""
+is sent again (``usage.check``), on its own and through the node aggregate's transition and state."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_summary_reads_the_manifest_as_koordinator_does(manifest, has_node_metri
 def test_a_deletion_is_always_due_and_nothing_is_remembered_of_it():
     deleted = usage.summary("test-node1", None, CAUSE, NOW)
     assert deleted["deleted"] is True
-    assert usage.due(usage.sent(_usage(), ALLOCATABLE), deleted, ALLOCATABLE)
+    assert usage.check(usage.sent(_usage(), ALLOCATABLE), deleted, ALLOCATABLE) == (True, None)
     assert usage.sent(deleted, ALLOCATABLE) is None
 
 
@@ -83,22 +83,23 @@ def test_a_deletion_is_always_due_and_nothing_is_remembered_of_it():
     pytest.param(dict(update_time=NOW + 10_000, manifest=json.dumps({"status": {}})), True,
                  id="no-longer-reports-node-usage"),
 ])
-def test_due(later, due):
+def test_check(later, due):
     last = usage.sent(_usage(), ALLOCATABLE)
-    assert usage.due(last, _usage(**later), ALLOCATABLE) is due
+    later = _usage(**later)
+    assert usage.check(last, later, ALLOCATABLE) == ((True, usage.sent(later, ALLOCATABLE)) if due else (False, last))
 
 
 def test_without_the_node_any_change_is_due():
     last = usage.sent(_usage(), None)
-    assert usage.due(last, _usage(update_time=NOW + 1000, cpu=40_001), None)
-    assert not usage.due(last, _usage(update_time=NOW + 1000), None)
+    assert usage.check(last, _usage(update_time=NOW + 1000, cpu=40_001), None)[0]
+    assert not usage.check(last, _usage(update_time=NOW + 1000), None)[0]
 
 
 def test_the_interval_the_node_metric_reports_sets_the_refresh():
     manifest = json.dumps({"spec": {"metricCollectPolicy": {"reportIntervalSeconds": 10}}})
     last = usage.sent(_usage(manifest=manifest), ALLOCATABLE)
-    assert not usage.due(last, _usage(update_time=NOW + 9_999, manifest=manifest), ALLOCATABLE)
-    assert usage.due(last, _usage(update_time=NOW + 10_000, manifest=manifest), ALLOCATABLE)
+    assert not usage.check(last, _usage(update_time=NOW + 9_999, manifest=manifest), ALLOCATABLE)[0]
+    assert usage.check(last, _usage(update_time=NOW + 10_000, manifest=manifest), ALLOCATABLE)[0]
 
 
 def _metric_event(ts: int, cpu: int, offset: int | None = None):
