@@ -16,8 +16,8 @@ Events (``event.kind``; records as the Avro schemas decode them):
   load-aware scheduling and the descheduler read of it, when it moved or aged enough); then trains the
   node profile (``prediction.profile``) and recalculates; publishes only when Koordinator would update
   the node (first calculation, a batch/mid value moving by more than ``resourceDiffThreshold``,
-  ``updateTimeThresholdSeconds`` elapsed, or a new CPU normalization ratio). A deleted NodeMetric degrades the node and
-  forgets when it was last published (Koordinator cleans its sync context).
+  ``updateTimeThresholdSeconds`` elapsed, or a new CPU normalization ratio). A deleted NodeMetric degrades
+  the node and forgets when it was last published (Koordinator cleans its sync context).
   Then the node's QoS is planned (``streams.nodeqos.planner``): Actuation
   records for the targets whose values changed, signed with
   ``settings.signing_key``, and Eviction decisions.

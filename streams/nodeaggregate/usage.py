@@ -141,9 +141,9 @@ def check(last: Sent | None, usage: Mapping, allocatable: Mapping[str, int] | No
     """(whether the NodeUsage record ``usage`` must be sent, what to remember of the last one sent afterwards),
     ``last`` being the last one sent (None: none, or the NodeMetric was deleted since) and ``allocatable`` the
     node's (None: its Node is not known)."""
-    if usage["deleted"]:
+    current = sent(usage, allocatable)
+    if current is None:
         return True, None
-    current = Sent(usage["updateTime"], _digest(usage, allocatable))
     if last is None or current.digest != last.digest:
         return True, current
     update, previous = current.update_time_ms, last.update_time_ms

@@ -2,9 +2,9 @@
 
 Builds a domain of ``nodes`` nodes (32 cores, 128Gi, 110 pods) each with a fresh
 NodeUsage (random usage, as the node aggregate sends it for a NodeMetric), a few
-ElasticQuotas under the root with enough min for the load, then schedules ``pods`` pods (random requests from a few shapes, spread over the
-quotas) with the default profile: NodeResourcesFit + LoadAwareScheduling + ElasticQuota
-and the basic filters. Only the pod events are timed. Pure and seeded: the same
+ElasticQuotas under the root with enough min for the load, then schedules ``pods`` pods
+(random requests from a few shapes, spread over the quotas) with the default profile:
+NodeResourcesFit + LoadAwareScheduling + ElasticQuota and the basic filters. Only the pod events are timed. Pure and seeded: the same
 arguments give the same decisions (the timing varies).
 
 The objects built before timing are moved out of the cyclic garbage collector's
