@@ -3,14 +3,17 @@
 Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults), ``nodes``
 Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound`` SchedulingDecisions on the decisions
 topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler publishes them; then the harness waits
-until the worker has committed the whole node inbox.
+until the worker has committed the whole node inbox and scheduling inbox.
 
 Measured: ``rounds`` NodeMetrics per node, each with ``pods`` pod metrics, produced as the node agent
 would (``node_agent.report`` manifests through ``koord apply``'s record builder, pre-encoded), one minute
 of event time apart so every event trains the node profile and predicts ProdReclaimable. The clock runs
 from the first send to the moment the worker's committed offsets of the node inbox reach its fetch high
 watermark; events/s counts NodeMetrics, so it covers the router's forwarding and the node aggregate
-(profile, batch and mid, NodeResource outputs, changelog writes) on one worker.
+(profile, batch and mid, NodeResource outputs, changelog writes) on one worker. A second clock runs to the
+moment the scheduling domain has also taken every NodeUsage the node aggregate sent of them (the router has
+committed ``koord.nodeusages``, then the worker the scheduling inbox): NodeMetrics/s through both aggregates,
+what load-aware scheduling waits for.
 
 Bytes per node: the latest value of every node in the node-state changelog topic (the compact
 ``dump_state`` bytes a worker restores from), averaged; NaN when the changelog could not be read back
@@ -133,6 +136,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     await _send(harness.bootstrap, setup)
     setup_started = time.monotonic()
     await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + nodes * pods / 100)
+    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group, timeout_s=600 + nodes / 100)
     setup_s = time.monotonic() - setup_started
 
     metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
@@ -142,6 +146,9 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     produced_s = time.monotonic() - started
     caught_up = await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + len(metrics) / 100)
     elapsed = caught_up - started
+    await wait_caught_up(harness.bootstrap, names["nodeusages"], group, settle_s=0, timeout_s=600 + len(metrics) / 100)
+    both = await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group,
+                                timeout_s=600 + len(metrics) / 100)
     changelog = harness.topology.name("changelog-node")
     try:
         state_bytes = await _state_bytes(harness.bootstrap, changelog, nodes)
@@ -149,6 +156,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
         state_bytes = float("nan")
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
+            "through_scheduler_per_s": round(len(metrics) / (both - started), 1),
             "produce_seconds": round(produced_s, 2), "setup_seconds": round(setup_s, 1),
             "state_bytes_per_node": round(state_bytes, 1)}
 

@@ -63,8 +63,8 @@ from streams.scheduler.plugins.deviceshare.devices import KIND as DEVICE_KIND, d
 from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.queue import QueuedPod, SchedulingQueue
 from streams.scheduler.state import (
-    Cluster, MetricChanged, NodeChanged, NodeObject, ObjectChanged, PodAssigned, PodChanged, PodUnassigned,
-    QuotaObjectsChanged, WaitingPod)
+    USAGE_FIELDS, Cluster, MetricChanged, NodeChanged, NodeObject, ObjectChanged, PodAssigned, PodChanged,
+    PodUnassigned, QuotaObjectsChanged, WaitingPod)
 from streams.schemas import codec
 
 SCHEDULED, UNSCHEDULABLE, BOUND, RELEASED, PREEMPTED = "Scheduled", "Unschedulable", "Bound", "Released", "Preempted"
@@ -306,7 +306,7 @@ class SchedulingDomain:
         out = _Outputs(self, event)
         handler = {
             "Node": self._on_node, "NodeResource": self._on_node_resource, "Pod": self._on_pod,
-            "NodeUsage": self._on_metric, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
+            "NodeUsage": self._on_usage, "ElasticQuota": self._on_quota, "ElasticQuotaProfile": self._on_profile,
             "KubeSchedulerConfiguration": self._on_config, "DeschedulerConfiguration": self._on_descheduler_config,
             "PodMigrationJob": self._on_migration_job,
         }.get(event.kind)
@@ -399,7 +399,7 @@ class SchedulingDomain:
             self._observe(NodeChanged(name, old, new))
             self._queue_event(NODE_EVENT)
 
-    def _on_metric(self, event: InboxEvent, out: "_Outputs") -> None:
+    def _on_usage(self, event: InboxEvent, out: "_Outputs") -> None:
         """A node's NodeUsage (what the node aggregate sends of its NodeMetric), kept as its usage fields."""
         name = event.key
         self._dirty.add(f"metric/{name}")
@@ -956,8 +956,3 @@ class _Outputs:
         self.items.append(("DeadLetter", dead_letter_record(
             STAGE, cause.source_topic, cause.source_partition, cause.source_offset, self.event.key.encode(), payload,
             reason, self.event.timestamp_ms)))
-
-
-USAGE_FIELDS = ("hasNodeMetric", "reportIntervalSeconds", "updateTime", "nodeUsage", "systemUsage",
-                "aggregatedNodeUsages", "podsMetric")
-"""What the domain keeps of a NodeUsage record (``Cluster.metrics``): its usage, not its id and causation."""

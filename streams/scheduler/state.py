@@ -2,7 +2,7 @@
 
 ``Cluster`` holds the objects of the domain (nodes as ``NodeColumns`` plus
 their labels, annotations and taints; pods and where they are assigned;
-NodeMetrics; ElasticQuotas and ElasticQuotaProfiles; the objects of the kinds plugins
+each node's usage (NodeUsage); ElasticQuotas and ElasticQuotaProfiles; the objects of the kinds plugins
 watch; the pods waiting on Permit) and the event time. The
 domain changes it and tells every plugin that observes it what changed
 (``NodeChanged``, ``PodChanged``, ``PodAssigned``, ...), the way informers
@@ -18,6 +18,9 @@ from streams.scheduler.columns import NodeColumns
 from streams.scheduler.podinfo import PodInfo
 
 NO_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
+USAGE_FIELDS = ("hasNodeMetric", "reportIntervalSeconds", "updateTime", "nodeUsage", "systemUsage",
+                "aggregatedNodeUsages", "podsMetric")
+"""What the domain keeps of a NodeUsage record (``Cluster.metrics``): its usage, not its id and causation."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +138,7 @@ class Cluster:
         self.assigned_at: dict[str, int] = {}
         self.pods_on_node: dict[str, set[str]] = {}
         self.metrics: dict[str, Mapping] = {}
-        """Each node's usage as its last NodeUsage said it (``domain.USAGE_FIELDS``), by node name."""
+        """Each node's usage as its last NodeUsage said it (``USAGE_FIELDS``), by node name."""
         self.quotas: dict[str, Mapping] = {}
         """ElasticQuota records by quota name (names are unique in a domain)."""
         self.profiles: dict[str, Mapping] = {}
