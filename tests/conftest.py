@@ -35,6 +35,20 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs the suite on two processes (``-n 2``): the tests of one module on one broker kind
+    stay on one process, so module fixtures (a broker, a crash cluster, a control plane) start once there."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModuleAndBroker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module, _, name = nodeid.partition("::")
+            params = name.partition("[")[2].rstrip("]").split("-")
+            return module + "".join(f"[{kind}]" for kind in local.KINDS if kind in params)
+
+    return ByModuleAndBroker(config, log)
+
+
 @pytest.fixture(scope="session", params=local.KINDS)
 def broker_kind(request) -> str:
     """``tansu`` or ``kafka``: the broker every test that uses it runs on, one round per kind (pytest
