@@ -37,8 +37,12 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_xdist_make_scheduler(config, log):
     """``make test`` runs the suite on two processes (``-n 2``): the tests of one module on one broker kind
-    stay on one process, so module fixtures (a broker, a crash cluster, a control plane) start once there."""
+    stay on one process, so module fixtures (a broker, a crash cluster, a control plane) start once there.
+    They are handed out in collection order, where the broker tests (the long ones) come first: the short
+    ones fill the end."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class ByModuleAndBroker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

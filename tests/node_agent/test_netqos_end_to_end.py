@@ -35,7 +35,7 @@ from tests.streams.nodeqos.seedpods import bound, seed_record
 from tests.streams.noderesource.support import G, NOW, configmap, event, metric_record, node_record, pod_usage
 from tests.streams.objects.seeds import seed_block
 
-pytestmark = pytest.mark.real_cgroups
+pytestmark = [pytest.mark.real_cgroups, pytest.mark.measures]
 
 NODE = "real-node"
 ARTICLE_ANNOTATION = '{"IngressLimit": "10M", "EgressLimit": "20M"}'

@@ -24,7 +24,7 @@ from node_agent.collectors.gpu import NVML
 from node_agent.settings import AgentSettings
 from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
-pytestmark = pytest.mark.real_cgroups
+pytestmark = [pytest.mark.real_cgroups, pytest.mark.measures]
 
 TOLERANCE = 0.15
 SECONDS = 3.0

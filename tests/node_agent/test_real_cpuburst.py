@@ -39,7 +39,7 @@ from streams.schemas import codec
 from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 from tests.streams.nodeqos.support import qos_strategy
 
-pytestmark = pytest.mark.real_cgroups
+pytestmark = [pytest.mark.real_cgroups, pytest.mark.measures]
 
 NODE = "real-node"
 LIMIT_MILLI = 200

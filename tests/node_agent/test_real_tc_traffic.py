@@ -31,7 +31,7 @@ from node_agent.actuator.verify import Verifier
 from tests.node_agent.actuator.conftest import actuation
 from tests.node_agent.netns import MBIT, traffic, veth_namespaces
 
-pytestmark = pytest.mark.real_cgroups
+pytestmark = [pytest.mark.real_cgroups, pytest.mark.measures]
 
 NODE = "real-node"
 TOLERANCE = 0.25

@@ -43,7 +43,7 @@ from tests.node_agent.actuator.conftest import actuation
 from tests.node_agent.netns import veth_namespaces
 from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
-pytestmark = pytest.mark.real_cgroups
+pytestmark = [pytest.mark.real_cgroups, pytest.mark.measures]
 
 TOLERANCE = 0.15
 SECONDS = 3.0
