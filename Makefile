@@ -24,4 +24,4 @@ test: $(STAMP)
 	KOORD_REQUIRE_POSTGRES=1 KOORD_REQUIRE_KAFKA=1 KOORD_REQUIRE_KUBE=1 KOORD_REQUIRE_PROMETHEUS=1 \
 	KOORD_TEST_POSTGRES_URL=postgresql+psycopg2://postgres@127.0.0.1:$${KOORD_PG_PORT:-55432}/test \
 	$(VENV)/bin/pytest -n 2 -m "not measures"
-	$(VENV)/bin/pytest -m measures
+	$(VENV)/bin/pytest -m measures tests/node_agent

@@ -133,6 +133,17 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
         await admin.close()
 
 
+async def wait_through_scheduling(harness: Harness, timeout_s: float = 300) -> tuple[float, float]:
+    """Until a NodeMetric's whole path into the scheduling domain is committed: the node inbox, the
+    NodeUsages the node aggregate wrote (forwarded by the router) and the scheduling inbox. Returns
+    when the node inbox and when the scheduling inbox were first seen caught up."""
+    names, group = harness.topology.names(), harness.topology.app_id
+    node = await wait_caught_up(harness.bootstrap, names["inbox-node"], group, timeout_s=timeout_s)
+    await wait_caught_up(harness.bootstrap, names["nodeusages"], group, settle_s=0, timeout_s=timeout_s)
+    scheduling = await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group, timeout_s=timeout_s)
+    return node, scheduling
+
+
 async def fetch_highwaters(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict:
     """Each partition's high watermark, read from a Fetch at the last record batch (``true_highwaters``):
     fetching from offset 0 instead moved a megabyte per partition per poll and starved the broker."""

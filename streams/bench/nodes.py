@@ -3,7 +3,7 @@
 Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults), ``nodes``
 Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound`` SchedulingDecisions on the decisions
 topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler publishes them; then the harness waits
-until the worker has committed the whole node inbox and scheduling inbox.
+until their whole path into the scheduling domain is committed (``harness.wait_through_scheduling``).
 
 Measured: ``rounds`` NodeMetrics per node, each with ``pods`` pod metrics, produced as the node agent
 would (``node_agent.report`` manifests through ``koord apply``'s record builder, pre-encoded), one minute
@@ -29,7 +29,7 @@ import time
 from datetime import datetime, timezone
 
 from streams import kafka
-from streams.bench.harness import Harness, wait_caught_up
+from streams.bench.harness import Harness, wait_through_scheduling
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.objects import Document, to_record
 from streams.replay.reader import read_topic
@@ -130,13 +130,11 @@ async def _state_bytes(bootstrap: str, changelog: str, nodes: int) -> float:
 
 async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:
     names = harness.topology.names()
-    inbox, group = names["inbox-node"], harness.topology.app_id
     start_ms = (int(time.time() * 1000) // MINUTE_MS) * MINUTE_MS - (rounds + 1) * MINUTE_MS
     setup = setup_records(nodes, pods, start_ms, names)
     await _send(harness.bootstrap, setup)
     setup_started = time.monotonic()
-    await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + nodes * pods / 100)
-    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group, timeout_s=600 + nodes / 100)
+    await wait_through_scheduling(harness, timeout_s=600 + nodes * pods / 100)
     setup_s = time.monotonic() - setup_started
 
     metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
@@ -144,11 +142,8 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     started = time.monotonic()
     await _send(harness.bootstrap, metrics)
     produced_s = time.monotonic() - started
-    caught_up = await wait_caught_up(harness.bootstrap, inbox, group, timeout_s=600 + len(metrics) / 100)
+    caught_up, both = await wait_through_scheduling(harness, timeout_s=600 + len(metrics) / 100)
     elapsed = caught_up - started
-    await wait_caught_up(harness.bootstrap, names["nodeusages"], group, settle_s=0, timeout_s=600 + len(metrics) / 100)
-    both = await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group,
-                                timeout_s=600 + len(metrics) / 100)
     changelog = harness.topology.name("changelog-node")
     try:
         state_bytes = await _state_bytes(harness.bootstrap, changelog, nodes)
