@@ -16,7 +16,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -43,6 +43,9 @@ class Harness:
     """``tansu`` or ``kafka``: the broker the figures were taken on."""
     broker_origin: str
     """``fresh`` (started for this run) or ``KOORD_BROKER`` (an existing one)."""
+    replace_worker: Callable[[], float] | None = None
+    """Stop the worker, start a new one and wait until it logs ready; returns the ``time.monotonic()`` of the
+    start. None when the worker is not the harness's (KOORD_BROKER)."""
 
     def describe(self) -> str:
         if self.broker_origin == "fresh":
@@ -61,15 +64,22 @@ def running(broker_kind: str, settings: Settings | None = None) -> Iterator[Harn
     with tempfile.TemporaryDirectory(prefix="koord-bench-") as tmp:
         logs = Path(tmp)
         broker = local.start(broker_kind, logs / "broker", topology)
-        worker = None
+        workers = []
+
+        def start_worker() -> float:
+            supervision.stop(workers)
+            log, started = logs / f"worker-{len(workers)}.log", time.monotonic()
+            workers.append(supervision.spawn(supervision.koord_command("worker"), log, broker.env()))
+            _wait_ready(workers[-1], log)
+            return started
+
         try:
             # The clients of this process (producers, consumers) pick their settings from the broker kind too.
             os.environ.update(broker.env())
-            worker = supervision.spawn(supervision.koord_command("worker"), logs / "worker.log", broker.env())
-            _wait_ready(worker, logs / "worker.log")
-            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh")
+            start_worker()
+            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh", start_worker)
         finally:
-            supervision.stop([worker] if worker is not None else [])
+            supervision.stop(workers)
             broker.stop()
             for name in broker.env():
                 os.environ.pop(name, None)

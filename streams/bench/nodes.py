@@ -15,6 +15,10 @@ moment the scheduling domain has also taken every NodeUsage the node aggregate s
 committed ``koord.nodeusages``, then the worker the scheduling inbox): NodeMetrics/s through both aggregates,
 what load-aware scheduling waits for.
 
+Restart: the worker is replaced (stopped, a new one started) and one NodeMetric of a next round is sent per
+node-inbox partition; the figure runs from the new worker's start until both aggregates have taken them,
+so it covers the start-up, the group join and the recovery of both tables of every node.
+
 Bytes per node: the latest value of every node in the node-state changelog topic (the compact
 ``dump_state`` bytes a worker restores from), averaged; NaN when the changelog could not be read back
 (``STATE_READ_IDLE_S`` without a fetch answer) or did not hold every node.
@@ -27,6 +31,8 @@ import json
 import random
 import time
 from datetime import datetime, timezone
+
+from aiokafka.partitioner import DefaultPartitioner
 
 from streams import kafka
 from streams.bench.harness import Harness, wait_through_scheduling
@@ -137,7 +143,8 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     await wait_through_scheduling(harness, timeout_s=600 + nodes * pods / 100)
     setup_s = time.monotonic() - setup_started
 
-    metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
+    metrics = metric_records(nodes, pods, rounds + 1, start_ms, seed, names)
+    metrics, last_round = metrics[:-nodes], metrics[-nodes:]
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
     started = time.monotonic()
     await _send(harness.bootstrap, metrics)
@@ -149,11 +156,33 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
         state_bytes = await _state_bytes(harness.bootstrap, changelog, nodes)
     except TimeoutError:
         state_bytes = float("nan")
+    restart_s = float("nan")
+    if harness.replace_worker is not None:
+        restart_s = await _restart(harness, _one_per_partition(last_round, harness.topology.spec("inbox-node").partitions),
+                                   timeout_s=600 + nodes * pods / 100)
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
             "through_scheduler_per_s": round(len(metrics) / (both - started), 1),
             "produce_seconds": round(produced_s, 2), "setup_seconds": round(setup_s, 1),
-            "state_bytes_per_node": round(state_bytes, 1)}
+            "state_bytes_per_node": round(state_bytes, 1), "restart_seconds": round(restart_s, 1)}
+
+
+def _one_per_partition(records: list[tuple[str, str, bytes, int]], partitions: int) -> list[tuple[str, str, bytes, int]]:
+    """The first record of each node-inbox partition (the router's key partitioning, the producer default)."""
+    chosen: dict[int, tuple[str, str, bytes, int]] = {}
+    for record in records:
+        partition = DefaultPartitioner()(record[1].encode(), list(range(partitions)), list(range(partitions)))
+        chosen.setdefault(partition, record)
+    return [chosen[p] for p in sorted(chosen)]
+
+
+async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], timeout_s: float) -> float:
+    """Seconds from a new worker's start (the old one stopped first) until it has taken ``probes`` (a NodeMetric on
+    each node-inbox partition) through both aggregates: its tables of every node recovered first."""
+    started = await asyncio.to_thread(harness.replace_worker)
+    await _send(harness.bootstrap, probes)
+    _, scheduled = await wait_through_scheduling(harness, timeout_s=timeout_s)
+    return scheduled - started
 
 
 def run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:

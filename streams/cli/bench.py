@@ -161,13 +161,13 @@ def trace_cmd(nodes_csv: str, pods_csv: str, policy: str, seeds: int, output: st
 @broker_option
 def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output: str, broker_kind: str) -> None:
     """NodeMetric events/s into profiles, batch/mid and the QoS plan on one worker (and on through the scheduling
-    domain's NodeUsages), and bytes of state per node, one row per node count."""
+    domain's NodeUsages), bytes of state per node and a restarted worker's seconds to serve, one row per node count."""
     from streams.bench import nodes as node_bench
 
     runs = []
     if output != "json":
         click.echo(f"{'nodes':>6} {'pods/node':>9} {'NodeMetrics':>11} {'B/event':>7} {'events/s':>9} {'seconds':>8} "
-                   f"{'+ scheduler/s':>13} {'produced s':>10} {'state B/node':>12} {'setup s':>8}  broker")
+                   f"{'+ scheduler/s':>13} {'produced s':>10} {'state B/node':>12} {'restart s':>9} {'setup s':>8}  broker")
     for run, running in _each_size(sizes, broker_kind, output,
                                    lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed)):
         runs.append(run)
@@ -175,7 +175,8 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output:
             click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
                        f"{run['events_per_s']:>9} {run['seconds']:>8} {run['through_scheduler_per_s']:>13} "
                        f"{run['produce_seconds']:>10} "
-                       f"{run['state_bytes_per_node']:>12} {run['setup_seconds']:>8}  {running.describe()}")
+                       f"{run['state_bytes_per_node']:>12} {run['restart_seconds']:>9} {run['setup_seconds']:>8}  "
+                       f"{running.describe()}")
     if output == "json":
         click.echo(json.dumps({"runs": runs}))
 

@@ -25,3 +25,4 @@ def test_each_node_count_is_its_own_run_in_one_table():
     for run in runs:
         assert run["events_per_s"] > 0 and run["state_bytes_per_node"] > 0, run
         assert 0 < run["through_scheduler_per_s"] <= run["events_per_s"], run
+        assert run["restart_seconds"] > 0, run
