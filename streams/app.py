@@ -44,13 +44,6 @@ PRODUCER_BATCH_BYTES = 1 << 20
 forwards (about 3.6 KB each) into many requests that queue behind each other."""
 
 
-CONSUMER_FETCH_BYTES = 16 << 20
-"""Bytes per partition in one fetch (Faust's default is 1 MiB). A restarted worker reads its changelogs
-through these fetches: with 1 MiB it restored the tables of ``koord bench nodes --nodes 1000`` (on Kafka) in
-13-19 s, with 4 MiB in 10 s, with 16 MiB in 8 s, and 64 MiB gained nothing more. aiokafka caps a whole
-fetch answer at 50 MiB (``fetch_max_bytes``), whatever the partition count."""
-
-
 GC_THRESHOLDS = (50_000, 20, 100)
 """Python's cyclic garbage collector, tuned for a worker whose heap is mostly long-lived state: with
 the defaults (700, 10, 10) a full collection ran every few seconds under load, pausing the event loop
@@ -86,7 +79,6 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         web_enabled=False,
         table_standby_replicas=0,
         producer_max_batch_size=PRODUCER_BATCH_BYTES,
-        consumer_max_fetch_size=CONSUMER_FETCH_BYTES,
         producer_max_request_size=PRODUCER_MAX_BYTES,
         processing_guarantee=settings.processing_guarantee,
         agent_supervisor=StopTheWorker,
