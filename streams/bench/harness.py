@@ -43,9 +43,10 @@ class Harness:
     """``tansu`` or ``kafka``: the broker the figures were taken on."""
     broker_origin: str
     """``fresh`` (started for this run) or ``KOORD_BROKER`` (an existing one)."""
-    replace_worker: Callable[[], float] | None = None
-    """Stop the worker, start a new one and wait until it logs ready; returns the ``time.monotonic()`` of the
-    start. None when the worker is not the harness's (KOORD_BROKER)."""
+    replace_worker: Callable[[float], float] | None = None
+    """Stop the worker, start a new one and wait until it logs ready, at most the seconds given (its table
+    recovery is part of it); returns the ``time.monotonic()`` of the start. None when the worker is not the
+    harness's (KOORD_BROKER)."""
 
     def describe(self) -> str:
         if self.broker_origin == "fresh":
@@ -66,11 +67,11 @@ def running(broker_kind: str, settings: Settings | None = None) -> Iterator[Harn
         broker = local.start(broker_kind, logs / "broker", topology)
         workers = []
 
-        def start_worker() -> float:
+        def start_worker(ready_timeout_s: float = READY_TIMEOUT_S) -> float:
             supervision.stop(workers)
             log, started = logs / f"worker-{len(workers)}.log", time.monotonic()
             workers.append(supervision.spawn(supervision.koord_command("worker"), log, broker.env()))
-            _wait_ready(workers[-1], log)
+            _wait_ready(workers[-1], log, ready_timeout_s)
             return started
 
         try:
@@ -85,15 +86,15 @@ def running(broker_kind: str, settings: Settings | None = None) -> Iterator[Harn
                 os.environ.pop(name, None)
 
 
-def _wait_ready(worker, log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
+def _wait_ready(worker, log: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if worker.poll() is not None:
             raise RuntimeError(f"worker exited with {worker.returncode}: {log.read_text()[-2000:]}")
         if log.exists() and "Worker ready" in log.read_text():
             return
         time.sleep(0.2)
-    raise TimeoutError(f"worker not ready in {READY_TIMEOUT_S}s")
+    raise TimeoutError(f"worker not ready in {timeout_s:.0f}s")
 
 
 async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300,

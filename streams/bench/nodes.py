@@ -179,7 +179,7 @@ def _one_per_partition(records: list[tuple[str, str, bytes, int]], partitions: i
 async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], timeout_s: float) -> float:
     """Seconds from a new worker's start (the old one stopped first) until it has taken ``probes`` (a NodeMetric on
     each node-inbox partition) through both aggregates: its tables of every node recovered first."""
-    started = await asyncio.to_thread(harness.replace_worker)
+    started = await asyncio.to_thread(harness.replace_worker, timeout_s)
     await _send(harness.bootstrap, probes)
     _, scheduled = await wait_through_scheduling(harness, timeout_s=timeout_s)
     return scheduled - started
