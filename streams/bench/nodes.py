@@ -55,6 +55,10 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _node_name(node: int) -> str:
+    return f"bench-node-{node:05d}"
+
+
 def _pod_names(node: int, pods: int) -> list[str]:
     return [f"bench-pod-{node:05d}-{index:02d}" for index in range(pods)]
 
@@ -68,7 +72,7 @@ def setup_records(nodes: int, pods: int, start_ms: int, names: dict[str, str]) -
     resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
     prod_count = int(pods * PROD_SHARE)
     for node in range(nodes):
-        name = f"bench-node-{node:05d}"
+        name = _node_name(node)
         record = _record({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
                           "status": {"capacity": resources, "allocatable": resources}})
         out.append((names[record.topic], record.key, codec.encode(record.schema, record.record), start_ms))
@@ -91,25 +95,25 @@ def metric_records(nodes: int, pods: int, rounds: int, start_ms: int, seed: int,
                    names: dict[str, str]) -> list[tuple[str, str, bytes, int]]:
     """``rounds`` NodeMetrics per node, one minute of event time apart, with log-normal pod usage."""
     rng = random.Random(seed)
-    out = []
-    for step in range(rounds):
-        ts = start_ms + (step + 1) * MINUTE_MS
-        for node in range(nodes):
-            usages = [(pod, int(700 * rng.lognormvariate(0, 0.3)), int(1.5 * GI * rng.lognormvariate(0, 0.05)))
-                      for pod in _pod_names(node, pods)]
-            node_cpu = sum(cpu for _, cpu, _ in usages) + 1000
-            node_memory = sum(memory for _, _, memory in usages) + GI // 2
-            record = _record({
-                "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
-                "metadata": {"name": f"bench-node-{node:05d}"},
-                "status": {"updateTime": _iso(ts),
-                           "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{node_cpu}m", "memory": str(node_memory)}},
-                                          "systemUsage": {"resources": {"cpu": "1", "memory": "512Mi"}}},
-                           "podsMetric": [{"namespace": "bench", "name": pod,
-                                           "podUsage": {"resources": {"cpu": f"{cpu}m", "memory": str(memory)}}}
-                                          for pod, cpu, memory in usages]}})
-            out.append((names[record.topic], record.key, codec.encode(record.schema, record.record), ts))
-    return out
+    return [_metric_record(node, pods, start_ms + (step + 1) * MINUTE_MS, rng, names)
+            for step in range(rounds) for node in range(nodes)]
+
+
+def _metric_record(node: int, pods: int, ts: int, rng: random.Random, names: dict[str, str]) -> tuple[str, str, bytes, int]:
+    usages = [(pod, int(700 * rng.lognormvariate(0, 0.3)), int(1.5 * GI * rng.lognormvariate(0, 0.05)))
+              for pod in _pod_names(node, pods)]
+    node_cpu = sum(cpu for _, cpu, _ in usages) + 1000
+    node_memory = sum(memory for _, _, memory in usages) + GI // 2
+    record = _record({
+        "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric",
+        "metadata": {"name": _node_name(node)},
+        "status": {"updateTime": _iso(ts),
+                   "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{node_cpu}m", "memory": str(node_memory)}},
+                                  "systemUsage": {"resources": {"cpu": "1", "memory": "512Mi"}}},
+                   "podsMetric": [{"namespace": "bench", "name": pod,
+                                   "podUsage": {"resources": {"cpu": f"{cpu}m", "memory": str(memory)}}}
+                                  for pod, cpu, memory in usages]}})
+    return names[record.topic], record.key, codec.encode(record.schema, record.record), ts
 
 
 async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]]) -> None:
@@ -140,11 +144,11 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     setup = setup_records(nodes, pods, start_ms, names)
     await _send(harness.bootstrap, setup)
     setup_started = time.monotonic()
-    await wait_through_scheduling(harness, timeout_s=600 + nodes * pods / 100)
+    setup_timeout_s = 600 + nodes * pods / 100
+    await wait_through_scheduling(harness, timeout_s=setup_timeout_s)
     setup_s = time.monotonic() - setup_started
 
-    metrics = metric_records(nodes, pods, rounds + 1, start_ms, seed, names)
-    metrics, last_round = metrics[:-nodes], metrics[-nodes:]
+    metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
     started = time.monotonic()
     await _send(harness.bootstrap, metrics)
@@ -158,8 +162,10 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
         state_bytes = float("nan")
     restart_s = float("nan")
     if harness.replace_worker is not None:
-        restart_s = await _restart(harness, _one_per_partition(last_round, harness.topology.spec("inbox-node").partitions),
-                                   timeout_s=600 + nodes * pods / 100)
+        next_round_ms = start_ms + (rounds + 1) * MINUTE_MS
+        probes = [_metric_record(node, pods, next_round_ms, random.Random(seed), names)
+                  for node in _first_node_per_partition(nodes, harness.topology.spec("inbox-node").partitions)]
+        restart_s = await _restart(harness, probes, timeout_s=setup_timeout_s)
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
             "through_scheduler_per_s": round(len(metrics) / (both - started), 1),
@@ -167,13 +173,15 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
             "state_bytes_per_node": round(state_bytes, 1), "restart_seconds": round(restart_s, 1)}
 
 
-def _one_per_partition(records: list[tuple[str, str, bytes, int]], partitions: int) -> list[tuple[str, str, bytes, int]]:
-    """The first record of each node-inbox partition (the router's key partitioning, the producer default)."""
-    chosen: dict[int, tuple[str, str, bytes, int]] = {}
-    for record in records:
-        partition = DefaultPartitioner()(record[1].encode(), list(range(partitions)), list(range(partitions)))
-        chosen.setdefault(partition, record)
-    return [chosen[p] for p in sorted(chosen)]
+def _first_node_per_partition(nodes: int, partitions: int) -> list[int]:
+    """The first node of each node-inbox partition (the router's key partitioning, the producer default)."""
+    partitioner, every = DefaultPartitioner(), list(range(partitions))
+    first: dict[int, int] = {}
+    for node in range(nodes):
+        first.setdefault(partitioner(_node_name(node).encode(), every, every), node)
+        if len(first) == partitions:
+            break
+    return [first[p] for p in sorted(first)]
 
 
 async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], timeout_s: float) -> float:
