@@ -42,6 +42,7 @@ from sqlalchemy.orm import Session
 from state.models import Ack, DeadLetter, Decision, Eviction, LatestObject, Node, NodeResource, Pod, QuotaStatus
 from state.projection import LEFT_OUT
 from state.projection import STAGE as PROJECTION_STAGE
+from streams import routing
 from streams.descheduler.migration.jobs import CONDITION_ARBITRATION
 from streams.koordinator.annotations import ANNOTATION_EVICT_REASON, ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
 from streams.koordinator.resources import BATCH_RESOURCES, EXTENDED_RESOURCES
@@ -454,7 +455,7 @@ def _latest_node_metrics(session: Session) -> dict[str, dict[str, Any]]:
 def acknowledged(engine: Engine, source_topic: str, source_partition: int, source_offset: int,
                  expected: dict[str, int]) -> bool:
     """Whether each aggregate in ``expected`` (inbox id -> number of its partitions the record was
-    routed to) acknowledged the source record, and every output those acks list is in the read model or,
+    routed to; ``routing.ACKED_AS`` says whose Acks count for it) acknowledged the source record, and every output those acks list is in the read model or,
     for an output only another aggregate reads (a NodeUsage), acknowledged by it (its Ack's ``event_id``)."""
     with Session(engine) as session:
         acks = session.scalars(select(Ack).where(
@@ -463,7 +464,8 @@ def acknowledged(engine: Engine, source_topic: str, source_partition: int, sourc
         counts: dict[str, int] = {}
         for row in acks:
             counts[row.aggregate] = counts.get(row.aggregate, 0) + 1
-        if any(counts.get(inbox, 0) < n for inbox, n in expected.items()):
+        if any(sum(counts.get(by, 0) for by in routing.ACKED_AS.get(inbox, (inbox,))) < n
+               for inbox, n in expected.items()):
             return False
         wanted = {output for row in acks for output in row.output_ids}
         if not wanted:

@@ -85,9 +85,10 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         **({"broker_commit_interval": EXACTLY_ONCE_COMMIT_INTERVAL_S} if exactly_once else {}),
     )
     install_faust_sensor(app)
-    from streams.agents import node, router, scheduling, ticks
+    from streams.agents import domains, node, router, scheduling, ticks
 
     router.register(app, topology)
+    domains.register(app, topology)
     scheduling.register(app, topology)
     node.register(app, topology)
     ticks.register(app, topology)

@@ -1,11 +1,13 @@
-"""Which inbox each source event goes to: the routers' pure rules.
+"""Which inbox each source event goes to: the router's pure rules.
 
-The node aggregate is keyed by node name; the scheduling aggregate by
-scheduling domain (one domain, ``default``, until quota trees add more).
-Config changes concern every node, so they go to every node-inbox partition;
-clock ticks go to every node-inbox partition and to every scheduling domain. Pods reach the node
-aggregate only through the scheduling decisions that place or release them,
-so every binding (pre-bound pods included) takes one path.
+The node aggregate is keyed by node name. What the scheduler reads goes to the domain router's inbox
+(``inbox-routing``), which sends it on to the scheduling domain it belongs to (``streams.domains``):
+pods and what concerns one node by key; quotas and profiles to every partition (each keeps the table
+pods are routed by); what every domain needs, Reservations and PodMigrationJobs to partition 0.
+Config changes concern every node, so they go to every node-inbox partition; clock ticks go to every
+node-inbox partition and to the domain router's partition 0, which sends them to every domain. Pods
+reach the node aggregate only through the scheduling decisions that place or release them, so every
+binding (pre-bound pods included) takes one path.
 """
 
 from __future__ import annotations
@@ -18,8 +20,18 @@ ACK_HEADERS = [(ACK_HEADER, b"1")]
 """The headers of a record that asks for acknowledgement."""
 
 DEFAULT_DOMAIN = "default"
-DOMAINS = (DEFAULT_DOMAIN,)
-"""The scheduling domains; each gets its own copy of every tick."""
+"""The scheduling domain of everything no ElasticQuotaProfile's tree holds."""
+ROUTING_INBOX = "inbox-routing"
+SCHEDULING_INBOX = "inbox-scheduling"
+INBOXES = ("inbox-node", ROUTING_INBOX, SCHEDULING_INBOX)
+BROADCAST_TO_ROUTING = ("ElasticQuota", "ElasticQuotaProfile")
+"""Kinds every domain-router partition reads: the table pods are routed by."""
+ACKED_AS = {ROUTING_INBOX: (ROUTING_INBOX, SCHEDULING_INBOX)}
+"""Acks that count for an inbox: an event the domain router forwards is acknowledged by the domain that
+got the copy asking for it (``streams.agents.domains``), any other by the domain router itself."""
+DIRECTORY_KINDS = ("Tick", "KubeSchedulerConfiguration", "PodGroup", "PodDisruptionBudget", "Reservation",
+                   "PodMigrationJob")
+"""Kinds only the domain router's partition 0 reads (``streams.domains.DIRECTORY_PARTITION``)."""
 
 KIND_BY_SOURCE = {
     "nodes": ("Node",),
@@ -80,18 +92,30 @@ def kind_of_deletion(source_id: str, key: str) -> str:
 
 def routes(source_id: str, key: str, kind: str, record: dict | None, partitions: dict[str, int]) -> list[Route]:
     """Where one source event goes; ``partitions`` is the partition count per inbox id."""
-    if kind == "Tick":
-        nodes = [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
-        return nodes + [Route("inbox-scheduling", domain) for domain in DOMAINS]
     if kind in NOT_ROUTED:
         return []
     if kind == "SchedulingDecision":
         node = record.get("nodeName") if record is not None else None
         return [Route("inbox-node", node)] if node and record["result"] in BINDING_RESULTS else []
     if kind == "ConfigMap":
-        return [Route("inbox-node", key, p) for p in range(partitions["inbox-node"])]
+        return _every_partition("inbox-node", key, partitions)
     if kind == "NodeMetric":
         return [Route("inbox-node", key)]
+    if kind == "Tick":
+        return _every_partition("inbox-node", key, partitions) + [Route(ROUTING_INBOX, key, 0)]
+    if kind in DIRECTORY_KINDS:
+        return [Route(ROUTING_INBOX, key, 0)]
+    if kind in BROADCAST_TO_ROUTING:
+        return _every_partition(ROUTING_INBOX, key, partitions)
     if kind in ("Node", "Device", "NodeResourceTopology"):
-        return [Route("inbox-node", key), Route("inbox-scheduling", DEFAULT_DOMAIN)]
-    return [Route("inbox-scheduling", DEFAULT_DOMAIN)]
+        return [Route("inbox-node", key), Route(ROUTING_INBOX, key)]
+    return [Route(ROUTING_INBOX, key)]
+
+
+def _every_partition(inbox: str, key: str, partitions: dict[str, int]) -> list[Route]:
+    return [Route(inbox, key, p) for p in range(partitions[inbox])]
+
+
+def forwarded_kind(source_id: str, key: str, kind: str, record: dict | None, partitions: dict[str, int]) -> bool:
+    """Whether the domain router may forward this event to a scheduling domain: every event routed to it."""
+    return any(route.inbox == ROUTING_INBOX for route in routes(source_id, key, kind, record, partitions))

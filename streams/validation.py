@@ -51,9 +51,15 @@ def text_key(key: bytes | None, what: str = "record") -> tuple[str | None, str |
 def route_problems(inbox_id: str, inbox_key: str, inbox_partition: int, source_id: str, source_key: str,
                    kind: str, record: dict | None, partitions: dict[str, int]) -> list[str]:
     """An inbox record must sit where the router would have put its source record (``routing.routes``):
-    the inbox, its key and, for the copies sent to every partition, its partition."""
-    from streams.routing import routes
+    the inbox, its key and, for the copies sent to every partition, its partition. A scheduling-inbox
+    record is one the domain router forwarded: one the router sends to the domain router, under any
+    domain's name (the domain router's table, not the record, says which)."""
+    from streams.routing import SCHEDULING_INBOX, forwarded_kind, routes
 
+    if inbox_id == SCHEDULING_INBOX:
+        if forwarded_kind(source_id, source_key, kind, record, partitions):
+            return []
+        return [f"the domain router never sends a {kind} {source_key!r} of {source_id} to a scheduling domain"]
     for route in routes(source_id, source_key, kind, record, partitions):
         if route.inbox == inbox_id and route.key == inbox_key and route.partition in (None, inbox_partition):
             return []

@@ -51,7 +51,7 @@ class InboxReader:
     @classmethod
     def of(cls, topology: Topology, inbox_id: str, incarnation: str = "") -> "InboxReader":
         return cls(inbox_id, {name: topic_id for topic_id, name in topology.names().items()},
-                   {inbox: topology.spec(inbox).partitions for inbox in ("inbox-node", "inbox-scheduling")},
+                   {inbox: topology.spec(inbox).partitions for inbox in routing.INBOXES},
                    {topology.name(source): topology.spec(source).partitions for source in routing.KIND_BY_SOURCE},
                    incarnation)
 

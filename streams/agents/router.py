@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 def register(app: faust.App, topology: Topology) -> None:
     ids = {topology.name(source_id): source_id for source_id in routing.KIND_BY_SOURCE}
     sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-    inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", "inbox-scheduling")}
+    inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", routing.ROUTING_INBOX)}
     dead_letters = raw_topic(app, topology.name("deadletters"))
     partitions = {inbox: topology.spec(inbox).partitions for inbox in inboxes}
     batches = Batches(app)

@@ -41,7 +41,7 @@ from lightkube import KubeConfig
 from lightkube.config.client_adapter import AsyncClient, ConnectionParams
 
 from streams import kafka, supervision
-from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up
+from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled
 from streams.kube.controlplane import ControlPlane
 from streams.schemas import codec
 
@@ -210,7 +210,7 @@ class Bench:
                 await asyncio.sleep(0.5)
         finally:
             await consumer.stop()
-        await wait_caught_up(self.harness.bootstrap, names["inbox-scheduling"], self.harness.topology.app_id)
+        await wait_scheduled(self.harness)
 
     async def run(self) -> dict:
         self.start_bridge()

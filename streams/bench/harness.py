@@ -144,15 +144,22 @@ async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float
         await admin.close()
 
 
+async def wait_scheduled(harness: Harness, timeout_s: float = 300) -> float:
+    """Until the domain router's inbox and then the scheduling inbox are committed; returns when the
+    scheduling inbox was first seen caught up."""
+    names, group = harness.topology.names(), harness.topology.app_id
+    await wait_caught_up(harness.bootstrap, names["inbox-routing"], group, settle_s=0, timeout_s=timeout_s)
+    return await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group, timeout_s=timeout_s)
+
+
 async def wait_through_scheduling(harness: Harness, timeout_s: float = 300) -> tuple[float, float]:
     """Until a NodeMetric's whole path into the scheduling domain is committed: the node inbox, the
-    NodeUsages the node aggregate wrote (forwarded by the router) and the scheduling inbox. Returns
-    when the node inbox and when the scheduling inbox were first seen caught up."""
+    NodeUsages the node aggregate wrote (forwarded by the router), the domain router's inbox and the
+    scheduling inbox. Returns when the node inbox and when the scheduling inbox were first seen caught up."""
     names, group = harness.topology.names(), harness.topology.app_id
     node = await wait_caught_up(harness.bootstrap, names["inbox-node"], group, timeout_s=timeout_s)
     await wait_caught_up(harness.bootstrap, names["nodeusages"], group, settle_s=0, timeout_s=timeout_s)
-    scheduling = await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group, timeout_s=timeout_s)
-    return node, scheduling
+    return node, await wait_scheduled(harness, timeout_s)
 
 
 async def fetch_highwaters(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict:

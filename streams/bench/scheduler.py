@@ -28,7 +28,7 @@ import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
-from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up, wait_through_scheduling
+from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled, wait_through_scheduling
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
 from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME
 from streams.objects import Document, to_record
@@ -104,7 +104,7 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     await wait_through_scheduling(harness)
     if workload == "reservations":
         await asyncio.sleep(2.0)
-        await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id)
+        await wait_scheduled(harness)
     encoded = [_encode(m, names) for m in manifests]
     final = workload != "plain"
     on_reservation: set[str] = set()

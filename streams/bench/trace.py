@@ -29,7 +29,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
 from streams.bench import gputrace
-from streams.bench.harness import Harness, fetch_highwaters, wait_caught_up
+from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled
 from streams.koordinator.annotations import ANNOTATION_DEVICE_ALLOCATED
 from streams.koordinator.resources import DEVICE_GPU, GPU_CORE
 from streams.objects import Document, to_record
@@ -87,7 +87,7 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
     names = harness.topology.names()
     cluster = [m for node in nodes for m in gputrace.node_manifests(node)]
     await _send_all(harness, (_encode(m, names) for m in cluster))
-    await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id, timeout_s=CATCH_UP_S)
+    await wait_scheduled(harness, timeout_s=CATCH_UP_S)
     manifests = {pod.name: gputrace.pod_manifest(pod) for pod in order}
     decisions = names["decisions"]
     consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.consumer_settings(),
@@ -143,8 +143,7 @@ async def _seed(harness: Harness, nodes: list[gputrace.TraceNode], order: list[g
         await _send_all(harness, [_tombstone(manifests[pod.name], names) for pod in order if
                                   placements.get(pod.name, gputrace.Placement(None)).node is not None] +
                         [_tombstone(m, names) for m in cluster])
-        await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], harness.topology.app_id,
-                             timeout_s=CATCH_UP_S)
+        await wait_scheduled(harness, timeout_s=CATCH_UP_S)
     return placements, timing
 
 

@@ -23,7 +23,7 @@ import time
 import click
 
 from state.progress import Produced, wait_until_through
-from streams.routing import ACK_HEADERS
+from streams.routing import ACK_HEADERS, INBOXES
 from streams.cli import context
 from streams.kafka import produce
 from streams.objects import ManifestError, load_and_validate, parse_delete_target
@@ -93,7 +93,7 @@ def delete(kind: str | None, name: str | None, source: str | None, namespace: st
 def _wait(config, produced: list[Produced], timeout: float, deadline: float) -> None:
     engine = context.read_model(config)
     topology = context.topology(config)
-    partitions = {inbox: topology.spec(inbox).partitions for inbox in ("inbox-node", "inbox-scheduling")}
+    partitions = {inbox: topology.spec(inbox).partitions for inbox in INBOXES}
     pending = wait_until_through(engine, partitions, produced, deadline)
     if pending:
         missing = ", ".join(f"{item.kind.lower()}/{item.key}" for item in pending)

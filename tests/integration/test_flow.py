@@ -156,7 +156,8 @@ def test_decision_decodes_with_an_independent_client_and_plain_fastavro(cluster)
 
 def test_worker_restart_mid_stream_recovers_exact_tables(cluster):
     """A node with room for exactly 10 pods of 10 cores (no other node fits
-    one): 6 before the restart, 8 after. Stale tables would place more."""
+    one): 6 before the restart, 8 after. Stale tables would place more. Which 4 of the 8 fit is the
+    scheduling inbox's order, which the domain router's partitions interleave."""
     cluster.koord("apply", "-f", "-", "--wait", input=node_yaml("restart-node", cpu="100", pods="110") + "---\n"
                   + "---\n".join(pod_yaml(f"before-{i}", "10", "restart") for i in range(6)))
     restart_worker(cluster)
@@ -166,7 +167,8 @@ def test_worker_restart_mid_stream_recovers_exact_tables(cluster):
 
     pods = cluster.koord_json("get", "pods", "-n", "restart")["items"]
     placed = sorted(p["metadata"]["name"] for p in pods if p["spec"].get("nodeName"))
-    assert placed == sorted([f"before-{i}" for i in range(6)] + [f"after-{i}" for i in range(4)])
+    assert [name for name in placed if name.startswith("before-")] == [f"before-{i}" for i in range(6)]
+    assert len([name for name in placed if name.startswith("after-")]) == 4
     unschedulable = [p for p in pods if not p["spec"].get("nodeName")]
     assert len(unschedulable) == 4
     assert all(scheduled(p)["reason"] == "Unschedulable" for p in unschedulable)

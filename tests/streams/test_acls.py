@@ -20,7 +20,7 @@ from streams.topology import load_topology
 TOPOLOGY = load_topology()
 ROLES = {role.name: role for role in acls.load_roles()}
 BINDINGS = acls.bindings(tuple(ROLES.values()), TOPOLOGY)
-INBOXES = ("inbox-node", "inbox-scheduling")
+INBOXES = ("inbox-node", "inbox-routing", "inbox-scheduling")
 
 
 def writers(topic_id: str) -> set[str]:
@@ -28,7 +28,7 @@ def writers(topic_id: str) -> set[str]:
 
 
 @pytest.mark.parametrize("topic_id", [*INBOXES, *sorted(set(OUTPUT_TOPICS.values()) - {"deadletters", "podmigrationjobs", "reservations"}),
-                                      "changelog-node", "changelog-scheduling", "ticks"])
+                                      "changelog-node", "changelog-routing", "changelog-scheduling", "ticks"])
 def test_the_worker_alone_writes_inboxes_outputs_changelogs_and_ticks(topic_id):
     assert writers(topic_id) == {"User:worker"}
 

@@ -1,39 +1,45 @@
 import pytest
 
-from streams.routing import DEFAULT_DOMAIN, Route, routes
+from streams.routing import Route, routes
+
+
+R = "inbox-routing"
+PARTITIONS = {"inbox-node": 3, "inbox-routing": 2, "inbox-scheduling": 2}
 
 
 @pytest.mark.parametrize("kind, key, record, expected", [
-    pytest.param("Node", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", DEFAULT_DOMAIN)], id="node"),
-    pytest.param("Pod", "ns/p", {"nodeName": None}, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="pending-pod"),
-    pytest.param("Pod", "ns/p", {"nodeName": "n1"}, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="bound-pod"),
-    pytest.param("Pod", "ns/p", None, [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="deleted-pod"),
+    pytest.param("Node", "n1", {}, [Route("inbox-node", "n1"), Route(R, "n1")], id="node"),
+    pytest.param("Pod", "ns/p", {"nodeName": None}, [Route(R, "ns/p")], id="pending-pod"),
+    pytest.param("Pod", "ns/p", {"nodeName": "n1"}, [Route(R, "ns/p")], id="bound-pod"),
+    pytest.param("Pod", "ns/p", None, [Route(R, "ns/p")], id="deleted-pod"),
     pytest.param("NodeMetric", "n1", {}, [Route("inbox-node", "n1")], id="node-metric-to-the-node-only"),
-    pytest.param("NodeUsage", "n1", {"nodeName": "n1"}, [Route("inbox-scheduling", DEFAULT_DOMAIN)],
-                 id="node-usage-to-the-scheduler"),
-    pytest.param("NodeResourceTopology", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", "default")],
+    pytest.param("NodeUsage", "n1", {"nodeName": "n1"}, [Route(R, "n1")], id="node-usage-to-the-node's-domain"),
+    pytest.param("NodeResourceTopology", "n1", {}, [Route("inbox-node", "n1"), Route(R, "n1")],
                  id="numa-zones-to-the-node-and-the-scheduler"),
-    pytest.param("NodeResourceTopology", "n1", None, [Route("inbox-node", "n1"), Route("inbox-scheduling", "default")],
+    pytest.param("NodeResourceTopology", "n1", None, [Route("inbox-node", "n1"), Route(R, "n1")],
                  id="deleted-numa-zones"),
-    pytest.param("Device", "n1", {}, [Route("inbox-node", "n1"), Route("inbox-scheduling", "default")],
+    pytest.param("Device", "n1", {}, [Route("inbox-node", "n1"), Route(R, "n1")],
                  id="devices-to-the-node-and-the-scheduler"),
-    pytest.param("PodGroup", "default/g", {}, [Route("inbox-scheduling", "default")], id="podgroups-to-the-scheduler"),
+    pytest.param("PodGroup", "default/g", {}, [Route(R, "default/g", 0)], id="podgroups-to-the-directory"),
+    pytest.param("ElasticQuota", "default/q", {}, [Route(R, "default/q", p) for p in range(2)],
+                 id="quotas-to-every-routing-partition"),
+    pytest.param("ElasticQuotaProfile", "ks/p", {}, [Route(R, "ks/p", p) for p in range(2)],
+                 id="profiles-to-every-routing-partition"),
     pytest.param("SchedulingDecision", "ns/p", {"result": "Scheduled", "nodeName": "n1"}, [Route("inbox-node", "n1")],
                  id="placement-to-its-node"),
     pytest.param("SchedulingDecision", "ns/p", {"result": "Released", "nodeName": "n1"}, [Route("inbox-node", "n1")],
                  id="release-to-its-node"),
     pytest.param("SchedulingDecision", "ns/p", {"result": "Unschedulable", "nodeName": None}, [],
                  id="unschedulable-goes-nowhere"),
-    pytest.param("NodeResource", "n1", {"nodeName": "n1"}, [Route("inbox-scheduling", DEFAULT_DOMAIN)],
-                 id="node-resources-to-the-scheduler"),
-    pytest.param("KubeSchedulerConfiguration", "koord-scheduler", {}, [Route("inbox-scheduling", DEFAULT_DOMAIN)],
+    pytest.param("NodeResource", "n1", {"nodeName": "n1"}, [Route(R, "n1")], id="node-resources-to-the-scheduler"),
+    pytest.param("KubeSchedulerConfiguration", "koord-scheduler", {}, [Route(R, "koord-scheduler", 0)],
                  id="scheduler-config"),
     pytest.param("ConfigMap", "ks/cfg", {}, [Route("inbox-node", "ks/cfg", p) for p in range(3)], id="config-broadcast"),
     pytest.param("Tick", "tick", {"timestamp": 1}, [Route("inbox-node", "tick", p) for p in range(3)]
-                 + [Route("inbox-scheduling", DEFAULT_DOMAIN)], id="tick-everywhere"),
+                 + [Route(R, "tick", 0)], id="tick-everywhere"),
 ])
 def test_routes(kind, key, record, expected):
-    assert routes("x", key, kind, record, {"inbox-node": 3, "inbox-scheduling": 2}) == expected
+    assert routes("x", key, kind, record, PARTITIONS) == expected
 
 
 def test_evictions_on_the_decisions_topic_are_valid_and_routed_nowhere():
@@ -41,7 +47,7 @@ def test_evictions_on_the_decisions_topic_are_valid_and_routed_nowhere():
     record = {"decisionId": "e", "nodeName": "n1", "pod": {"namespace": "ns", "name": "p", "uid": "u"},
               "reason": "EvictPodByNodeMemoryUsage", "message": "", "timestamp": 1}
     assert validation.problems("decisions", "ns/p", "Eviction", record) == []
-    assert routes("decisions", "ns/p", "Eviction", record, {"inbox-node": 3, "inbox-scheduling": 1}) == []
+    assert routes("decisions", "ns/p", "Eviction", record, PARTITIONS) == []
 
 
 def test_numa_zones_have_a_topic_of_their_own():

@@ -4,7 +4,7 @@
 | --- | --- |
 | ``calculator`` | the runtime split of one parent over its children (weighted, largest remainder) |
 | ``tree`` | quota trees: accounting of pod requests and usage, runtime quotas, min scaling |
-| ``objects`` | validation of quotas (Koordinator's webhook rules), profiles, pod -> quota, ``domain_of`` |
+| ``objects`` | validation of quotas (Koordinator's webhook rules), profiles, pod -> quota |
 | ``webhook`` | the validating (quota and profile changes) and mutating (tree affinity) webhooks |
 | ``plugin`` | the scheduler plugin: PreFilter checks, PostFilter preemption, statuses |
 """

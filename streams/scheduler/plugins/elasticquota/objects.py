@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 
 from streams.koordinator.annotations import ANNOTATION_QUOTA_RESOURCE_KEYS, ANNOTATION_QUOTA_TOTAL_RESOURCE
 from streams.koordinator.labels import LABEL_QUOTA_IS_ROOT, LABEL_QUOTA_NAME, LABEL_QUOTA_PROFILE, LABEL_QUOTA_TREE_ID
-from streams.scheduler.plugins.elasticquota.tree import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
+from streams.scheduler.plugins.elasticquota.tree import DEFAULT, ROOT, SYSTEM, QuotaSpec
 
 PROFILE_MAX = (2**63 - 1) // 2000
 
@@ -52,7 +52,7 @@ def profile_total(profile: Mapping, nodes: Iterable) -> dict[str, int]:
         if all(node.labels.get(k) == v for k, v in selector.items()):
             for name, value in node.allocatable.items():
                 total[name] = total.get(name, 0) + value
-    ratio = _spec(profile).get("resourceRatio")
+    ratio = profile_spec(profile).get("resourceRatio")
     try:
         factor = float(ratio) if ratio is not None else 1.0
     except (TypeError, ValueError):
@@ -62,7 +62,7 @@ def profile_total(profile: Mapping, nodes: Iterable) -> dict[str, int]:
     return total
 
 
-def _spec(profile: Mapping) -> dict:
+def profile_spec(profile: Mapping) -> dict:
     try:
         manifest = json.loads(profile.get("manifest") or "{}")
     except ValueError:
@@ -73,7 +73,7 @@ def _spec(profile: Mapping) -> dict:
 
 def profile_quota(profile: Mapping, nodes: Iterable, existing: Mapping | None) -> dict:
     """The ElasticQuota record the profile controller would write for ``profile``."""
-    spec = _spec(profile)
+    spec = profile_spec(profile)
     meta = profile["metadata"]
     total = profile_total(profile, nodes)
     keys = ["cpu", "memory"]
@@ -107,7 +107,7 @@ def effective_quotas(quotas: Mapping[str, Mapping], profiles: Mapping[str, Mappi
     nodes = list(nodes)
     for key in sorted(profiles):
         profile = profiles[key]
-        name = _spec(profile).get("quotaName")
+        name = profile_spec(profile).get("quotaName")
         if name:
             out[name] = profile_quota(profile, nodes, quotas.get(name))
     return out
@@ -176,29 +176,3 @@ def quota_name(labels: Mapping[str, str], namespace: str, specs: Mapping[str, Qu
 
 def specs_of(quotas: Mapping[str, Mapping]) -> dict[str, QuotaSpec]:
     return {name: QuotaSpec.from_record(record) for name, record in quotas.items()}
-
-
-def domain_of(pod_record: Mapping, quotas: Iterable[Mapping], profiles: Iterable[Mapping] = (),
-              default_domain: str = "default") -> str:
-    """The scheduling domain a pod belongs to: its quota tree id, or ``default_domain`` for the default tree.
-
-    This is what a router needs to place a pod in its tree's inbox partition: the
-    ElasticQuota records (their names, namespaces, tree-id labels and namespaces
-    annotations) and the ElasticQuotaProfiles (a profile's quota joins the profile's tree).
-    """
-    records = {q["metadata"]["name"]: q for q in quotas}
-    for profile in profiles:
-        name = _spec(profile).get("quotaName")
-        if name:
-            record = dict(records.get(name) or {"metadata": {"name": name, "namespace":
-                                                             profile["metadata"].get("namespace")}})
-            labels = dict(record["metadata"].get("labels") or {})
-            labels[LABEL_QUOTA_TREE_ID] = profile.get("quotaTreeId") or ""
-            record["metadata"] = {**record["metadata"], "labels": labels}
-            records[name] = record
-    specs = specs_of(records)
-    meta = pod_record["metadata"]
-    name = quota_name(meta.get("labels") or {}, meta.get("namespace") or "default", specs)
-    spec = specs.get(name)
-    tree = spec.tree_id if spec else DEFAULT_TREE
-    return tree or default_domain

@@ -248,15 +248,6 @@ def test_profile_builds_a_tree_from_its_nodes_and_pods_of_the_tree_stay_on_them(
     assert status["domain"] == "tree-1"
 
 
-def test_domain_of_routes_a_pod_to_its_quota_tree():
-    tree = {"quota.scheduling.koordinator.sh/tree-id": "tree-1"}
-    quotas = [quota("train", {"cpu": 1}, labels=tree).record, quota("web", {"cpu": 1}).record]
-    assert objects.domain_of(team_pod("a", quota_name="train").record, quotas) == "tree-1"
-    assert objects.domain_of(team_pod("b", quota_name="web").record, quotas) == "default"
-    assert objects.domain_of(pod("c").record, quotas) == "default"
-    assert objects.domain_of(team_pod("d", quota_name="gpu-root").record, quotas, [_profile().record]) == "tree-1"
-
-
 def test_deleting_a_quota_moves_its_pods_to_the_default_quota():
     domain, _ = run(node("n1", cpu=cpu(16), memory=64 * GI), team_quota(), team_pod("a", 1))
     plugin = plugin_of(domain, NAME)

@@ -1,0 +1,106 @@
+import json
+
+from streams.domains import DomainTable, Forward
+from tests.streams.scheduler.support import deleted, event, node, pod, quota, scheduler_config, tick
+
+TREE = {"quota.scheduling.koordinator.sh/tree-id": "gpu"}
+
+
+def profile(name="gpu-pool", tree="gpu", quota_name="gpu-root", selector=None):
+    selector = selector or {"pool": "gpu"}
+    spec = {"quotaName": quota_name, "nodeSelector": {"matchLabels": selector}}
+    record = {"metadata": {"name": name, "namespace": "kube-system", "labels": {}, "annotations": {}},
+              "manifest": json.dumps({"spec": spec}), "quotaTreeId": tree, "nodeSelector": selector}
+    return event("ElasticQuotaProfile", f"kube-system/{name}", record)
+
+
+def team_pod(name, quota_name):
+    return pod(name, labels={"quota.scheduling.koordinator.sh/name": quota_name})
+
+
+def forwards(table, ev):
+    return table.route(ev).forwards
+
+
+def test_a_pod_goes_to_its_quota_trees_domain_and_everything_else_to_default():
+    table = DomainTable(1)
+    assert forwards(table, profile()) == ()
+    table.route(quota("train", {"cpu": 1}, labels=TREE))
+    table.route(quota("web", {"cpu": 1}))
+    assert forwards(table, team_pod("a", "train")) == (Forward("gpu"),)
+    assert forwards(table, team_pod("b", "web")) == (Forward("default"),)
+    assert forwards(table, pod("c")) == (Forward("default"),)
+    assert forwards(table, team_pod("d", "gpu-root")) == (Forward("gpu"),), "the profile's own quota is in its tree"
+    assert table.domains() == ["default", "gpu"]
+
+
+def test_a_pod_stays_in_its_first_domain_until_deleted():
+    table = DomainTable(1)
+    table.route(quota("train", {"cpu": 1}, labels=TREE))
+    assert forwards(table, team_pod("a", "train")) == (Forward("gpu"),)
+    table.route(deleted("ElasticQuota", "default/train"))
+    assert forwards(table, team_pod("a", "train")) == (Forward("gpu"),)
+    assert forwards(table, deleted("Pod", "default/a")) == (Forward("gpu"),)
+    assert forwards(table, team_pod("a", "train")) == (Forward("default"),), "a new pod of that name is routed anew"
+
+
+def test_a_node_joins_the_domain_of_the_profile_selecting_it_and_moves_when_its_labels_do():
+    table = DomainTable(1)
+    table.route(profile())
+    assert forwards(table, node("n1", labels={"pool": "gpu"})) == (Forward("gpu"),)
+    assert forwards(table, event("NodeUsage", "n1", {})) == (Forward("gpu"),)
+    assert forwards(table, node("n1", labels={"pool": "cpu"})) == (Forward("gpu", deleted=True), Forward("default"))
+    assert forwards(table, event("NodeUsage", "n1", {})) == (Forward("default"),)
+    assert forwards(table, deleted("Node", "n1")) == (Forward("default"),)
+
+
+def test_a_node_two_profiles_select_is_refused_and_keeps_its_domain():
+    table = DomainTable(1)
+    table.route(profile())
+    table.route(profile("big-pool", tree="big", quota_name="big-root", selector={"size": "big"}))
+    assert forwards(table, node("n1", labels={"pool": "gpu"})) == (Forward("gpu"),)
+    routed = table.route(node("n1", labels={"pool": "gpu", "size": "big"}))
+    assert routed.forwards == ()
+    assert routed.refused == ("node n1 is selected by the ElasticQuotaProfiles kube-system/big-pool, "
+                              "kube-system/gpu-pool of the quota trees big, gpu; a node belongs to one scheduling domain")
+    assert forwards(table, event("NodeUsage", "n1", {})) == (Forward("gpu"),)
+
+
+def test_partition_zero_sends_quotas_to_their_domain_and_every_domain_objects_to_new_domains():
+    directory, other = DomainTable(0), DomainTable(2)
+    config = scheduler_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                               "profiles": [{"schedulerName": "default-scheduler"}]})
+    assert forwards(directory, config) == (Forward("default"),)
+    new_profile = profile()
+    assert other.route(new_profile).forwards == ()
+    routed = directory.route(new_profile)
+    assert routed.forwards == (Forward("gpu"),)
+    assert [domain for domain, _ in routed.catch_up] == ["gpu"]
+    assert forwards(directory, quota("train", {"cpu": 1}, labels=TREE)) == (Forward("gpu"),)
+    assert forwards(directory, tick(5000)) == (Forward("default"), Forward("gpu"))
+
+
+def test_an_ack_goes_with_one_copy_only():
+    table = DomainTable(0)
+    table.route(profile())
+    ev = tick(5000)
+    acked = type(ev)(ev.causation, ev.timestamp_ms, ev.key, "PodGroup", {"metadata": {"name": "g"}}, ack=True)
+    assert forwards(table, acked) == (Forward("default", ack=True), Forward("gpu"))
+
+
+def test_a_forwarded_event_seen_again_is_not_routed_twice():
+    table = DomainTable(1)
+    ev = pod("a")
+    assert forwards(table, ev) == (Forward("default"),)
+    assert forwards(table, ev) == ()
+
+
+def test_the_table_restores_from_its_changes():
+    table = DomainTable(0)
+    for ev in (profile(), quota("train", {"cpu": 1}, labels=TREE), node("n1", labels={"pool": "gpu"}),
+               team_pod("a", "train")):
+        table.route(ev, envelope="ZW52")
+    restored = DomainTable.restore(0, {k: v for k, v in table.take_changes().items() if v is not None})
+    assert forwards(restored, event("NodeUsage", "n1", {})) == (Forward("gpu"),)
+    assert forwards(restored, deleted("Pod", "default/a")) == (Forward("gpu"),)
+    assert restored.domains() == ["default", "gpu"]
