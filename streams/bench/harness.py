@@ -1,8 +1,8 @@
-"""A koordstream to benchmark against: a fresh broker of the chosen kind and one worker, or KOORD_BROKER.
+"""A koordstream to benchmark against: a fresh broker of the chosen kind and its workers, or KOORD_BROKER.
 
 With KOORD_BROKER unset the harness starts a broker of the kind asked for (the embedded Tansu or a local
-Apache Kafka, ``streams.broker.local``) on free ports, applies the topology and runs one ``koord worker``
-(logs in a temporary folder), and stops both afterwards. With KOORD_BROKER set it uses that broker as it
+Apache Kafka, ``streams.broker.local``) on free ports, applies the topology and runs ``workers``
+``koord worker`` processes, one consumer group (logs in a temporary folder), and stops both afterwards. With KOORD_BROKER set it uses that broker as it
 is, of the kind ``KOORD_BROKER_KIND`` says (Kafka when unset). "Caught up" is measured with fetch high
 watermarks and the worker's committed offsets, never with ListOffsets (which Tansu gets wrong).
 """
@@ -43,8 +43,10 @@ class Harness:
     """``tansu`` or ``kafka``: the broker the figures were taken on."""
     broker_origin: str
     """``fresh`` (started for this run) or ``KOORD_BROKER`` (an existing one)."""
+    workers: int | None = None
+    """How many workers the harness runs; None when they are not the harness's (KOORD_BROKER)."""
     replace_worker: Callable[[float], float] | None = None
-    """Stop the worker, start a new one and wait until it logs ready, at most the seconds given (its table
+    """Stop the workers, start one new one and wait until it logs ready, at most the seconds given (its table
     recovery is part of it); returns the ``time.monotonic()`` of the start. None when the worker is not the
     harness's (KOORD_BROKER)."""
 
@@ -55,8 +57,8 @@ class Harness:
 
 
 @contextlib.contextmanager
-def running(broker_kind: str, settings: Settings | None = None) -> Iterator[Harness]:
-    """A broker and a worker to benchmark; ``broker_kind`` is ignored when KOORD_BROKER is set."""
+def running(broker_kind: str, settings: Settings | None = None, workers: int = 1) -> Iterator[Harness]:
+    """A broker and ``workers`` workers to benchmark; ``broker_kind`` is ignored when KOORD_BROKER is set."""
     settings = settings or Settings.from_env()
     topology = load_topology()
     if settings.broker:
@@ -65,22 +67,27 @@ def running(broker_kind: str, settings: Settings | None = None) -> Iterator[Harn
     with tempfile.TemporaryDirectory(prefix="koord-bench-") as tmp:
         logs = Path(tmp)
         broker = local.start(broker_kind, logs / "broker", topology)
-        workers = []
+        processes = []
+
+        def spawn() -> tuple:
+            log = logs / f"worker-{len(processes)}.log"
+            processes.append(supervision.spawn(supervision.koord_command("worker"), log, broker.env()))
+            return processes[-1], log
 
         def start_worker(ready_timeout_s: float = READY_TIMEOUT_S) -> float:
-            supervision.stop(workers)
-            log, started = logs / f"worker-{len(workers)}.log", time.monotonic()
-            workers.append(supervision.spawn(supervision.koord_command("worker"), log, broker.env()))
-            _wait_ready(workers[-1], log, ready_timeout_s)
+            supervision.stop(processes)
+            started = time.monotonic()
+            _wait_ready(*spawn(), ready_timeout_s)
             return started
 
         try:
             # The clients of this process (producers, consumers) pick their settings from the broker kind too.
             os.environ.update(broker.env())
-            start_worker()
-            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh", start_worker)
+            for worker, log in [spawn() for _ in range(workers)]:
+                _wait_ready(worker, log, READY_TIMEOUT_S)
+            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh", workers, start_worker)
         finally:
-            supervision.stop(workers)
+            supervision.stop(processes)
             broker.stop()
             for name in broker.env():
                 os.environ.pop(name, None)

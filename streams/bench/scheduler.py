@@ -1,7 +1,8 @@
 """``koord bench scheduler``: pods/s and submit-to-decision latency through the real broker.
 
 Loads ``nodes`` nodes (32 cores, 128Gi) with a fresh NodeMetric each and four
-ElasticQuotas, waits until the node inbox and then the scheduling inbox are caught up (the
+ElasticQuotas (with ``domains`` above 1: that many ElasticQuotaProfiles instead, each selecting an equal
+share of the nodes, each its own scheduling domain, the pods spread over their quotas in turn), waits until the node inbox and then the scheduling inbox are caught up (the
 NodeMetrics reach the scheduler as the node aggregate's NodeUsages), then submits
 ``pods`` pods (as fast as possible, or at ``rate`` pods/s) spread over the
 quotas, and reads the decision stream. Latency is from the moment a pod is
@@ -20,17 +21,19 @@ reservation are counted).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from datetime import datetime, timezone
 
 import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.partitioner import DefaultPartitioner
 
 from streams import kafka
 from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled, wait_through_scheduling
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
-from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME
+from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME, LABEL_QUOTA_TREE_ID
 from streams.objects import Document, to_record
 from streams.scheduler import bench as in_process
 from streams.schemas import codec
@@ -38,6 +41,7 @@ from streams.schemas import codec
 NAMESPACE = "bench"
 QUOTAS = 4
 SHAPES = (("500m", "512Mi"), ("1", "1Gi"), ("2", "4Gi"), ("250m", "256Mi"))
+DOMAIN_LABEL = "bench.koordstream.io/domain"
 
 
 def _encode(manifest: dict, names: dict) -> tuple[str, str, bytes]:
@@ -45,18 +49,46 @@ def _encode(manifest: dict, names: dict) -> tuple[str, str, bytes]:
     return names[record.topic], record.key, codec.encode(record.schema, record.record)
 
 
-def cluster_manifests(nodes: int, seed: int) -> list[dict]:
+def domain_names(count: int, partitions: int) -> list[str]:
+    """``count`` tree ids whose scheduling-inbox partitions (the producer's default partitioner) differ while
+    partitions last, so that the domains can land on different workers."""
+    partitioner, all_partitions = DefaultPartitioner(), list(range(partitions))
+    names, used = [], set()
+    for index in itertools.count():
+        name = f"bench-{index}"
+        partition = partitioner(name.encode(), all_partitions, all_partitions)
+        if partition not in used or len(used) == partitions:
+            names.append(name)
+            used.add(partition)
+        if len(names) == count:
+            return names
+    raise AssertionError("unreachable")
+
+
+def profile_manifest(tree: str) -> dict:
+    """An ElasticQuotaProfile whose tree ``tree`` is the nodes labelled with it; pods use its root quota."""
+    return {"apiVersion": "quota.koordinator.sh/v1alpha1", "kind": "ElasticQuotaProfile",
+            "metadata": {"name": tree, "namespace": NAMESPACE, "labels": {LABEL_QUOTA_TREE_ID: tree}},
+            "spec": {"quotaName": f"{tree}-root", "nodeSelector": {"matchLabels": {DOMAIN_LABEL: tree}}}}
+
+
+def cluster_manifests(nodes: int, seed: int, trees: list[str] | None = None) -> list[dict]:
+    """The nodes with their NodeMetrics; the four quotas of the default domain, or with ``trees`` one profile per
+    tree, node ``i`` labelled for tree ``i % len(trees)``."""
     rng = random.Random(seed)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    out = []
+    out = [profile_manifest(tree) for tree in trees or ()]
     for i in range(nodes):
         name = f"bench-node-{i:05d}"
         resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
-        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+        labels = {DOMAIN_LABEL: trees[i % len(trees)]} if trees else {}
+        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
                     "status": {"capacity": resources, "allocatable": resources}})
         usage = {"cpu": f"{rng.randrange(0, 19200)}m", "memory": f"{rng.randrange(0, 100)}Gi"}
         out.append({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
                     "status": {"updateTime": now, "nodeMetric": {"nodeUsage": {"resources": usage}}}})
+    if trees:
+        return out
     share = {"cpu": str(32 * nodes // QUOTAS), "memory": f"{128 * nodes // QUOTAS}Gi"}
     for q in range(QUOTAS):
         out.append({"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
@@ -68,13 +100,15 @@ def cluster_manifests(nodes: int, seed: int) -> list[dict]:
 WORKLOADS = ("plain", "gang", "reservations")
 
 
-def pod_manifest(run: str, index: int, rng: random.Random, workload: str = "plain", pods: int = 0) -> dict:
+def pod_manifest(run: str, index: int, rng: random.Random, workload: str = "plain", pods: int = 0,
+                 trees: list[str] | None = None) -> dict:
     cpu, memory = rng.choice(SHAPES)
+    quota = f"{trees[index % len(trees)]}-root" if trees else f"team-{index % QUOTAS}"
     annotations = {ANNOTATION_GANG_NAME: f"bench-{run}", ANNOTATION_GANG_MIN_NUM: str(pods)} \
         if workload == "gang" else {}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"bench-{run}-{index:06d}", "namespace": NAMESPACE, "annotations": annotations,
-                         "labels": {LABEL_QUOTA_NAME: f"team-{index % QUOTAS}"}},
+                         "labels": {LABEL_QUOTA_NAME: quota}},
             "spec": {"containers": [{"name": "main", "image": "bench",
                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}
 
@@ -89,12 +123,13 @@ def reservation_manifest(pod: dict) -> dict:
 
 
 async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int,
-                      workload: str = "plain") -> dict:
+                      workload: str = "plain", domains: int = 1) -> dict:
     names = harness.topology.names()
     run = f"{int(time.time()) % 100000:05d}"
     rng = random.Random(seed)
-    manifests = [pod_manifest(run, i, rng, workload, pods) for i in range(pods)]
-    setup = cluster_manifests(nodes, seed)
+    trees = domain_names(domains, harness.topology.spec("inbox-scheduling").partitions) if domains > 1 else None
+    manifests = [pod_manifest(run, i, rng, workload, pods, trees) for i in range(pods)]
+    setup = cluster_manifests(nodes, seed, trees)
     if workload == "reservations":
         setup += [reservation_manifest(m) for m in manifests]
     async with kafka.producer(harness.bootstrap) as producer:
@@ -166,12 +201,13 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
             "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
             "submit_to_decision_sent": {"p50_ms": round(float(np.percentile(to_output, 50)), 1),
                                         "p99_ms": round(float(np.percentile(to_output, 99)), 1)} if seen else None,
-            "offered_rate": rate, "workload": workload,
+            "offered_rate": rate, "workload": workload, "domains": domains, "workers": harness.workers,
             **({"on_their_reservation": len(on_reservation)} if workload == "reservations" else {})}
 
 
-def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int, workload: str = "plain") -> dict:
-    end_to_end = asyncio.run(_end_to_end(harness, nodes, pods, rate, seed, workload))
+def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int, workload: str = "plain",
+        domains: int = 1) -> dict:
+    end_to_end = asyncio.run(_end_to_end(harness, nodes, pods, rate, seed, workload, domains))
     core = in_process.run_in_process(nodes, min(pods, 3000), seed)
     return {"end_to_end": end_to_end, "in_process": {"pods_per_s": core["pods_per_s"], "nodes": nodes,
                                                      "pods": core["pods"]}}

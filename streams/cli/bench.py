@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from typing import Callable, Iterator
 
 import click
@@ -19,7 +20,7 @@ broker_option = click.option(
 
 
 @contextlib.contextmanager
-def _harness(broker_kind: str, output: str) -> Iterator[harness.Harness]:
+def _harness(broker_kind: str, output: str, workers: int = 1) -> Iterator[harness.Harness]:
     config = context.settings()
     if broker_kind == "kafka" and not config.broker:
         try:
@@ -29,7 +30,7 @@ def _harness(broker_kind: str, output: str) -> Iterator[harness.Harness]:
     if config.broker and output != "json":
         click.echo(f"KOORD_BROKER is set: running on {config.broker} ({config.resolved_broker_kind}), "
                    f"not on a fresh {broker_kind} broker", err=True)
-    with harness.running(broker_kind, config) as running:
+    with harness.running(broker_kind, config, workers) as running:
         try:
             yield running
         except TimeoutError as error:
@@ -41,11 +42,12 @@ def _broker(running: harness.Harness) -> dict:
 
 
 def _each_size(sizes: tuple[int, ...], broker_kind: str, output: str,
-               measure: Callable[[harness.Harness, int], dict]) -> Iterator[tuple[dict, harness.Harness]]:
-    """``measure(running, size)`` once per size, each on a fresh broker (KOORD_BROKER's when set), yielded as
-    each run ends: its result with its broker, and the harness it ran on."""
+               measure: Callable[[harness.Harness, int], dict], workers: int = 1
+               ) -> Iterator[tuple[dict, harness.Harness]]:
+    """``measure(running, size)`` once per size, each on a fresh broker (KOORD_BROKER's when set) with
+    ``workers`` workers, yielded as each run ends: its result with its broker, and the harness it ran on."""
     for size in sizes:
-        with _harness(broker_kind, output) as running:
+        with _harness(broker_kind, output, workers) as running:
             result = {"broker": _broker(running), **measure(running, size)}
         yield result, running
 
@@ -64,16 +66,22 @@ def bench() -> None:
 @click.option("--seed", default=1, show_default=True)
 @click.option("--workload", type=click.Choice(("plain", "gang", "reservations")), default="plain", show_default=True,
               help="plain pods; one gang of all the pods; or one reservation per pod, placed first.")
+@click.option("--domains", "domain_counts", type=int, multiple=True, default=(1,), show_default=True,
+              help="Scheduling domains of a run: 1 is the default domain with four quotas; more are that many "
+                   "ElasticQuotaProfiles sharing the nodes, each its own domain. Repeat for several runs (1, 2, 4).")
+@click.option("--workers", type=int, default=None,
+              help="Workers of a run, one consumer group (default: one per domain, at most one per CPU).")
 @click.option("--in-process", "core_only", is_flag=True,
               help="Only the pure core in this process, no broker: pods/s per slice of 5,000 pods (plain workload).")
 @click.option("--profile-from", type=int, default=None,
               help="With --in-process: cProfile the pods from this index on and print the top lines.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workload: str, core_only: bool,
-                  profile_from: int | None, output: str, broker_kind: str) -> None:
+def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workload: str,
+                  domain_counts: tuple[int, ...], workers: int | None, core_only: bool, profile_from: int | None,
+                  output: str, broker_kind: str) -> None:
     """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s, one row per pod count
-    (with --in-process: only the core, per slice of pods of the largest count)."""
+    and domain count (with --in-process: only the core, per slice of pods of the largest count)."""
     from streams.bench import scheduler
 
     if core_only:
@@ -81,23 +89,26 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
         click.echo(json.dumps(core) if output == "json" else "\n".join(scheduler.core_lines(core)))
         return
     runs = []
-    for run, running in _each_size(sizes, broker_kind, output,
-                                   lambda running, pods: scheduler.run(running, nodes, pods, rate, seed, workload)):
-        runs.append(run)
-        if output != "json":
-            click.echo(f"broker: {running.describe()}", err=True)
+    for domains in domain_counts:
+        count = workers or max(1, min(domains, os.cpu_count() or 1))
+        for run, running in _each_size(sizes, broker_kind, output, lambda running, pods, domains=domains: scheduler.run(
+                running, nodes, pods, rate, seed, workload, domains), count):
+            runs.append(run)
+            if output != "json":
+                click.echo(f"broker: {running.describe()}", err=True)
     if output == "json":
         click.echo(json.dumps(runs[0] if len(runs) == 1 else {"runs": runs}))
         return
     click.echo(f"end to end, {nodes} nodes, {'offered ' + str(rate) + '/s' if rate else 'saturated'}, "
                f"workload {workload}:")
-    click.echo(f"{'pods':>6} {'decided':>7} {'pods/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'sent p50':>8} {'sent p99':>8} "
-               f"{'in process pods/s':>17}")
+    click.echo(f"{'pods':>6} {'domains':>7} {'workers':>7} {'decided':>7} {'pods/s':>7} {'p50 ms':>8} {'p99 ms':>8} "
+               f"{'sent p50':>8} {'sent p99':>8} {'in process pods/s':>17}")
     for run in runs:
         e2e, core = run["end_to_end"], run["in_process"]
         stage = e2e["submit_to_decision_sent"] or {"p50_ms": "-", "p99_ms": "-"}
-        click.echo(f"{e2e['pods']:>6} {e2e['decided']:>7} {e2e['pods_per_s']:>7} {e2e['p50_ms']:>8} {e2e['p99_ms']:>8} "
-                   f"{stage['p50_ms']:>8} {stage['p99_ms']:>8} {core['pods_per_s']:>17.1f}")
+        click.echo(f"{e2e['pods']:>6} {e2e['domains']:>7} {e2e['workers'] or '-':>7} {e2e['decided']:>7} "
+                   f"{e2e['pods_per_s']:>7} {e2e['p50_ms']:>8} {e2e['p99_ms']:>8} {stage['p50_ms']:>8} {stage['p99_ms']:>8} "
+                   f"{core['pods_per_s']:>17.1f}")
         if "on_their_reservation" in e2e:
             click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
     click.echo("sent: submit -> decision sent by the worker")

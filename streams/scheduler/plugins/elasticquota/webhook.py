@@ -35,9 +35,9 @@ def admit(kind: str, name: str, record: dict | None, cluster: Cluster) -> str | 
         return None
     if record is None:
         return None
-    quota_name = objects._spec(record).get("quotaName")
+    quota_name = objects.profile_spec(record).get("quotaName")
     other = next((key for key, profile in cluster.profiles.items()
-                  if key != name and objects._spec(profile).get("quotaName") == quota_name), None)
+                  if key != name and objects.profile_spec(profile).get("quotaName") == quota_name), None)
     if other is not None:
         return f"quota {quota_name} is already built by ElasticQuotaProfile {other}"
     return None
