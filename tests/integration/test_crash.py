@@ -1,10 +1,12 @@
-"""Crash safety: SIGKILL the worker that schedules, mid-stream, restart it, and lose or double nothing.
+"""Crash safety: SIGKILL the worker that schedules most, mid-stream, restart it, and lose or double nothing.
 
 Two workers share the partitions of a broker of this module's own. 240 pods of 200m are streamed to 12
-nodes of 4 cpus, exactly the fleet's capacity: a restored scheduling state that forgot an assignment
-would overbook a node, one that counted a pod twice would leave a pod Unschedulable. The worker
-emitting the scheduling decisions is killed once it has decided a quarter of the pods, while pods keep
-coming; the survivor takes over after the session timeout (from the changelog). Then the killed worker
+nodes of 4 cpus, exactly the fleet's capacity, in two scheduling domains on two inbox partitions: an
+ElasticQuotaProfile's tree (half the nodes, the pods of its quota) and the default domain (the other
+half, the other pods). A restored scheduling state that forgot an assignment would overbook a node, one
+that counted a pod twice would leave a pod Unschedulable, and a pod routed to the wrong domain would find
+no room. The worker that emitted more scheduling decisions is killed once a quarter of the pods are
+decided, while pods keep coming; the survivor takes over after the session timeout (from the changelog). Then the killed worker
 is restarted, the survivor stopped, and the last quarter of the pods is streamed: the restarted worker
 decides them from the state it recovered from the changelog both workers wrote.
 
@@ -23,6 +25,7 @@ import threading
 import time
 
 import pytest
+from aiokafka.partitioner import DefaultPartitioner
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -32,6 +35,7 @@ from state.models import Decision
 from streams.kafka import produce
 from streams.objects import load_and_validate
 from streams.replay.reader import read_topic
+from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.integration.conftest import require_kafka
@@ -53,23 +57,52 @@ RUNS = [pytest.param(("tansu", "at_least_once"), id="tansu-at_least_once"),
         pytest.param(("kafka", "at_least_once"), id="kafka-at_least_once"),
         pytest.param(("kafka", "exactly_once"), id="kafka-exactly_once")]
 """(broker kind, processing guarantee): every guarantee each broker offers."""
-OUTPUT_TOPICS = ("inbox-scheduling", "inbox-node", "decisions", "noderesources", "nodeusages", "quotastatus", "acks",
+OUTPUT_TOPICS = ("inbox-routing", "inbox-scheduling", "inbox-node", "decisions", "noderesources", "nodeusages", "quotastatus", "acks",
                  "actuations", "deadletters")
 """What the router and the aggregates write, the topics whose copies are counted."""
 
 
-def manifests() -> tuple[str, list[tuple[str, str, bytes]]]:
-    """The nodes as YAML for ``koord apply``; the pods as (topic, key, value) to produce."""
+TREE_QUOTA = "crash-root"
+
+
+def tree_id() -> str:
+    """A tree id whose scheduling-inbox partition is not the default domain's."""
+    partitions = load_topology().spec("inbox-scheduling").partitions
+    default = DefaultPartitioner()(DEFAULT_DOMAIN.encode(), list(range(partitions)), list(range(partitions)))
+    return next(name for name in (f"crash-tree-{i}" for i in range(100))
+                if DefaultPartitioner()(name.encode(), list(range(partitions)), list(range(partitions))) != default)
+
+
+def profile(tree: str) -> str:
+    """The ElasticQuotaProfile of the even nodes, for ``koord apply``."""
+    return f"""apiVersion: quota.koordinator.sh/v1alpha1
+kind: ElasticQuotaProfile
+metadata:
+  name: crash-pool
+  namespace: {NAMESPACE}
+  labels: {{quota.scheduling.koordinator.sh/tree-id: {tree}}}
+spec:
+  quotaName: {TREE_QUOTA}
+  nodeSelector: {{matchLabels: {{pool: {tree}}}}}
+"""
+
+
+def manifests(tree: str) -> tuple[str, list[tuple[str, str, bytes]]]:
+    """The nodes as YAML for ``koord apply`` (the even ones in ``tree``'s pool); the pods as (topic, key,
+    value) to produce (the even ones of the tree's quota)."""
     nodes = "---\n".join(f"""apiVersion: v1
 kind: Node
-metadata: {{name: crash-node-{i:02d}}}
+metadata: {{name: crash-node-{i:02d}, labels: {{pool: {tree if i % 2 == 0 else "default"}}}}}
 status:
   capacity: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
   allocatable: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
 """ for i in range(NODES))
     pods = "---\n".join(f"""apiVersion: v1
 kind: Pod
-metadata: {{name: crash-pod-{i:03d}, namespace: {NAMESPACE}}}
+metadata:
+  name: crash-pod-{i:03d}
+  namespace: {NAMESPACE}
+  labels: {{quota.scheduling.koordinator.sh/name: {TREE_QUOTA if i % 2 == 0 else "default"}}}
 spec:
   containers:
   - name: main
@@ -122,9 +155,11 @@ def crash_run(request, tmp_path_factory):
     try:
         cluster.start_worker("worker-a")
         cluster.start_worker("worker-b")
-        nodes, pods = manifests()
-        applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=nodes)
-        assert applied.returncode == 0, applied.stderr
+        tree = tree_id()
+        nodes, pods = manifests(tree)
+        for objects in (profile(tree), nodes):
+            applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
+            assert applied.returncode == 0, applied.stderr
         producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:-AFTER_RESTART]))
         producer.start()
         decided = {}
@@ -166,7 +201,8 @@ def crash_run(request, tmp_path_factory):
         with Session(engine) as session:
             rows = session.scalars(select(Decision).where(Decision.pod_key.like(f"{NAMESPACE}/%"))).all()
             row_count = session.scalar(select(func.count()).select_from(Decision))
-        replayed = cluster.koord("replay", "scheduling", "-o", "json")
+        replayed = {domain: cluster.koord("replay", "scheduling", "--domain", domain, "-o", "json")
+                    for domain in (DEFAULT_DOMAIN, tree)}
         ids = collections.Counter(d["decisionId"] for d in recorded)
         restarted_outputs = scheduling_outputs(cluster, victim)
         print(f"\ncrash run ({broker_kind}, {guarantee}): killed {victim} after {decided}; {survivor} took over "
@@ -184,12 +220,15 @@ def crash_run(request, tmp_path_factory):
         cluster.stop()
 
 
-def test_every_pod_is_placed_and_no_node_is_overbooked(crash_run):
+def test_every_pod_is_placed_in_its_domain_and_no_node_is_overbooked(crash_run):
     pods = crash_run["pods"]
     assert len(pods) == PODS
     per_node = collections.Counter(p["spec"]["nodeName"] for p in pods)
     assert sorted(per_node) == [f"crash-node-{i:02d}" for i in range(NODES)]
     assert max(per_node.values()) * POD_CPU_M <= NODE_CPU_M
+    parity = {p["metadata"]["name"]: (int(p["metadata"]["name"][-3:]) % 2, int(p["spec"]["nodeName"][-2:]) % 2)
+              for p in pods}
+    assert [name for name, (pod, node) in parity.items() if pod != node] == []
 
 
 def test_no_decision_is_lost_and_each_pod_is_scheduled_once(crash_run):
@@ -217,11 +256,11 @@ def test_read_model_holds_each_decision_once(crash_run):
     assert crash_run["row_count"] == len(recorded_ids)
 
 
-def test_replay_reproduces_the_run_across_the_crash(crash_run):
-    result = crash_run["replay"]
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    report = json.loads(result.stdout)
-    assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS
+def test_replay_reproduces_each_domain_across_the_crash(crash_run):
+    for domain, result in crash_run["replay"].items():
+        assert result.returncode == 0, domain + result.stdout[-3000:] + result.stderr[-3000:]
+        report = json.loads(result.stdout)
+        assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS // 2, domain
 
 
 def test_the_killed_worker_had_decided_and_decides_again_after_its_restart(crash_run):
