@@ -6,9 +6,10 @@ ElasticQuotaProfile's tree (half the nodes, the pods of its quota) and the defau
 half, the other pods). A restored scheduling state that forgot an assignment would overbook a node, one
 that counted a pod twice would leave a pod Unschedulable, and a pod routed to the wrong domain would find
 no room. The worker that emitted more scheduling decisions is killed once a quarter of the pods are
-decided, while pods keep coming; the survivor takes over after the session timeout (from the changelog). Then the killed worker
-is restarted, the survivor stopped, and the last quarter of the pods is streamed: the restarted worker
-decides them from the state it recovered from the changelog both workers wrote.
+decided, while pods keep coming; the survivor takes over after the session timeout (from the changelog):
+both domains decide pods produced after the kill. Then the killed worker is restarted, the survivor
+stopped, and the last quarter of the pods is streamed: the restarted worker decides them from the state
+it recovered from the changelog both workers wrote.
 
 The run is made for each processing guarantee a broker offers: at-least-once on Tansu and on Kafka,
 exactly-once on Kafka only (Tansu has no transactions). Afterwards every output topic is read back as a
@@ -48,6 +49,8 @@ NODES, NODE_CPU_M = 12, 4000
 PODS, POD_CPU_M = 240, 200
 CHUNK, CHUNK_INTERVAL_S = 10, 0.1
 KILL_AFTER_DECISIONS = PODS // 4
+AFTER_KILL = PODS // 2
+"""Pods streamed only once the victim is killed (the first ones may still be streaming when it is)."""
 AFTER_RESTART = PODS // 4
 """Pods streamed only once the killed worker is back and the survivor stopped."""
 FAILOVER_TIMEOUT_S = 45
@@ -123,6 +126,15 @@ def scheduling_outputs(cluster: CrashCluster, name: str) -> float:
     return cluster.metric(name, "koord_outputs_total", aggregate="scheduling", schema="SchedulingDecision")
 
 
+def domains_deciding_from(engine, first: int) -> set[str]:
+    """The scheduling domains that decided a pod numbered ``first`` or above. Pods produced after the kill can
+    only be decided by the survivor."""
+    with Session(engine) as session:
+        rows = session.execute(select(Decision.domain, Decision.pod_key).where(
+            Decision.pod_key.like(f"{NAMESPACE}/crash-pod-%"))).all()
+    return {domain for domain, key in rows if int(key[-3:]) >= first}
+
+
 def wait_for(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -160,7 +172,7 @@ def crash_run(request, tmp_path_factory):
         for objects in (profile(tree), nodes):
             applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
             assert applied.returncode == 0, applied.stderr
-        producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:-AFTER_RESTART]))
+        producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:AFTER_KILL]))
         producer.start()
         decided = {}
 
@@ -171,17 +183,18 @@ def crash_run(request, tmp_path_factory):
         wait_for(enough_decided, 60, f"{KILL_AFTER_DECISIONS} decisions")
         victim = max(decided, key=decided.get)
         [survivor] = [name for name in cluster.workers if name != victim]
+        engine = open_database(cluster.env["KOORD_DATABASE_URL"])
         cluster.kill(victim)
         killed_at = time.monotonic()
-        wait_for(lambda: scheduling_outputs(cluster, survivor) > decided[survivor], FAILOVER_TIMEOUT_S,
-                 f"{survivor} taking over the scheduling")
-        failed_over = time.monotonic()
         producer.join()
+        stream_pods(cluster.bootstrap, pods[AFTER_KILL:-AFTER_RESTART])
+        wait_for(lambda: len(domains_deciding_from(engine, AFTER_KILL)) == 2, FAILOVER_TIMEOUT_S,
+                 f"{survivor} deciding the pods produced after the kill in both domains")
+        failed_over = time.monotonic()
         cluster.start_worker(victim)
         skipped = {survivor: cluster.metric(survivor, "koord_inbox_skipped_total")}
         cluster.stop_worker(survivor)
         stream_pods(cluster.bootstrap, pods[-AFTER_RESTART:])
-        engine = open_database(cluster.env["KOORD_DATABASE_URL"])
 
         def undecided() -> set[str]:
             placed = {f"{NAMESPACE}/{p['metadata']['name']}" for p in queries.get_pods(engine, namespace=NAMESPACE)
