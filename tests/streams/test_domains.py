@@ -104,3 +104,13 @@ def test_the_table_restores_from_its_changes():
     assert forwards(restored, event("NodeUsage", "n1", {})) == (Forward("gpu"),)
     assert forwards(restored, deleted("Pod", "default/a")) == (Forward("gpu"),)
     assert restored.domains() == ["default", "gpu"]
+
+
+def test_a_new_domain_gets_the_every_domain_objects_in_source_order():
+    table = DomainTable(0)
+    first, second = (event("PodGroup", f"default/{name}", {"metadata": {"name": name}}) for name in ("b", "a"))
+    table.route(first, envelope="Zmlyc3Q=")
+    table.route(second, envelope="c2Vjb25k")
+    restored = DomainTable.restore(0, {k: v for k, v in table.take_changes().items() if v is not None})
+    catch_up = restored.route(profile()).catch_up
+    assert [(domain, stored.envelope) for domain, stored in catch_up] == [("gpu", "Zmlyc3Q="), ("gpu", "c2Vjb25k")]

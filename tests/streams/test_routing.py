@@ -58,3 +58,17 @@ def test_numa_zones_have_a_topic_of_their_own():
     assert "NodeResourceTopology" not in KIND_BY_SOURCE["nodes"]
     assert kind_of_deletion("noderesourcetopologies", "n1") == "NodeResourceTopology"
     assert validation.problems("nodes", "n1", "NodeResourceTopology", {"metadata": {"name": "n1"}}) != []
+
+
+def test_the_scheduling_inbox_takes_what_the_domain_router_forwards_under_any_domain():
+    from streams.validation import route_problems
+    assert route_problems("inbox-scheduling", "gpu", 2, "pods", "ns/p", "Pod", {}, PARTITIONS) == []
+    assert route_problems("inbox-scheduling", "default", 0, "ticks", "tick", "Tick", {}, PARTITIONS) == []
+    assert route_problems("inbox-scheduling", "gpu", 2, "nodemetrics", "n1", "NodeMetric", {}, PARTITIONS) == [
+        "the domain router never sends a NodeMetric 'n1' of nodemetrics to a scheduling domain"]
+
+
+def test_a_quota_is_acknowledged_once_per_routing_partition_by_the_router_or_a_domain():
+    from streams.routing import ACKED_AS
+    assert [r.inbox for r in routes("quotas", "ns/q", "ElasticQuota", {}, PARTITIONS)] == [R, R]
+    assert ACKED_AS[R] == (R, "inbox-scheduling")
