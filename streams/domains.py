@@ -97,12 +97,11 @@ class DomainTable:
         self.stored: dict[str, Stored] = {}
         """Kind/key -> every-domain object (partition 0)."""
         self.source_offsets: dict[str, int] = {}
+        """Source partition -> the highest offset routed: a re-forwarded event is not routed again."""
         self._specs = None
         self._dirty: set[str] = set()
 
     # -- persistence ---------------------------------------------------------------
-
-    ENTRIES = ("profile", "quota", "node", "pod", "stored", "source")
 
     @classmethod
     def restore(cls, partition: int, entries: Mapping[str, object]) -> "DomainTable":
