@@ -2,6 +2,8 @@
 
 Each worker runs in its own working directory (Faust keeps a data directory there) and serves metrics on
 its own port, so the test can tell which worker emits the scheduling decisions and SIGKILL that one.
+The crash and failover tests run two scheduling domains: an ElasticQuotaProfile's tree (the even nodes,
+the even pods) on an inbox partition of its own, and the default domain (the odd ones).
 """
 
 from __future__ import annotations
@@ -17,14 +19,55 @@ import urllib.request
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.partitioner import DefaultPartitioner
 
 from streams import kafka, supervision
 from streams.broker import embedded, local
 from streams.replay.reader import read_topic
+from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
 from streams.topology import load_topology
 
 READY_TIMEOUT_S = 60
+TREE_QUOTA = "tree-root"
+"""The quota of the profile's tree, which the even pods name."""
+
+
+def tree_id(prefix: str) -> str:
+    """A tree id whose scheduling-inbox partition is not the default domain's."""
+    partitions = list(range(load_topology().spec("inbox-scheduling").partitions))
+    default = DefaultPartitioner()(DEFAULT_DOMAIN.encode(), partitions, partitions)
+    return next(name for name in (f"{prefix}-tree-{i}" for i in range(100))
+                if DefaultPartitioner()(name.encode(), partitions, partitions) != default)
+
+
+def profile_yaml(namespace: str, tree: str) -> str:
+    """The ElasticQuotaProfile of the nodes labelled ``pool: <tree>``, for ``koord apply``."""
+    return f"""apiVersion: quota.koordinator.sh/v1alpha1
+kind: ElasticQuotaProfile
+metadata:
+  name: {tree}
+  namespace: {namespace}
+  labels: {{quota.scheduling.koordinator.sh/tree-id: {tree}}}
+spec:
+  quotaName: {TREE_QUOTA}
+  nodeSelector: {{matchLabels: {{pool: {tree}}}}}
+"""
+
+
+def node_pool(index: int, tree: str) -> str:
+    """The ``pool`` label of node ``index``: the even nodes are the tree's."""
+    return tree if index % 2 == 0 else "default"
+
+
+def pod_quota(index: int) -> str:
+    """The quota label of pod ``index``: the even pods are the tree's (a quota no one has is the default)."""
+    return TREE_QUOTA if index % 2 == 0 else "default"
+
+
+def in_its_domain(pod: dict) -> bool:
+    """Whether a placed pod (``koord get pods -o json`` item) is on a node of its domain."""
+    return int(pod["metadata"]["name"][-3:]) % 2 == int(pod["spec"]["nodeName"][-2:]) % 2
 
 
 @dataclasses.dataclass

@@ -26,7 +26,6 @@ import threading
 import time
 
 import pytest
-from aiokafka.partitioner import DefaultPartitioner
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -40,7 +39,7 @@ from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.integration.conftest import require_kafka
-from tests.integration.crash_support import CrashCluster
+from tests.integration.crash_support import CrashCluster, in_its_domain, node_pool, pod_quota, profile_yaml, tree_id
 
 pytestmark = pytest.mark.integration
 
@@ -65,37 +64,12 @@ OUTPUT_TOPICS = ("inbox-routing", "inbox-scheduling", "inbox-node", "decisions",
 """What the router and the aggregates write, the topics whose copies are counted."""
 
 
-TREE_QUOTA = "crash-root"
-
-
-def tree_id() -> str:
-    """A tree id whose scheduling-inbox partition is not the default domain's."""
-    partitions = load_topology().spec("inbox-scheduling").partitions
-    default = DefaultPartitioner()(DEFAULT_DOMAIN.encode(), list(range(partitions)), list(range(partitions)))
-    return next(name for name in (f"crash-tree-{i}" for i in range(100))
-                if DefaultPartitioner()(name.encode(), list(range(partitions)), list(range(partitions))) != default)
-
-
-def profile(tree: str) -> str:
-    """The ElasticQuotaProfile of the even nodes, for ``koord apply``."""
-    return f"""apiVersion: quota.koordinator.sh/v1alpha1
-kind: ElasticQuotaProfile
-metadata:
-  name: crash-pool
-  namespace: {NAMESPACE}
-  labels: {{quota.scheduling.koordinator.sh/tree-id: {tree}}}
-spec:
-  quotaName: {TREE_QUOTA}
-  nodeSelector: {{matchLabels: {{pool: {tree}}}}}
-"""
-
-
 def manifests(tree: str) -> tuple[str, list[tuple[str, str, bytes]]]:
     """The nodes as YAML for ``koord apply`` (the even ones in ``tree``'s pool); the pods as (topic, key,
     value) to produce (the even ones of the tree's quota)."""
     nodes = "---\n".join(f"""apiVersion: v1
 kind: Node
-metadata: {{name: crash-node-{i:02d}, labels: {{pool: {tree if i % 2 == 0 else "default"}}}}}
+metadata: {{name: crash-node-{i:02d}, labels: {{pool: {node_pool(i, tree)}}}}}
 status:
   capacity: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
   allocatable: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
@@ -105,7 +79,7 @@ kind: Pod
 metadata:
   name: crash-pod-{i:03d}
   namespace: {NAMESPACE}
-  labels: {{quota.scheduling.koordinator.sh/name: {TREE_QUOTA if i % 2 == 0 else "default"}}}
+  labels: {{quota.scheduling.koordinator.sh/name: {pod_quota(i)}}}
 spec:
   containers:
   - name: main
@@ -167,9 +141,9 @@ def crash_run(request, tmp_path_factory):
     try:
         cluster.start_worker("worker-a")
         cluster.start_worker("worker-b")
-        tree = tree_id()
+        tree = tree_id("crash")
         nodes, pods = manifests(tree)
-        for objects in (profile(tree), nodes):
+        for objects in (profile_yaml(NAMESPACE, tree), nodes):
             applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
             assert applied.returncode == 0, applied.stderr
         producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:AFTER_KILL]))
@@ -239,9 +213,7 @@ def test_every_pod_is_placed_in_its_domain_and_no_node_is_overbooked(crash_run):
     per_node = collections.Counter(p["spec"]["nodeName"] for p in pods)
     assert sorted(per_node) == [f"crash-node-{i:02d}" for i in range(NODES)]
     assert max(per_node.values()) * POD_CPU_M <= NODE_CPU_M
-    parity = {p["metadata"]["name"]: (int(p["metadata"]["name"][-3:]) % 2, int(p["spec"]["nodeName"][-2:]) % 2)
-              for p in pods}
-    assert [name for name, (pod, node) in parity.items() if pod != node] == []
+    assert [p["metadata"]["name"] for p in pods if not in_its_domain(p)] == []
 
 
 def test_no_decision_is_lost_and_each_pod_is_scheduled_once(crash_run):

@@ -4,7 +4,7 @@ A 3-node KRaft cluster (each node broker and controller) carries the topology of
 environment: replication factor 3 and ``min.insync.replicas`` 2, so with one node dead every partition
 still takes ``acks=all`` writes and the controller quorum keeps 2 of 3 voters. One worker and the
 projection run on it. 240 pods of 200m are streamed to 12 nodes of 4 cpus, exactly the fleet's
-capacity, by an idempotent ``acks=all`` producer. Once a quarter of them are decided the scenario's
+capacity, in two scheduling domains (``crash_support``), by an idempotent ``acks=all`` producer. Once a quarter of them are decided the scenario's
 victim is SIGKILLed while the stream goes on; it is restarted once another node has taken its role and
 :data:`DOWN_S` have passed, and the last quarter of the pods is streamed once it is back:
 
@@ -16,8 +16,8 @@ When one node holds both roles, the inbox's leadership is moved to another node 
 scenario takes down one of them. Either victim also leads about a third of the other partitions.
 
 Each scenario checks that every pod is placed, no node is overbooked, each pod is scheduled by one
-decision, the read model holds each decision once, and ``koord replay scheduling`` reproduces the
-run. It prints how long the pipeline stalled (run with ``-s``): over the pods streamed across the kill, the
+decision, the read model holds each decision once, and ``koord replay scheduling --domain`` reproduces
+each domain's part of the run. It prints how long the pipeline stalled (run with ``-s``): over the pods streamed across the kill, the
 longest gap between decisions appearing in the read model, the longest between the worker's sends of
 them, and the longest wait of the pod producer for an acknowledgement. Times are reported, never asserted.
 """
@@ -31,7 +31,8 @@ import threading
 import time
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaProducer
+from aiokafka.partitioner import DefaultPartitioner
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -44,10 +45,11 @@ from streams.agents.projection import GROUP_ID as PROJECTION_GROUP
 from streams.broker.kraft import NO_LEADER
 from streams.objects import load_and_validate
 from streams.replay.reader import read_topic
+from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.brokers import require_kafka
-from tests.integration.crash_support import CrashCluster
+from tests.integration.crash_support import CrashCluster, in_its_domain, node_pool, pod_quota, profile_yaml, tree_id
 
 pytestmark = pytest.mark.integration
 
@@ -70,18 +72,22 @@ DECIDED_TIMEOUT_S = 90
 WATCH_INTERVAL_S = 0.1
 
 
-def manifests() -> tuple[str, list[tuple[str, str, bytes]]]:
-    """The nodes as YAML for ``koord apply``; the pods as (topic, key, value) to produce."""
+def manifests(tree: str) -> tuple[str, list[tuple[str, str, bytes]]]:
+    """The nodes as YAML for ``koord apply`` (the even ones in ``tree``'s pool); the pods as (topic, key, value)
+    to produce (the even ones of the tree's quota)."""
     nodes = "---\n".join(f"""apiVersion: v1
 kind: Node
-metadata: {{name: failover-node-{i:02d}}}
+metadata: {{name: failover-node-{i:02d}, labels: {{pool: {node_pool(i, tree)}}}}}
 status:
   capacity: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
   allocatable: {{cpu: "{NODE_CPU_M}m", memory: 8Gi, pods: "110"}}
 """ for i in range(NODES))
     pods = "---\n".join(f"""apiVersion: v1
 kind: Pod
-metadata: {{name: failover-pod-{i:03d}, namespace: {NAMESPACE}}}
+metadata:
+  name: failover-pod-{i:03d}
+  namespace: {NAMESPACE}
+  labels: {{quota.scheduling.koordinator.sh/name: {pod_quota(i)}}}
 spec:
   containers:
   - name: main
@@ -158,22 +164,10 @@ def longest_gap(times: list[float], after: float) -> tuple[float, float]:
     return max(gaps, default=(0.0, 0.0))
 
 
-def inbox_partition(bootstrap: str) -> int:
-    """The scheduling-inbox partition of the default domain: the one partition that holds records once
-    the nodes are applied (each node event is routed to every domain, keyed by domain)."""
-
-    async def end_offsets() -> dict[int, int]:
-        topic = load_topology().name("inbox-scheduling")
-        consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), enable_auto_commit=False)
-        await consumer.start()
-        try:
-            tps = [TopicPartition(topic, p) for p in await kafka.partitions_for(consumer, topic)]
-            return {tp.partition: offset for tp, offset in (await consumer.end_offsets(tps)).items()}
-        finally:
-            await consumer.stop()
-
-    [partition] = [p for p, offset in asyncio.run(end_offsets()).items() if offset > 0]
-    return partition
+def inbox_partition() -> int:
+    """The scheduling-inbox partition of the default domain: where the producer's default partitioner puts its key."""
+    partitions = list(range(load_topology().spec("inbox-scheduling").partitions))
+    return DefaultPartitioner()(DEFAULT_DOMAIN.encode(), partitions, partitions)
 
 
 def roles(cluster: CrashCluster, inbox: int) -> dict[str, int]:
@@ -241,10 +235,12 @@ def failover_run(request, tmp_path_factory):
     watch = None
     try:
         cluster.start_worker("worker")
-        nodes, pods = manifests()
-        applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=nodes)
-        assert applied.returncode == 0, applied.stderr
-        inbox = inbox_partition(cluster.bootstrap)
+        tree = tree_id("failover")
+        nodes, pods = manifests(tree)
+        for objects in (profile_yaml(NAMESPACE, tree), nodes):
+            applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
+            assert applied.returncode == 0, applied.stderr
+        inbox = inbox_partition()
         before, moved = separate_inbox_leader_from_controller(cluster, inbox)
         victim = before[SCENARIOS[scenario]]
         engine = open_database(cluster.env["KOORD_DATABASE_URL"])
@@ -288,7 +284,8 @@ def failover_run(request, tmp_path_factory):
         with Session(engine) as session:
             rows = session.scalars(select(Decision).where(Decision.pod_key.like(f"{NAMESPACE}/%"))).all()
             row_count = session.scalar(select(func.count()).select_from(Decision))
-        replayed = cluster.koord("replay", "scheduling", "-o", "json")
+        replayed = {domain: cluster.koord("replay", "scheduling", "--domain", domain, "-o", "json")
+                    for domain in (DEFAULT_DOMAIN, tree)}
         ids = collections.Counter(d["decisionId"] for d in recorded)
         visible_gap, visible_began = longest_gap(list(watch.seen.values()), killed_at)
         sent_gap, sent_began = longest_gap(sent_times, killed_at)
@@ -327,12 +324,13 @@ def test_the_pipeline_rides_out_the_failover(failover_run):
     assert failover_run["processes"] == {"worker": None, "projection": None}
 
 
-def test_every_pod_is_placed_and_no_node_is_overbooked(failover_run):
+def test_every_pod_is_placed_in_its_domain_and_no_node_is_overbooked(failover_run):
     pods = failover_run["pods"]
     assert len(pods) == PODS
     per_node = collections.Counter(p["spec"]["nodeName"] for p in pods)
     assert sorted(per_node) == [f"failover-node-{i:02d}" for i in range(NODES)]
     assert max(per_node.values()) * POD_CPU_M <= NODE_CPU_M
+    assert [p["metadata"]["name"] for p in pods if not in_its_domain(p)] == []
 
 
 def test_each_pod_is_scheduled_by_one_decision(failover_run):
@@ -351,8 +349,9 @@ def test_read_model_holds_each_decision_once(failover_run):
     assert failover_run["row_count"] == len(recorded_ids)
 
 
-def test_replay_reproduces_every_decision(failover_run):
-    result = failover_run["replay"]
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    outcome = json.loads(result.stdout)["outputs"]["SchedulingDecision"]
-    assert outcome["reproduced"] == len({d["decisionId"] for d in failover_run["recorded"]}), outcome
+def test_replay_reproduces_every_decision_domain_by_domain(failover_run):
+    reproduced = 0
+    for domain, result in failover_run["replay"].items():
+        assert result.returncode == 0, domain + result.stdout[-3000:] + result.stderr[-3000:]
+        reproduced += json.loads(result.stdout)["outputs"]["SchedulingDecision"]["reproduced"]
+    assert reproduced == len({d["decisionId"] for d in failover_run["recorded"]})
