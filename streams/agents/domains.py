@@ -67,15 +67,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 partition = event.causation.inbox_partition
                 state = load(partition)
                 envelope = Envelope(message.value, event.ack)
-                found: list[Routed] = []
-
-                def step(event, state=state, envelope=envelope, found=found):
-                    routed = state.route(event, envelope.stored() if event.kind in EVERY_DOMAIN else "")
-                    found.append(routed)
-                    return [_refusal(event, routed.refused)] if routed.refused else []
-
-                outs = handle_guarded(STAGE, event, step)
-                routed = found[0] if found else Routed()
+                routed, outs = _route_guarded(state, event, envelope)
                 source = (message.topic, message.partition)
                 for domain, stored in routed.catch_up:
                     pending.append(await batches.send(scheduling, domain.encode(), base64.b64decode(stored.envelope),
@@ -111,6 +103,20 @@ class Envelope:
     def stored(self) -> str:
         """The envelope without its Ack request, base64, as ``DomainTable`` keeps every-domain objects."""
         return base64.b64encode(self.forward(ack=False)).decode()
+
+
+def _route_guarded(state: DomainTable, event, envelope: Envelope) -> tuple[Routed, list[tuple[str, dict]]]:
+    """Where ``state`` routes ``event``, and its outputs (a refusal's dead letter); if the table fails on the
+    event, it goes nowhere and its outputs are that failure's dead letter (``handle_guarded``)."""
+    found: list[Routed] = []
+
+    def step(event) -> list[tuple[str, dict]]:
+        routed = state.route(event, envelope.stored() if event.kind in EVERY_DOMAIN else "")
+        found.append(routed)
+        return [_refusal(event, routed.refused)] if routed.refused else []
+
+    outs = handle_guarded(STAGE, event, step)
+    return (found[0] if found else Routed()), outs
 
 
 def _refusal(event, reason: str) -> tuple[str, dict]:
