@@ -100,13 +100,16 @@ class DomainTable:
         """Source partition -> the highest offset routed: a re-forwarded event is not routed again."""
         self._specs = None
         self._dirty: set[str] = set()
+        self._groups: dict[str, dict] = {"profile": self.profiles, "quota": self.quotas, "node": self.nodes,
+                                         "pod": self.pods, "stored": self.stored, "source": self.source_offsets}
+        """Entry group -> its map: an entry's key is ``group/name``."""
 
     # -- persistence ---------------------------------------------------------------
 
     @classmethod
     def restore(cls, partition: int, entries: Mapping[str, object]) -> "DomainTable":
         table = cls(partition)
-        maps = table._maps()
+        maps = table._groups
         for key, value in entries.items():
             group, _, name = key.partition("/")
             if group == "stored":
@@ -116,7 +119,7 @@ class DomainTable:
 
     def take_changes(self) -> dict[str, object]:
         """Entries changed since the last call (None = removed)."""
-        maps, changes = self._maps(), {}
+        maps, changes = self._groups, {}
         for key in sorted(self._dirty):
             group, _, name = key.partition("/")
             value = maps[group].get(name)
@@ -126,12 +129,8 @@ class DomainTable:
         self._dirty = set()
         return changes
 
-    def _maps(self) -> dict[str, dict]:
-        return {"profile": self.profiles, "quota": self.quotas, "node": self.nodes, "pod": self.pods,
-                "stored": self.stored, "source": self.source_offsets}
-
     def _set(self, group: str, name: str, value) -> None:
-        target = self._maps()[group]
+        target = self._groups[group]
         if value is None:
             target.pop(name, None)
         else:

@@ -18,14 +18,13 @@ import dataclasses
 import faust
 
 from streams import routing
-from streams.agents.inbox import forget_on_rebalance, handle_guarded, inbox_batches, write_as
-from streams.agents.journal import Journal
+from streams.agents.inbox import handle_guarded, inbox_batches, write_as
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.states import JournaledStates
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.deadletter import dead_letter_record
 from streams.domains import EVERY_DOMAIN, DomainTable, Routed
-from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -37,25 +36,9 @@ def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec(routing.ROUTING_INBOX)
     scheduling = raw_topic(app, topology.name(routing.SCHEDULING_INBOX))
     outputs = {schema: raw_topic(app, topology.name(OUTPUT_TOPICS[schema])) for schema in ("DeadLetter", "Ack")}
-    table = app.Table("routing-state", partitions=inbox_spec.partitions)
-    """Values are JSON (Faust's table default): internal state, not a public contract."""
     batches = Batches(app)
-    batches.track_changelog(table)
-    tables: dict[int, DomainTable] = {}
-    journals: dict[int, Journal] = {}
-
-    def load(partition: int) -> DomainTable:
-        if partition not in tables:
-            journals[partition] = Journal(table, f"{partition}{SEPARATOR}")
-            tables[partition] = DomainTable.restore(partition, journals[partition].restore())
-        return tables[partition]
-
-    @app.timer(interval=TABLE_SIZE_INTERVAL_S)
-    async def table_size() -> None:
-        TABLE_ENTRIES.labels("routing-state").set(len(table))
-
-    forget_on_rebalance(app, tables)
-    forget_on_rebalance(app, journals)
+    states = JournaledStates(app, "routing-state", inbox_spec.partitions, batches,
+                             lambda partition: f"{partition}{SEPARATOR}", DomainTable.restore)
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-domains")
     async def route(stream):
@@ -65,7 +48,7 @@ def register(app: faust.App, topology: Topology) -> None:
             for _, event, faust_event in batch:
                 message = faust_event.message
                 partition = event.causation.inbox_partition
-                state = load(partition)
+                state, journal = states.load(partition)
                 envelope = Envelope(message.value, event.ack)
                 routed, outs = _route_guarded(state, event, envelope)
                 source = (message.topic, message.partition)
@@ -77,7 +60,7 @@ def register(app: faust.App, topology: Topology) -> None:
                     pending.append(await batches.send(scheduling, forward.domain.encode(), value, source))
                 acked_by_domain = event.ack and any(f.ack for f in routed.forwards)
                 caused.append((dataclasses.replace(event, ack=False) if acked_by_domain else event, outs))
-                touched[partition] = (state, journals[partition], faust_event)
+                touched[partition] = (state, journal, faust_event)
             for future in pending:
                 await future
             await send_outputs(batches, outputs, STAGE, routing.ROUTING_INBOX, caused)

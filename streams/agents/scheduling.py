@@ -20,12 +20,12 @@ import gc
 
 import faust
 
-from streams.agents.inbox import forget_on_rebalance, handle_guarded, inbox_batches, write_as
-from streams.agents.journal import Journal
+from streams.agents.inbox import handle_guarded, inbox_batches, write_as
+from streams.agents.states import JournaledStates
 from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
-from streams.metrics import PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats
+from streams.metrics import PLUGIN_STATS_INTERVAL_S, export_plugin_stats
 from streams.scheduler.domain import SchedulingDomain
 from streams.topology import Topology
 
@@ -36,44 +36,34 @@ SEPARATOR = "|"
 def register(app: faust.App, topology: Topology) -> None:
     inbox_spec = topology.spec("inbox-scheduling")
     outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
-    table = app.Table("scheduling-state", partitions=inbox_spec.partitions)
-    """Values are JSON (Faust's table default): internal state, not a public contract."""
     batches = Batches(app)
-    batches.track_changelog(table)
-    domains: dict[str, SchedulingDomain] = {}
-    journals: dict[str, Journal] = {}
-
-    def load(domain: str) -> SchedulingDomain:
-        if domain not in domains:
-            journals[domain] = Journal(table, domain + SEPARATOR)
-            domains[domain] = SchedulingDomain.restore(domain, journals[domain].restore())
-            gc.freeze()
-        return domains[domain]
-
-    @app.timer(interval=TABLE_SIZE_INTERVAL_S)
-    async def table_size() -> None:
-        TABLE_ENTRIES.labels("scheduling-state").set(len(table))
+    states = JournaledStates(app, "scheduling-state", inbox_spec.partitions, batches, lambda domain: domain + SEPARATOR,
+                             _restore)
 
     @app.timer(interval=PLUGIN_STATS_INTERVAL_S)
     async def plugin_stats() -> None:
-        for state in domains.values():
+        for state in states.cores():
             for framework in state.frameworks.values():
                 export_plugin_stats(framework.stats)
-
-    forget_on_rebalance(app, domains)
-    forget_on_rebalance(app, journals)
 
     @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
     async def schedule(stream):
         async for batch in inbox_batches(app, topology, "inbox-scheduling", stream, outputs["DeadLetter"], STAGE, batches):
             caused, touched = [], {}
             for domain, event, faust_event in batch:
-                state = load(domain)
+                state, journal = states.load(domain)
                 caused.append((event, handle_guarded(STAGE, event, state.handle)))
-                touched[domain] = (state, journals[domain], faust_event)
+                touched[domain] = (state, journal, faust_event)
             await send_outputs(batches, outputs, STAGE, "inbox-scheduling", caused)
-            # The states of this batch, not load(): a rebalance during the send empties the cache, and a
+            # The states of this batch, not states.load(): a rebalance during the send empties the cache, and a
             # state loaded again would have none of the batch's changes to write.
             for state, journal, faust_event in touched.values():
                 write_as(faust_event)
                 journal.write(state.take_changes())
+
+
+def _restore(domain: str, entries: dict) -> SchedulingDomain:
+    """The domain's core from its entries, its long-lived objects then moved out of the collector's way."""
+    state = SchedulingDomain.restore(domain, entries)
+    gc.freeze()
+    return state

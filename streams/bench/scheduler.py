@@ -21,7 +21,6 @@ reservation are counted).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import time
 from datetime import datetime, timezone
@@ -53,16 +52,14 @@ def domain_names(count: int, partitions: int) -> list[str]:
     """``count`` tree ids whose scheduling-inbox partitions (the producer's default partitioner) differ while
     partitions last, so that the domains can land on different workers."""
     partitioner, all_partitions = DefaultPartitioner(), list(range(partitions))
-    names, used = [], set()
-    for index in itertools.count():
-        name = f"bench-{index}"
+    names, used, index = [], set(), 0
+    while len(names) < count:
+        name, index = f"bench-{index}", index + 1
         partition = partitioner(name.encode(), all_partitions, all_partitions)
         if partition not in used or len(used) == partitions:
             names.append(name)
             used.add(partition)
-        if len(names) == count:
-            return names
-    raise AssertionError("unreachable")
+    return names
 
 
 def profile_manifest(tree: str) -> dict:
