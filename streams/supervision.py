@@ -29,7 +29,8 @@ _PR_SET_PDEATHSIG = 1
 
 
 def child_preexec() -> None:
-    """Run in the child between fork and exec: die with the parent."""
+    """Run in the child between fork and exec: die with the parent. The kernel signals the child when the
+    parent *thread* that forked it ends, so spawn from a thread that outlives the child (the main one)."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from typing import Callable
 
 import faust
 
@@ -50,7 +51,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 partition = event.causation.inbox_partition
                 state, journal = states.load(partition)
                 envelope = Envelope(message.value, event.ack)
-                routed, outs = _route_guarded(state, event, envelope)
+                routed, outs = route_guarded(state, event, envelope.stored)
                 source = (message.topic, message.partition)
                 for domain, stored in routed.catch_up:
                     pending.append(await batches.send(scheduling, domain.encode(), base64.b64decode(stored.envelope),
@@ -88,13 +89,14 @@ class Envelope:
         return base64.b64encode(self.forward(ack=False)).decode()
 
 
-def _route_guarded(state: DomainTable, event, envelope: Envelope) -> tuple[Routed, list[tuple[str, dict]]]:
+def route_guarded(state: DomainTable, event, stored: Callable[[], str]) -> tuple[Routed, list[tuple[str, dict]]]:
     """Where ``state`` routes ``event``, and its outputs (a refusal's dead letter); if the table fails on the
-    event, it goes nowhere and its outputs are that failure's dead letter (``handle_guarded``)."""
+    event, it goes nowhere and its outputs are that failure's dead letter (``handle_guarded``). ``stored``
+    gives the envelope an every-domain object is kept as (``Envelope.stored``); the replay keeps none."""
     found: list[Routed] = []
 
     def step(event) -> list[tuple[str, dict]]:
-        routed = state.route(event, envelope.stored() if event.kind in EVERY_DOMAIN else "")
+        routed = state.route(event, stored() if event.kind in EVERY_DOMAIN else "")
         found.append(routed)
         return [_refusal(event, routed.refused)] if routed.refused else []
 

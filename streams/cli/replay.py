@@ -1,4 +1,4 @@
-"""``koord replay scheduling|node``: audit an aggregate by re-running its inbox, or ask what-if.
+"""``koord replay scheduling|node|routing``: audit an aggregate by re-running its inbox, or ask what-if.
 
 Audit: the inbox is read back from the broker (to the Fetch high watermark),
 run through the pure core from its first record (``streams.replay.run``),
@@ -12,6 +12,9 @@ the last inbox records.
 What-if (``--config FILE``): the same inbox under another configuration,
 compared with the replay of the unchanged inbox (``streams.replay.whatif``);
 nothing is written to any topic.
+
+Routing: the domain router's inbox through fresh ``DomainTable`` s, its routes compared with the
+scheduling inbox (``streams.replay.routes``).
 
 The node aggregate is configured from the environment as the worker is
 (``NodeAggregateSettings.from_environment``): replaying signed actuations
@@ -32,7 +35,7 @@ from streams.agents.outputs import OUTPUT_TOPICS
 from streams.cli import context
 from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.objects import ManifestError
-from streams.replay import run, whatif
+from streams.replay import routes, run, whatif
 from streams.replay.compare import Report, compare_by_schema, total
 from streams.replay.reader import read_topic
 
@@ -40,8 +43,8 @@ SETTLE_POLL_S = 1.0
 
 
 @click.command()
-@click.argument("aggregate", type=click.Choice([run.SCHEDULING, run.NODE]))
-@click.option("--domain", default=None, help="scheduling: only this scheduling domain.")
+@click.argument("aggregate", type=click.Choice([run.SCHEDULING, run.NODE, routes.ROUTING]))
+@click.option("--domain", default=None, help="scheduling, routing: only this scheduling domain.")
 @click.option("--node", default=None, help="node: only this node (its inbox partition is replayed whole).")
 @click.option("--from", "start", default=None,
               help="Compare the outputs of inbox events from this ISO time, epoch ms, or inbox offset on.")
@@ -55,9 +58,15 @@ SETTLE_POLL_S = 1.0
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 def replay(aggregate: str, domain: str | None, node: str | None, start: str | None, end: str | None,
            config_file: str | None, settle: float, show: int, output: str) -> None:
-    """Replay an aggregate's inbox and compare with what it recorded, or run a what-if with --config."""
+    """Replay an aggregate's inbox and compare with what it recorded, or run a what-if with --config;
+    ``routing`` replays the domain router and compares its routes with the scheduling inbox."""
+    if aggregate == routes.ROUTING:
+        if node is not None or start or end or config_file:
+            raise click.UsageError("`replay routing` takes --domain, --settle, --show and -o only")
+        _replay_routing(domain, settle, show, output)
+        return
     if domain is not None and aggregate != run.SCHEDULING:
-        raise click.UsageError("--domain applies to `replay scheduling`")
+        raise click.UsageError("--domain applies to `replay scheduling` and `replay routing`")
     if node is not None and aggregate != run.NODE:
         raise click.UsageError("--node applies to `replay node`")
     try:
@@ -108,6 +117,49 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
     else:
         _print_audit(header, reports, overall, replayed, show)
     if not overall.ok:
+        raise SystemExit(1)
+
+
+def _replay_routing(domain: str | None, settle: float, show: int, output: str) -> None:
+    """The domain router's audit (``streams.replay.routes``): exits 1 unless every domain's routes match."""
+    config = context.settings()
+    bootstrap, topology = context.bootstrap(config), context.topology(config)
+    inbox, scheduling = topology.name(routing.ROUTING_INBOX), topology.name(routing.SCHEDULING_INBOX)
+    records = asyncio.run(read_topic(bootstrap, inbox))
+    incarnation, ends = asyncio.run(_inbox_context(bootstrap, inbox, topology))
+    events, undecodable = run.decode(records, InboxReader.of(topology, routing.ROUTING_INBOX, incarnation), ends)
+    replayed = routes.replay(events, domain)
+    reader = InboxReader.of(topology, routing.SCHEDULING_INBOX, asyncio.run(inbox_incarnation(bootstrap, scheduling)))
+    deadline = time.monotonic() + settle
+    while True:
+        held = run.decode(asyncio.run(read_topic(bootstrap, scheduling)), reader)[0]
+        reports = routes.compare(replayed, routes.recorded(held, domain))
+        ok = all(report.ok for report in reports.values())
+        if ok or time.monotonic() >= deadline:
+            break
+        time.sleep(SETTLE_POLL_S)
+    if domain is not None and domain not in reports:
+        raise click.ClickException(f"the domain router sent nothing to domain {domain!r}")
+    header = {"aggregate": routes.ROUTING, "inbox": inbox, "events": replayed.events, "undecodable": len(undecodable),
+              "deadLetters": replayed.dead_letters, "domain": domain}
+    if output == "json":
+        click.echo(json.dumps({**header, "domains": {d: r.to_dict() for d, r in reports.items()}, "ok": ok},
+                              indent=2))
+    else:
+        scope = f", domain {domain}" if domain else ""
+        click.echo(f"replay routing: {inbox}, {replayed.events} events ({len(undecodable)} undecodable, "
+                   f"{replayed.dead_letters} refused){scope}; routes compared with {scheduling}")
+        _table([("DOMAIN", "REPRODUCED", "MISSING", "EXTRA", "OUT OF ORDER")] + [
+            (d, str(r.reproduced), str(len(r.missing)), str(len(r.extra)),
+             ",".join(map(str, r.out_of_order)) or "-") for d, r in reports.items()])
+        for d, report in reports.items():
+            for label, found in (("missing (replayed, not held)", report.to_dict()["missingRoutes"]),
+                                 ("extra (held, not replayed)", report.to_dict()["extraRoutes"])):
+                if found:
+                    more = f" ... and {len(found) - show} more" if len(found) > show else ""
+                    click.echo(f"\n{d}: {label}: {', '.join(found[:show])}{more}")
+        click.echo("\nOK: every route reproduced" if ok else "\nFAILED: the routes do not match")
+    if not ok:
         raise SystemExit(1)
 
 

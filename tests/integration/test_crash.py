@@ -190,6 +190,7 @@ def crash_run(request, tmp_path_factory):
             row_count = session.scalar(select(func.count()).select_from(Decision))
         replayed = {domain: cluster.koord("replay", "scheduling", "--domain", domain, "-o", "json")
                     for domain in (DEFAULT_DOMAIN, tree)}
+        routes = cluster.koord("replay", "routing", "-o", "json")
         ids = collections.Counter(d["decisionId"] for d in recorded)
         restarted_outputs = scheduling_outputs(cluster, victim)
         print(f"\ncrash run ({broker_kind}, {guarantee}): killed {victim} after {decided}; {survivor} took over "
@@ -200,7 +201,7 @@ def crash_run(request, tmp_path_factory):
         yield {
             "victim": victim, "decided_before_kill": decided, "recorded": recorded, "rows": rows,
             "row_count": row_count, "pods": queries.get_pods(engine, namespace=NAMESPACE),
-            "replay": replayed, "restarted_outputs": restarted_outputs, "skipped": skipped,
+            "replay": replayed, "routes": routes, "restarted_outputs": restarted_outputs, "skipped": skipped,
             "guarantee": guarantee, "copies": repeated,
         }
     finally:
@@ -246,6 +247,13 @@ def test_replay_reproduces_each_domain_across_the_crash(crash_run):
         assert result.returncode == 0, domain + result.stdout[-3000:] + result.stderr[-3000:]
         report = json.loads(result.stdout)
         assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS // 2, domain
+
+
+def test_replay_reproduces_the_domain_routers_routes_across_the_crash(crash_run):
+    result = crash_run["routes"]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    domains = json.loads(result.stdout)["domains"]
+    assert sum(report["reproduced"] for report in domains.values()) >= PODS + NODES
 
 
 def test_the_killed_worker_had_decided_and_decides_again_after_its_restart(crash_run):

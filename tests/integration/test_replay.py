@@ -147,6 +147,12 @@ def test_replay_scheduling_reproduces_every_decision(cluster, recorded, tmp_path
     assert report["ok"]
 
 
+def test_replay_routing_reproduces_every_route(cluster, recorded):
+    report = replay_json(cluster, "routing")
+    assert report["ok"], report
+    assert report["domains"]["default"]["reproduced"] >= PODS + NODES
+
+
 def test_replay_node_reproduces_every_node_resource(cluster, recorded):
     report = replay_json(cluster, "node")
     total = report["total"]
