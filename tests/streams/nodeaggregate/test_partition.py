@@ -10,7 +10,7 @@ import pytest
 
 from streams.nodeaggregate import node as aggregate
 from streams.nodeaggregate import statecodec
-from streams.nodeaggregate.partition import CONFIG_KEY, CONFIG_OBJECT_KEY, NodePartition
+from streams.nodeaggregate.partition import CONFIG_KEY, CONFIG_OBJECT_KEY, DECODED_STATES, NodePartition
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from tests.streams.noderesource.support import (
     G, MINUTE, NOW, configmap, decision, event, fixture_a_metric, metric_record, node_record, pod_usage, tick,
@@ -52,9 +52,9 @@ def _history() -> list:
 class Shell:
     """Drives a partition as the agent does: apply an event, then write the changes taken into the table."""
 
-    def __init__(self) -> None:
+    def __init__(self, decoded_states: int = DECODED_STATES) -> None:
         self.table: dict[str, bytes] = {}
-        self.partition = NodePartition(DEFAULT_SETTINGS, self.table)
+        self.partition = NodePartition(DEFAULT_SETTINGS, self.table, decoded_states=decoded_states)
 
     def restart(self) -> None:
         """A new partition on the table as written, as a worker that restarts or takes over has."""
@@ -78,8 +78,9 @@ def _without_due(table: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def _every_node_every_tick(events: list) -> tuple[list, dict]:
-    """The reference: ``node.handle`` on every node for every tick."""
-    shell = Shell()
+    """The reference: ``node.handle`` on every node for every tick. It writes the table itself, so its
+    partition keeps no state decoded."""
+    shell = Shell(decoded_states=0)
     outputs = []
     for ev in events:
         if ev.kind != "Tick":
@@ -103,6 +104,33 @@ def test_skipping_ticks_gives_the_outputs_and_states_of_recalculating_every_node
     assert _without_due(shell.table) == _without_due(expected_table)
     published = [record["nodeName"] for schema, record in outputs if schema == "NodeResource"]
     assert {"stale", "predicted", "reported"} <= set(published)
+
+
+@pytest.mark.parametrize("decoded_states", [0, 2])
+def test_states_kept_decoded_decide_as_states_decoded_from_the_table(decoded_states):
+    """Keeping states decoded is invisible: the outputs and entries are those of decoding every state from its
+    entry on every event, whether every node, some or none fit."""
+    events = _history()
+    kept, decoded = Shell(), Shell(decoded_states=decoded_states)
+    for ev in events:
+        assert kept.apply(ev) == decoded.apply(ev)
+        assert kept.table == decoded.table
+    assert set(kept.partition._decoded) == set(NODES)
+    assert len(decoded.partition._decoded) == decoded_states
+
+
+def test_a_state_changed_by_several_events_is_written_once_with_its_last_bytes():
+    partition = NodePartition(DEFAULT_SETTINGS)
+    for ev in (event("Node", "n1", node_record(name="n1"), ts=NOW),
+               event("SchedulingDecision", "n1", decision("podA", node_name="n1"), ts=NOW),
+               event("SchedulingDecision", "n1", decision("podB", node_name="n1"), ts=NOW)):
+        partition.apply(ev)
+
+    changes = partition.take_changes()
+
+    assert list(changes) == ["n1"]
+    assert set(statecodec.load_state(changes["n1"]).pods) == {"test/podA", "test/podB"}
+    assert partition.take_changes() == {}
 
 
 @pytest.mark.parametrize("minutes, due", [(1, False), (5, True)])
