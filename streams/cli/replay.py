@@ -82,9 +82,7 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
     config = context.settings()
     bootstrap, topology = context.bootstrap(config), context.topology(config)
     inbox = topology.name(run.INBOX_IDS[aggregate])
-    records = asyncio.run(read_topic(bootstrap, inbox))
-    incarnation, ends = asyncio.run(_inbox_context(bootstrap, inbox, topology))
-    events, undecodable = run.decode(records, InboxReader.of(topology, run.INBOX_IDS[aggregate], incarnation), ends)
+    events, undecodable = asyncio.run(_read_inbox(bootstrap, topology, run.INBOX_IDS[aggregate]))
     if domain is not None and not any(key == domain for key, _ in events):
         raise click.ClickException(f"the inbox {inbox} holds no record of domain {domain!r}")
     if node is not None and not run.partitions_of(events, node):
@@ -125,9 +123,7 @@ def _replay_routing(domain: str | None, settle: float, show: int, output: str) -
     config = context.settings()
     bootstrap, topology = context.bootstrap(config), context.topology(config)
     inbox, scheduling = topology.name(routing.ROUTING_INBOX), topology.name(routing.SCHEDULING_INBOX)
-    records = asyncio.run(read_topic(bootstrap, inbox))
-    incarnation, ends = asyncio.run(_inbox_context(bootstrap, inbox, topology))
-    events, undecodable = run.decode(records, InboxReader.of(topology, routing.ROUTING_INBOX, incarnation), ends)
+    events, undecodable = asyncio.run(_read_inbox(bootstrap, topology, routing.ROUTING_INBOX))
     replayed = routes.replay(events, domain)
     reader = InboxReader.of(topology, routing.SCHEDULING_INBOX, asyncio.run(inbox_incarnation(bootstrap, scheduling)))
     deadline = time.monotonic() + settle
@@ -153,8 +149,9 @@ def _replay_routing(domain: str | None, settle: float, show: int, output: str) -
             (d, str(r.reproduced), str(len(r.missing)), str(len(r.extra)),
              ",".join(map(str, r.out_of_order)) or "-") for d, r in reports.items()])
         for d, report in reports.items():
-            for label, found in (("missing (replayed, not held)", report.to_dict()["missingRoutes"]),
-                                 ("extra (held, not replayed)", report.to_dict()["extraRoutes"])):
+            described = report.to_dict()
+            for label, found in (("missing (replayed, not held)", described["missingRoutes"]),
+                                 ("extra (held, not replayed)", described["extraRoutes"])):
                 if found:
                     more = f" ... and {len(found) - show} more" if len(found) > show else ""
                     click.echo(f"\n{d}: {label}: {', '.join(found[:show])}{more}")
@@ -163,12 +160,15 @@ def _replay_routing(domain: str | None, settle: float, show: int, output: str) -
         raise SystemExit(1)
 
 
-async def _inbox_context(bootstrap: str, inbox: str, topology) -> tuple[str, dict[tuple[str, int], int]]:
-    """The inbox's incarnation token (part of every decision id) and the end offsets of the source
-    partitions, as the live aggregates use them."""
+async def _read_inbox(bootstrap: str, topology, inbox_id: str) -> tuple[list, list]:
+    """The inbox's events and undecodable records, decoded as the live aggregates decode them: with the
+    inbox's incarnation token (part of every decision id) and the end offsets of the source partitions."""
+    inbox = topology.name(inbox_id)
     sources = [(topology.name(source), partition) for source in sorted(routing.KIND_BY_SOURCE)
                for partition in range(topology.spec(source).partitions)]
-    return await inbox_incarnation(bootstrap, inbox), await kafka.read_end_offsets(bootstrap, sources)
+    records = await read_topic(bootstrap, inbox)
+    incarnation, ends = await inbox_incarnation(bootstrap, inbox), await kafka.read_end_offsets(bootstrap, sources)
+    return run.decode(records, InboxReader.of(topology, inbox_id, incarnation), ends)
 
 
 def _print_audit(header: dict, reports: dict[str, Report], overall: Report, replayed: dict[str, list[dict]],
