@@ -230,6 +230,9 @@ class HistogramSet:
     references: tuple[int | None, ...] = ()
     cache: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Segment layout of ``keys`` (reused while the keys array is the same object); not persisted."""
+    encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+    """Memo of ``to_bytes``: a node state is encoded after every change, its histograms only change when it
+    trains; not persisted."""
 
     def __post_init__(self) -> None:
         if not self.references:
@@ -344,6 +347,8 @@ class HistogramSet:
     def to_bytes(self) -> bytes:
         """Per family its reference and histogram count; then each histogram's slot and entry count
         (``uint8``), each entry's bucket (``uint8``) and weight (``float32``)."""
+        if self.encoded:
+            return self.encoded[0]
         families = len(self.families)
         keys = self.keys
         family_of = (keys >> 16).astype(np.int64)
@@ -354,8 +359,10 @@ class HistogramSet:
         segments = np.bincount(family_of[first], minlength=families) if len(keys) else np.zeros(families, np.int64)
         header = struct.pack(f"<{families}q{families}H", *(-1 if r is None else r for r in self.references),
                              *segments.tolist())
-        return b"".join((header, (segment[first] & 0xFF).astype(np.uint8).tobytes(), counts.astype(np.uint8).tobytes(),
+        data = b"".join((header, (segment[first] & 0xFF).astype(np.uint8).tobytes(), counts.astype(np.uint8).tobytes(),
                          (keys & 0xFF).astype(np.uint8).tobytes(), self.weights.tobytes()))
+        self.encoded.append(data)
+        return data
 
     @classmethod
     def from_bytes(cls, families: tuple[Family, ...], data: bytes, offset: int = 0) -> tuple[HistogramSet, int]:
