@@ -16,12 +16,12 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams import kafka, supervision
+from streams import kafka, routing, supervision
 from streams.broker import local
 from streams.broker.tansu_workarounds import true_highwaters
 from streams.settings import Settings
@@ -104,69 +104,86 @@ def _wait_ready(worker, log: Path, timeout_s: float) -> None:
     raise TimeoutError(f"worker not ready in {timeout_s:.0f}s")
 
 
-async def wait_caught_up(bootstrap: str, topic: str, group: str, settle_s: float = 1.0, timeout_s: float = 300,
-                         stall_s: float = STALL_TIMEOUT_S) -> float:
-    """Until ``group`` has committed every record of ``topic`` and no new record came for ``settle_s``;
-    returns the ``time.monotonic()`` at which it was first seen caught up (within the 0.2 s poll).
-    Raises TimeoutError after ``timeout_s``, or earlier when the group is behind and its committed
-    offsets have not moved for ``stall_s``."""
+async def wait_caught_up(bootstrap: str, chain: Sequence[str], group: str, timeout_s: float = 300,
+                         stall_s: float = STALL_TIMEOUT_S) -> dict[str, float]:
+    """Until ``group`` has committed every record of every topic of ``chain`` (topics in the order records flow
+    through them); returns, per topic, the ``time.monotonic()`` of the first poll (every 0.2 s) that found
+    it and every topic before it committed.
+
+    A poll reads the committed offsets first and the high watermarks after: an agent commits an event only
+    once its outputs are delivered, so when the committed offsets of a chain's topics reach high watermarks
+    read later, nothing of it was in flight at the first read. One poll reads every topic: waiting for one
+    topic after another added each wait's start-up and settling to the figures (2.5 s a topic). A Tick
+    (one into every inbox every 10 s) holds a topic back until it is committed. Raises TimeoutError after
+    ``timeout_s``, or earlier when the group is behind and its committed offsets have not moved for
+    ``stall_s``."""
     consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), group_id=None,
                                 enable_auto_commit=False)
     admin = AIOKafkaAdminClient(**kafka.client_settings(bootstrap))
     await consumer.start()
     await admin.start()
     try:
-        partitions = await kafka.partitions_for(consumer, topic)
-        tps = [TopicPartition(topic, p) for p in partitions]
+        by_topic = {topic: [TopicPartition(topic, p) for p in await kafka.partitions_for(consumer, topic)]
+                    for topic in chain}
+        tps = [tp for topic_tps in by_topic.values() for tp in topic_tps]
         consumer.assign(tps)
         started = time.monotonic()
         deadline = started + timeout_s
-        stable_since, last = None, None
-        progress, progress_at = -1, started
+        through: dict[str, float] = {}
+        progress, progress_at, behind = -1, started, None
         while time.monotonic() < deadline:
-            highwaters = await fetch_highwaters(consumer, tps)
+            read_at = time.monotonic()
             committed = await admin.list_consumer_group_offsets(group, partitions=tps)
+            highwaters = await fetch_highwaters(consumer, tps)
             offsets = {tp: max(committed[tp].offset if committed.get(tp) else 0, 0) for tp in tps}
-            done = all(offsets[tp] >= highwaters[tp] for tp in tps)
-            if sum(offsets.values()) != progress:
-                progress, progress_at = sum(offsets.values()), time.monotonic()
-            elif not done and time.monotonic() - progress_at >= stall_s:
-                raise TimeoutError(
-                    f"{group} stalled on {topic}: its committed offsets did not move for {stall_s:.0f}s "
-                    f"({progress} of {sum(highwaters.values())} records committed, "
-                    f"{time.monotonic() - started:.0f}s after the wait began)")
-            if done and highwaters == last:
-                if stable_since is None:
-                    stable_since = time.monotonic()
-                elif time.monotonic() - stable_since >= settle_s:
-                    return stable_since
+            behind = sum(max(highwaters[tp] - offsets[tp], 0) for tp in tps)
+            for topic in chain:
+                if any(offsets[tp] < highwaters[tp] for tp in by_topic[topic]):
+                    break
+                through.setdefault(topic, read_at)
             else:
-                stable_since = None
-            last = highwaters
+                return through
+            if sum(offsets.values()) != progress:
+                progress, progress_at = sum(offsets.values()), read_at
+            elif read_at - progress_at >= stall_s:
+                raise TimeoutError(
+                    f"{group} stalled on {', '.join(chain)}: its committed offsets did not move for {stall_s:.0f}s "
+                    f"({behind} records behind, {read_at - started:.0f}s after the wait began)")
             await asyncio.sleep(0.2)
-        raise TimeoutError(f"{group} did not catch up with {topic} in {timeout_s:.0f}s "
-                           f"({progress} of {sum(last.values()) if last else '?'} records committed)")
+        raise TimeoutError(f"{group} did not catch up with {', '.join(chain)} in {timeout_s:.0f}s "
+                           f"({behind if behind is not None else '?'} records behind)")
     finally:
         await consumer.stop()
         await admin.close()
 
 
+PRODUCED = ("ticks", "nodeusages", "noderesources")
+"""Router sources the worker writes itself (the ticks every 10 s)."""
+
+
+def _path(harness: Harness) -> list[str]:
+    """The topics an input passes on its way into the scheduling domain, in that order: the router's sources
+    (the decisions included, which the benchmarks write for pods already bound), the node inbox, the node
+    aggregate's outputs the router reads, the domain router's inbox and the scheduling inbox."""
+    name = harness.topology.name
+    sources = [name(topic_id) for topic_id in sorted(routing.KIND_BY_SOURCE) if topic_id not in PRODUCED]
+    return [*sources, name("inbox-node"), name("nodeusages"), name("noderesources"), name("inbox-routing"),
+            name("inbox-scheduling")]
+
+
 async def wait_scheduled(harness: Harness, timeout_s: float = 300) -> float:
-    """Until the domain router's inbox and then the scheduling inbox are committed; returns when the
-    scheduling inbox was first seen caught up."""
-    names, group = harness.topology.names(), harness.topology.app_id
-    await wait_caught_up(harness.bootstrap, names["inbox-routing"], group, settle_s=0, timeout_s=timeout_s)
-    return await wait_caught_up(harness.bootstrap, names["inbox-scheduling"], group, timeout_s=timeout_s)
+    """Until every input sent so far is committed all the way into the scheduling domain (``_path``); returns
+    when it was first seen so."""
+    path = _path(harness)
+    return (await wait_caught_up(harness.bootstrap, path, harness.topology.app_id, timeout_s=timeout_s))[path[-1]]
 
 
 async def wait_through_scheduling(harness: Harness, timeout_s: float = 300) -> tuple[float, float]:
-    """Until a NodeMetric's whole path into the scheduling domain is committed: the node inbox, the
-    NodeUsages the node aggregate wrote (forwarded by the router), the domain router's inbox and the
-    scheduling inbox. Returns when the node inbox and when the scheduling inbox were first seen caught up."""
-    names, group = harness.topology.names(), harness.topology.app_id
-    node = await wait_caught_up(harness.bootstrap, names["inbox-node"], group, timeout_s=timeout_s)
-    await wait_caught_up(harness.bootstrap, names["nodeusages"], group, settle_s=0, timeout_s=timeout_s)
-    return node, await wait_scheduled(harness, timeout_s)
+    """As ``wait_scheduled``; returns when the node inbox (and every source before it) and when the whole
+    path were first seen committed."""
+    path = _path(harness)
+    through = await wait_caught_up(harness.bootstrap, path, harness.topology.app_id, timeout_s=timeout_s)
+    return through[harness.topology.name("inbox-node")], through[path[-1]]
 
 
 async def fetch_highwaters(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> dict:
