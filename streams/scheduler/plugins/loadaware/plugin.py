@@ -122,9 +122,13 @@ class LoadAwareScheduling:
             self._publish(name, static=True, metric=True)
         for name in sorted(cluster.metrics):
             self._on_metric(name, cluster.metrics[name])
+        assigned = set()
         for key in sorted(cluster.assignment):
             node = cluster.assignment[key]
-            self._assign(key, cluster.pods[key], node, cluster.assigned_at.get(key, 0))
+            self._assign(key, cluster.pods[key], node, cluster.assigned_at.get(key, 0), publish=False)
+            assigned.add(node)
+        for name in sorted(assigned):
+            self._publish(name)
 
     def close(self) -> None:
         self.cluster.columns.detach(self.owner)
@@ -189,7 +193,9 @@ class LoadAwareScheduling:
             return timestamp + after_scheduled * 1000
         return None
 
-    def _assign(self, key: str, pod: PodInfo, node: str, at_ms: int) -> None:
+    def _assign(self, key: str, pod: PodInfo, node: str, at_ms: int, publish: bool = True) -> None:
+        """Count the pod's estimate on the node; ``publish``: write the node's columns (a restore writes each
+        node's once, after all its pods)."""
         if pod.phase in ("Succeeded", "Failed"):
             return
         vector = self._vec(self._estimate(pod))
@@ -203,7 +209,8 @@ class LoadAwareScheduling:
         load.pods[key] = assigned
         if load.metric:
             load.apply(assigned, 1)
-        self._publish(node)
+        if publish:
+            self._publish(node)
 
     def _on_metric(self, node: str, record: Mapping | None) -> None:
         self._load(node).set_metric(record, self._vec, self.args.prod_usage_include_sys)
