@@ -4,7 +4,9 @@ The file is the single source of topic names, partition counts and configs.
 Code refers to topics by their ``id``; :class:`Topology` maps ids to names.
 Applying creates what is missing and reports drift (partition count,
 replication factor, configs) without changing existing topics: partition
-changes and config rewrites are operator decisions.
+changes and config rewrites are operator decisions (an operator may have
+raised a retention on purpose), so for configs it prints the command that
+sets just the file's values.
 """
 
 from __future__ import annotations
@@ -88,11 +90,21 @@ class Plan:
     create: tuple[TopicSpec, ...]
     drift: tuple[str, ...]
     in_sync: tuple[str, ...]
+    set_configs: tuple[tuple[str, dict[str, str]], ...] = ()
+    """Per drifted topic, the configs of the file it lacks: what an operator would set."""
+
+
+def alter_command(bootstrap: str, topic: str, configs: dict[str, str]) -> str:
+    """The ``kafka-configs.sh`` command that sets ``configs`` on ``topic`` and leaves its other configs as
+    they are (a value holding commas goes in brackets, as the tool wants)."""
+    pairs = ",".join(f"{key}=[{value}]" if "," in value else f"{key}={value}" for key, value in configs.items())
+    return (f"kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type topics --entity-name {topic} "
+            f"--add-config {pairs}")
 
 
 def plan(topology: Topology, existing: dict[str, ExistingTopic]) -> Plan:
     """Compare the file with the broker: what to create, what drifted."""
-    create, drift, in_sync = [], [], []
+    create, drift, in_sync, set_configs = [], [], [], []
     for spec in topology.topics:
         have = existing.get(spec.name)
         if have is None:
@@ -103,14 +115,15 @@ def plan(topology: Topology, existing: dict[str, ExistingTopic]) -> Plan:
             problems.append(f"partitions {have.partitions} (want {spec.partitions})")
         if have.replication_factor != spec.replication_factor:
             problems.append(f"replication factor {have.replication_factor} (want {spec.replication_factor})")
-        for key, want in sorted(spec.configs.items()):
-            if have.configs.get(key) != want:
-                problems.append(f"{key}={have.configs.get(key)!r} (want {want!r})")
+        missing = {key: want for key, want in sorted(spec.configs.items()) if have.configs.get(key) != want}
+        problems += [f"{key}={have.configs.get(key)!r} (want {want!r})" for key, want in missing.items()]
+        if missing:
+            set_configs.append((spec.name, missing))
         if problems:
             drift.append(f"{spec.name}: " + ", ".join(problems))
         else:
             in_sync.append(spec.name)
-    return Plan(tuple(create), tuple(drift), tuple(in_sync))
+    return Plan(tuple(create), tuple(drift), tuple(in_sync), tuple(set_configs))
 
 
 async def describe(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, ExistingTopic]:

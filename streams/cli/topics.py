@@ -55,6 +55,8 @@ def apply_cmd(dry_run: bool, acl_file: Path | None) -> None:
         click.echo(f"{verb} {spec.name} (partitions {spec.partitions}, replication {spec.replication_factor})")
     for line in plan.drift:
         click.echo(f"drift {line}")
+    for name, configs in plan.set_configs:
+        click.echo(f"to set the configs of {name}: {topo.alter_command(context.bootstrap(config), name, configs)}")
     click.echo(f"{len(plan.in_sync)} in sync, {len(plan.create)} {verb}, {len(plan.drift)} drifted")
     if not acl_plan.applied:
         click.echo(f"ACLs NOT applied: {acl_plan.reason}")

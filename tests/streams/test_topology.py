@@ -1,6 +1,14 @@
-import pytest
+import asyncio
+import shlex
+import subprocess
 
-from streams.topology import ExistingTopic, TopologyError, load_topology, plan
+import pytest
+from aiokafka.admin import NewTopic
+
+from streams.broker import kraft, local
+from streams.kafka import admin_client
+from streams.topology import ExistingTopic, TopologyError, alter_command, describe, load_topology, plan
+from tests.brokers import require_kafka
 
 
 def test_shipped_topology_loads_for_every_environment():
@@ -44,3 +52,45 @@ def test_plan(existing, create, drift):
     result = plan(only_pods, existing)
     assert len(result.create) == create
     assert list(result.drift) == drift
+
+
+def test_config_drift_names_what_to_set_and_the_command_sets_only_that():
+    topology = load_topology()
+    changelog = topology.spec("changelog-node")
+    only = type(topology)(topology.app_id, topology.environment, (changelog,))
+    result = plan(only, {changelog.name: ExistingTopic(4, 1, {"cleanup.policy": "compact,delete",
+                                                                "segment.bytes": "1073741824",
+                                                                "segment.ms": "60000",
+                                                                "retention.ms": "604800000"})})
+    assert result.set_configs == ((changelog.name, {"cleanup.policy": "compact", "segment.bytes": "16777216"}),)
+    assert alter_command("k:9092", changelog.name, {"cleanup.policy": "compact,delete", "segment.ms": "60000"}) == (
+        "kafka-configs.sh --bootstrap-server k:9092 --alter --entity-type topics "
+        "--entity-name koordstream-node-state-changelog --add-config cleanup.policy=[compact,delete],segment.ms=60000")
+
+
+def test_the_printed_command_mends_config_drift_on_kafka(tmp_path):
+    """A changelog created before the file set its segments: Kafka's own config tool, run as printed,
+    sets what the plan names and keeps the operator's retention."""
+    require_kafka()
+    topology = load_topology()
+    changelog = topology.spec("changelog-node")
+    only = type(topology)(topology.app_id, topology.environment, (changelog,))
+
+    async def create_and_plan(create: bool):
+        async with admin_client(broker.bootstrap) as admin:
+            if create:
+                await admin.create_topics([NewTopic(changelog.name, changelog.partitions, 1, topic_configs={
+                    "cleanup.policy": "compact", "retention.ms": "123456789"})])
+            existing = await describe(admin, [changelog.name])
+            return plan(only, existing), existing[changelog.name].configs
+
+    with local.start("kafka", tmp_path) as broker:
+        before, _ = asyncio.run(create_and_plan(True))
+        assert before.set_configs == ((changelog.name, {"segment.bytes": "16777216", "segment.ms": "60000"}),)
+        arguments = shlex.split(alter_command(broker.bootstrap, *before.set_configs[0]))[1:]
+        java, _ = kraft.check_prerequisites()
+        subprocess.run([java, "-cp", f"{kraft.kafka_libs()}/*", "kafka.admin.ConfigCommand", *arguments],
+                       check=True, capture_output=True, timeout=120)
+        after, configs = asyncio.run(create_and_plan(False))
+    assert (after.drift, after.in_sync, after.set_configs) == ((), (changelog.name,), ())
+    assert configs["retention.ms"] == "123456789"
