@@ -1,10 +1,20 @@
-"""The bench harness names the broker it ran on; with KOORD_BROKER set it uses that one as it is."""
+"""The bench harness names the broker it ran on; with KOORD_BROKER set it uses that one as it is. Its clock
+stops at the first poll that finds a topic, and every topic before it, committed (``wait_caught_up``)."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+import time
 
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import NewTopic
+from aiokafka.structs import OffsetAndMetadata
+
+from streams import kafka
 from streams.bench import harness
+from streams.broker import local
+from streams.kafka import admin_client, produce
 from streams.settings import Settings
 
 
@@ -19,3 +29,74 @@ def test_existing_broker_is_used_whatever_kind_was_asked(env, kind, described):
         assert (running.bootstrap, running.broker_kind, running.broker_origin) == ("10.0.0.1:9092", kind,
                                                                                    "KOORD_BROKER")
         assert running.describe() == described
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, broker_kind):
+    started = local.start(broker_kind, tmp_path_factory.mktemp("harness"))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+async def _chain(bootstrap: str, name: str, records: int) -> tuple[TopicPartition, TopicPartition]:
+    """Topics ``<name>-up`` and ``<name>-down`` of one partition, each holding ``records`` records."""
+    up, down = TopicPartition(f"{name}-up", 0), TopicPartition(f"{name}-down", 0)
+    async with admin_client(bootstrap) as admin:
+        await admin.create_topics([NewTopic(tp.topic, 1, 1) for tp in (up, down)])
+    await produce(bootstrap, [(tp.topic, "k", b"x") for tp in (up, down) for _ in range(records)])
+    return up, down
+
+
+async def _commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]) -> float:
+    """Commit ``offsets`` for ``group``; returns the ``time.monotonic()`` just before."""
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), group_id=group, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(list(offsets))
+        before = time.monotonic()
+        await consumer.commit({tp: OffsetAndMetadata(offset, "") for tp, offset in offsets.items()})
+        return before
+    finally:
+        await consumer.stop()
+
+
+def test_each_topic_is_through_at_the_first_poll_that_finds_it_and_all_before_it_committed(broker):
+    async def run():
+        up, down = await _chain(broker.bootstrap, "order", 3)
+        await _commit(broker.bootstrap, "order", {up: 2, down: 3})
+        waiting = asyncio.ensure_future(harness.wait_caught_up(broker.bootstrap, [up.topic, down.topic], "order",
+                                                                timeout_s=60))
+        await asyncio.sleep(1.5)
+        assert not waiting.done()
+        committed_up = await _commit(broker.bootstrap, "order", {up: 3})
+        return committed_up, await waiting
+
+    committed_up, through = asyncio.run(run())
+    assert through["order-down"] == through["order-up"] > committed_up
+
+
+def test_an_upstream_topic_is_through_before_a_downstream_one_is(broker):
+    async def run():
+        up, down = await _chain(broker.bootstrap, "stages", 2)
+        await _commit(broker.bootstrap, "stages", {up: 2, down: 1})
+        waiting = asyncio.ensure_future(harness.wait_caught_up(broker.bootstrap, [up.topic, down.topic], "stages",
+                                                                timeout_s=60))
+        await asyncio.sleep(4)  # the wait's first poll, which finds the upstream topic committed, comes well before
+        committed_down = await _commit(broker.bootstrap, "stages", {down: 2})
+        return committed_down, await waiting
+
+    committed_down, through = asyncio.run(run())
+    assert through["stages-up"] < committed_down < through["stages-down"]
+
+
+def test_a_group_whose_offsets_stop_moving_is_stalled(broker):
+    async def run():
+        up, down = await _chain(broker.bootstrap, "stalled", 2)
+        await _commit(broker.bootstrap, "stalled", {up: 2, down: 1})
+        await harness.wait_caught_up(broker.bootstrap, [up.topic, down.topic], "stalled", timeout_s=60, stall_s=1.0)
+
+    with pytest.raises(TimeoutError, match=r"stalled stalled on stalled-up, stalled-down: its committed offsets "
+                                           r"did not move for 1s \(1 records behind"):
+        asyncio.run(run())
