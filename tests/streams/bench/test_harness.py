@@ -62,32 +62,28 @@ async def _commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]
         await consumer.stop()
 
 
-def test_each_topic_is_through_at_the_first_poll_that_finds_it_and_all_before_it_committed(broker):
+def _wait_across(bootstrap: str, name: str, first: tuple[int, int], then: tuple[int, int]) -> tuple[float, dict]:
+    """Over a chain of two topics of 3 records each, commit ``first`` (offsets of up and down), start
+    ``wait_caught_up``, commit ``then`` 4 s later; returns when ``then`` was committed and what the wait returned.
+    The wait's first poll comes well within the 4 s."""
     async def run():
-        up, down = await _chain(broker.bootstrap, "order", 3)
-        await _commit(broker.bootstrap, "order", {up: 2, down: 3})
-        waiting = asyncio.ensure_future(harness.wait_caught_up(broker.bootstrap, [up.topic, down.topic], "order",
-                                                                timeout_s=60))
-        await asyncio.sleep(1.5)
+        up, down = await _chain(bootstrap, name, 3)
+        await _commit(bootstrap, name, dict(zip((up, down), first)))
+        waiting = asyncio.ensure_future(harness.wait_caught_up(bootstrap, [up.topic, down.topic], name, timeout_s=60))
+        await asyncio.sleep(4)
         assert not waiting.done()
-        committed_up = await _commit(broker.bootstrap, "order", {up: 3})
-        return committed_up, await waiting
+        return await _commit(bootstrap, name, dict(zip((up, down), then))), await waiting
 
-    committed_up, through = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_each_topic_is_through_at_the_first_poll_that_finds_it_and_all_before_it_committed(broker):
+    committed_up, through = _wait_across(broker.bootstrap, "order", (2, 3), (3, 3))
     assert through["order-down"] == through["order-up"] > committed_up
 
 
 def test_an_upstream_topic_is_through_before_a_downstream_one_is(broker):
-    async def run():
-        up, down = await _chain(broker.bootstrap, "stages", 2)
-        await _commit(broker.bootstrap, "stages", {up: 2, down: 1})
-        waiting = asyncio.ensure_future(harness.wait_caught_up(broker.bootstrap, [up.topic, down.topic], "stages",
-                                                                timeout_s=60))
-        await asyncio.sleep(4)  # the wait's first poll, which finds the upstream topic committed, comes well before
-        committed_down = await _commit(broker.bootstrap, "stages", {down: 2})
-        return committed_down, await waiting
-
-    committed_down, through = asyncio.run(run())
+    committed_down, through = _wait_across(broker.bootstrap, "stages", (3, 2), (3, 3))
     assert through["stages-up"] < committed_down < through["stages-down"]
 
 
