@@ -1,6 +1,7 @@
 """``koord bench nodes``: NodeMetric events/s through the node aggregate and bytes of state per node.
 
-Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults), ``nodes``
+Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults but
+``degradeTimeMinutes``, see :data:`DEGRADE_TIME_MINUTES`), ``nodes``
 Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound`` SchedulingDecisions on the decisions
 topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler publishes them; then the harness waits
 until their whole path into the scheduling domain is committed (``harness.wait_through_scheduling``).
@@ -45,6 +46,10 @@ from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
 GI = 1 << 30
 MINUTE_MS = 60_000
 PROD_SHARE = 0.6
+DEGRADE_TIME_MINUTES = 24 * 60
+"""How long the bench's NodeMetrics stay fresh (Koordinator's default is 15). A real node reports every
+minute, so its metric never goes stale; the bench's nodes report ``rounds`` times only, and a run longer than
+15 minutes (10,000 nodes on Tansu) would measure every node degrading at once instead of the NodeMetrics."""
 
 
 def _record(manifest: dict):
@@ -67,7 +72,8 @@ def setup_records(nodes: int, pods: int, start_ms: int, names: dict[str, str]) -
     """(topic, key, value, timestamp ms) of the config, the Nodes and the pods' Bound decisions."""
     config = _record({"apiVersion": "v1", "kind": "ConfigMap",
                       "metadata": {"name": CONFIG_NAME, "namespace": CONFIG_NAMESPACE},
-                      "data": {"colocation-config": json.dumps({"enable": True})}})
+                      "data": {"colocation-config": json.dumps({"enable": True,
+                                                                 "degradeTimeMinutes": DEGRADE_TIME_MINUTES})}})
     out = [(names[config.topic], config.key, codec.encode(config.schema, config.record), start_ms)]
     resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
     prod_count = int(pods * PROD_SHARE)
