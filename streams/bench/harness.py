@@ -30,7 +30,7 @@ from streams.topology import Topology, load_topology
 READY_TIMEOUT_S = 90
 STALL_TIMEOUT_S = 180.0
 """A wait for the worker gives up when the worker is behind and has committed nothing more for this long:
-it is stalled (as a 10,000-node node bench is on Tansu), not slow. Faust commits every 2.8 s while it
+it is stalled, not slow. Faust commits every 2.8 s while it
 makes progress; one batch of a large run can take tens of seconds."""
 
 
