@@ -90,7 +90,7 @@ class Plan:
     create: tuple[TopicSpec, ...]
     drift: tuple[str, ...]
     in_sync: tuple[str, ...]
-    set_configs: tuple[tuple[str, dict[str, str]], ...] = ()
+    set_configs: tuple[tuple[str, dict[str, str]], ...]
     """Per drifted topic, the configs of the file it lacks: what an operator would set."""
 
 

@@ -1,10 +1,10 @@
 """``koord bench nodes``: NodeMetric events/s through the node aggregate and bytes of state per node.
 
-Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults but
-``degradeTimeMinutes``, see :data:`DEGRADE_TIME_MINUTES`), ``nodes``
-Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound`` SchedulingDecisions on the decisions
-topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler publishes them; then the harness waits
-until their whole path into the scheduling domain is committed (``harness.wait_through_scheduling``).
+Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults but for
+:data:`DEGRADE_TIME_MINUTES`), ``nodes`` Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound``
+SchedulingDecisions on the decisions topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler
+publishes them; then the harness waits until their whole path into the scheduling domain is committed
+(``harness.wait_through_scheduling``).
 
 Measured: ``rounds`` NodeMetrics per node, each with ``pods`` pod metrics, produced as the node agent
 would (``node_agent.report`` manifests through ``koord apply``'s record builder, pre-encoded), one minute

@@ -55,8 +55,11 @@ def apply_cmd(dry_run: bool, acl_file: Path | None) -> None:
         click.echo(f"{verb} {spec.name} (partitions {spec.partitions}, replication {spec.replication_factor})")
     for line in plan.drift:
         click.echo(f"drift {line}")
+    security = "" if config.security_protocol.upper() == "PLAINTEXT" else \
+        " --command-config FILE (a client .properties with this cluster's security settings)"
     for name, configs in plan.set_configs:
-        click.echo(f"to set the configs of {name}: {topo.alter_command(context.bootstrap(config), name, configs)}")
+        click.echo(f"to set the configs of {name}: "
+                   f"{topo.alter_command(context.bootstrap(config), name, configs)}{security}")
     click.echo(f"{len(plan.in_sync)} in sync, {len(plan.create)} {verb}, {len(plan.drift)} drifted")
     if not acl_plan.applied:
         click.echo(f"ACLs NOT applied: {acl_plan.reason}")
