@@ -122,12 +122,12 @@ class LoadAwareScheduling:
             self._publish(name, static=True, metric=True)
         for name in sorted(cluster.metrics):
             self._on_metric(name, cluster.metrics[name])
-        assigned = set()
+        counted = set()
         for key in sorted(cluster.assignment):
             node = cluster.assignment[key]
-            self._assign(key, cluster.pods[key], node, cluster.assigned_at.get(key, 0), publish=False)
-            assigned.add(node)
-        for name in sorted(assigned):
+            if self._count(key, cluster.pods[key], node, cluster.assigned_at.get(key, 0)):
+                counted.add(node)
+        for name in sorted(counted):
             self._publish(name)
 
     def close(self) -> None:
@@ -140,7 +140,8 @@ class LoadAwareScheduling:
 
     def observe(self, change: object) -> None:
         if isinstance(change, PodAssigned):
-            self._assign(change.key, change.pod, change.node, change.at_ms)
+            if self._count(change.key, change.pod, change.node, change.at_ms):
+                self._publish(change.node)
         elif isinstance(change, PodUnassigned):
             load = self.nodes.get(change.node)
             if load is not None and change.key in load.pods:
@@ -193,11 +194,11 @@ class LoadAwareScheduling:
             return timestamp + after_scheduled * 1000
         return None
 
-    def _assign(self, key: str, pod: PodInfo, node: str, at_ms: int, publish: bool = True) -> None:
-        """Count the pod's estimate on the node; ``publish``: write the node's columns (a restore writes each
-        node's once, after all its pods)."""
+    def _count(self, key: str, pod: PodInfo, node: str, at_ms: int) -> bool:
+        """Count the pod's estimate on the node, unless it has finished; whether it did. The caller writes the
+        node's columns (``_publish``): a restore writes each node's once, after all its pods."""
         if pod.phase in ("Succeeded", "Failed"):
-            return
+            return False
         vector = self._vec(self._estimate(pod))
         timestamp = pod.scheduled_at if pod.scheduled_at is not None else at_ms
         assigned = AssignedPod((pod.namespace, pod.name), pod.priority_class == PRIORITY_PROD, timestamp,
@@ -209,8 +210,7 @@ class LoadAwareScheduling:
         load.pods[key] = assigned
         if load.metric:
             load.apply(assigned, 1)
-        if publish:
-            self._publish(node)
+        return True
 
     def _on_metric(self, node: str, record: Mapping | None) -> None:
         self._load(node).set_metric(record, self._vec, self.args.prod_usage_include_sys)
