@@ -1,9 +1,9 @@
 """The Prometheus metrics koordstream exports beside Faust's own.
 
 Stream-level series (messages in and out per topic, events, table
-operations, rebalances, committed offsets, producer latency) come from
-Faust's Prometheus sensor, installed by :func:`install_faust_sensor` with
-the prefix ``koordstream_``. The series below are what Faust cannot know.
+operations, rebalances, read, end and committed offsets) come from Faust's
+Prometheus sensor, trimmed of its per-event timing and installed by
+:func:`install_faust_sensor` with the prefix ``koordstream_``. The series below are what Faust cannot know.
 Every long-running process serves its registry with
 ``prometheus_client.start_http_server`` on ``--metrics-port``.
 
@@ -67,10 +67,13 @@ def export_plugin_stats(stats) -> None:
 
 
 def install_faust_sensor(app) -> None:
-    """Attach Faust's Prometheus sensor to ``app`` (served by our HTTP server, not Faust's web)."""
-    from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
+    """Attach Faust's Prometheus series to ``app`` (served by our HTTP server, not Faust's web), through
+    ``streams.faustcompat.monitor.LeanMonitor``."""
+    from faust.sensors.prometheus import FaustMetrics
 
-    app.monitor = PrometheusMonitor(metrics=FaustMetrics.create(REGISTRY, FAUST_PREFIX))
+    from streams.faustcompat.monitor import LeanMonitor
+
+    app.monitor = LeanMonitor(metrics=FaustMetrics.create(REGISTRY, FAUST_PREFIX))
 
 
 def serve(port: int | None, host: str) -> None:

@@ -14,6 +14,8 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``flush``          the flush before a commit waits until the producer buffer is empty
 ``events``         the current event (table writes) and a message's ``acked`` flag
 ``tables``         a table with raw values; the delivery futures of its changelog writes
+``monitor``        Faust's Prometheus sensor without its per-event timing; the stream inbound time
+                   Faust's livelock warning reads
 =================  ==========================================================================
 """
 
