@@ -5,11 +5,18 @@ file that is absent, unreadable (EACCES, EIO, a cgroup removed mid-read),
 larger than expected or not text yields None instead of an exception, so an
 odd host costs a missing value, never the agent. Parsers skip lines they do
 not understand rather than failing the whole file.
+
+Only regular files are read. Kernel files in /proc, /sys and cgroupfs are
+regular; a FIFO, device or socket where one is expected is planted, and
+reading it could block the collector for good (a FIFO with no writer blocks
+``open()`` itself). Opening with ``O_NONBLOCK`` makes that open return at
+once, and the type is checked on the open descriptor before any read.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 MAX_FILE_BYTES = 8 << 20
@@ -18,9 +25,15 @@ MAX_FILE_BYTES = 8 << 20
 
 
 def read_text(path: str | os.PathLike) -> str | None:
-    """The file's text, or None when it cannot be read as a small ASCII/UTF-8 file."""
+    """The file's text, or None when it cannot be read as a small ASCII/UTF-8 regular file."""
     try:
-        with open(path, "rb") as file:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        with open(descriptor, "rb", closefd=True) as file:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return None
             data = file.read(MAX_FILE_BYTES + 1)
     except (OSError, ValueError):
         return None

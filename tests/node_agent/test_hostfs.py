@@ -1,6 +1,8 @@
 """Host file readers: None instead of an exception for anything that is not a small text file."""
 
 import os
+import socket
+import threading
 
 import pytest
 
@@ -36,3 +38,29 @@ def test_key_values_skip_lines_they_do_not_understand():
 
 def test_list_dirs_of_a_missing_dir_is_empty(tmp_path):
     assert hostfs.list_dirs(tmp_path / "absent") == []
+
+
+def _socket(path):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    return server
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: os.mkfifo(p),
+    lambda p: _socket(p),
+    lambda p: os.symlink("/dev/zero", p),
+], ids=["fifo-without-writer", "unix-socket", "character-device"])
+def test_read_text_refuses_what_is_not_a_regular_file(tmp_path, make):
+    """A FIFO with no writer would block ``open()`` for good, ``/dev/zero`` would be read to the size limit:
+    each is refused at once. The read runs in a thread so that a regression fails here instead of hanging."""
+    path = tmp_path / "cpu.stat"
+    keep = make(path)
+    found = []
+    reader = threading.Thread(target=lambda: found.append(hostfs.read_text(path)), daemon=True)
+    reader.start()
+    reader.join(10)
+    if keep is not None:
+        keep.close()
+    assert not reader.is_alive(), "read_text blocked on a file that is not a regular file"
+    assert found == [None]

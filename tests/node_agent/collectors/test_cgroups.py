@@ -91,13 +91,14 @@ def test_readers_return_the_known_counters(any_host):
 
 
 def _unreadable(monkeypatch, target: Path) -> None:
-    real_open = open
+    """EACCES on opening ``target`` (root reads a file whatever its mode, so the open is made to fail)."""
+    real_open = os.open
 
     def guarded(path, *args, **kwargs):
         if Path(path) == target:
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
-    monkeypatch.setattr("builtins.open", guarded)
+    monkeypatch.setattr(os, "open", guarded)
 
 
 @pytest.mark.parametrize("damage", ["missing", "empty", "garbage-text", "binary", "directory", "symlink-loop",
