@@ -6,6 +6,8 @@ the new file. At most ``capacity`` targets are remembered (pods come and go);
 when one is forgotten its sequence raises ``floor``, and an actuation for a
 target not remembered must be above the floor. Sequences are per node and
 increase with every actuation, so forgetting never lets an old one back in.
+``highest`` is the largest sequence ever applied on this node, whatever the
+target: the verifier bounds how far an unsigned actuation may jump past it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class SequenceStore:
         self.persist = persist
         self.capacity = capacity
         self.floor = -1
+        self.highest = -1
         self._last: OrderedDict[str, int] = OrderedDict()
         self._load()
 
@@ -44,6 +47,7 @@ class SequenceStore:
             doc = json.loads(self.path.read_text())
             self.floor = int(doc.get("floor", -1))
             self._last = OrderedDict((str(k), int(v)) for k, v in doc.get("last", []))
+            self.highest = int(doc.get("highest", max([self.floor, *self._last.values()])))
         except (OSError, ValueError, TypeError, AttributeError) as err:
             # A damaged file must not let old actuations in: refuse to start rather than forget.
             raise RuntimeError(f"cannot read the applied sequences in {self.path}: {err}") from err
@@ -58,12 +62,13 @@ class SequenceStore:
     def reset(self) -> None:
         """Forget every sequence and the floor (persisted): the actuations topic they came from is gone."""
         self._last.clear()
-        self.floor = -1
+        self.floor = self.highest = -1
         self._save()
 
     def record(self, key: str, sequence: int) -> None:
         self._last.pop(key, None)
         self._last[key] = sequence
+        self.highest = max(self.highest, sequence)
         while len(self._last) > self.capacity:
             _, forgotten = self._last.popitem(last=False)
             self.floor = max(self.floor, forgotten)
@@ -75,7 +80,7 @@ class SequenceStore:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         temporary = self.path.with_suffix(".tmp")
         with open(temporary, "w") as file:
-            json.dump({"floor": self.floor, "last": list(self._last.items())}, file)
+            json.dump({"floor": self.floor, "highest": self.highest, "last": list(self._last.items())}, file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self.path)

@@ -19,7 +19,13 @@ Checks, in this order (the first failing one is the reason):
 7. the sequence is above the last one applied for the same
    (targetKind, targetId, mechanism): equal to it is ``duplicate`` (a replay
    of the actuation already applied, whose acknowledgement stands), below it
-   ``stale-sequence``.
+   ``stale-sequence``;
+8. without a signing key, the sequence is at most ``MAX_UNSIGNED_JUMP`` above
+   the highest sequence this node ever applied (``sequence-jump``). Anyone who
+   can write the actuations topic could otherwise send one far-future sequence
+   (2^63 - 1) and block its target for good, since every real actuation would
+   then be stale. A signed actuation came from the worker and may jump any
+   distance; so may the first one an agent with no stored sequences applies.
 
 The backends add ``bad-value``, ``protected-target`` and
 ``target-not-found`` while planning, still before any write; anything else
@@ -47,13 +53,22 @@ BAD_TARGET = "bad-target"
 UNKNOWN_SETTING = "unknown-setting"
 STALE_SEQUENCE = "stale-sequence"
 DUPLICATE = "duplicate"
+SEQUENCE_JUMP = "sequence-jump"
 INTERNAL_ERROR = "internal-error"
 BAD_VALUE = "bad-value"
 PROTECTED_TARGET = "protected-target"
 TARGET_NOT_FOUND = "target-not-found"
 REASONS = (MALFORMED, WRONG_NODE, UNSIGNED, BAD_SIGNATURE, UNKNOWN_TARGET_KIND, UNKNOWN_MECHANISM,
-           MECHANISM_NOT_FOR_TARGET, BAD_TARGET, UNKNOWN_SETTING, STALE_SEQUENCE, DUPLICATE, BAD_VALUE,
+           MECHANISM_NOT_FOR_TARGET, BAD_TARGET, UNKNOWN_SETTING, STALE_SEQUENCE, DUPLICATE, SEQUENCE_JUMP, BAD_VALUE,
            PROTECTED_TARGET, TARGET_NOT_FOUND, INTERNAL_ERROR)
+
+MAX_UNSIGNED_JUMP = 1_000_000
+"""How far above the node's highest applied sequence an unsigned actuation may be. The node aggregate takes
+one sequence per actuation it emits for the node; a few per NodeMetric at koordlet's 60 s report interval is
+about 10,000 a day, so this covers an agent that missed three months of actuations. An agent further behind
+refuses, with this reason in every acknowledgement, until its state dir is cleared or a signing key is
+configured; a new incarnation of the actuations topic resets the sequences by itself
+(``actuator.follow_incarnation``)."""
 
 MECHANISM_TARGETS = contract.MECHANISM_TARGETS
 SETTINGS = contract.SETTINGS
@@ -129,6 +144,10 @@ class Verifier:
         if record["sequence"] <= last:
             raise Rejected(STALE_SEQUENCE, f"sequence {record['sequence']} is not above {last}, the last applied "
                                            f"for {kind}/{record['targetId']}/{mechanism}")
+        highest = self.sequences.highest
+        if self.key is None and highest >= 0 and record["sequence"] - highest > MAX_UNSIGNED_JUMP:
+            raise Rejected(SEQUENCE_JUMP, f"unsigned sequence {record['sequence']} is more than {MAX_UNSIGNED_JUMP:,} "
+                                          f"above {highest}, the highest this node applied")
         return target
 
     def _target(self, kind: str, target_id: str, mechanism: str, values: dict[str, str]) -> Target:

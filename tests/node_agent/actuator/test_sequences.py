@@ -30,3 +30,12 @@ def test_damaged_file_refuses_to_start(tmp_path):
     (tmp_path / "actuation-sequences.json").write_text("{not json")
     with pytest.raises(RuntimeError, match="applied sequences"):
         SequenceStore(tmp_path)
+
+
+def test_the_highest_sequence_persists_and_is_derived_from_an_older_file(tmp_path):
+    store = SequenceStore(tmp_path, capacity=1)
+    store.record(target_key("pod", "a", "cgroup"), 9)
+    store.record(target_key("pod", "b", "cgroup"), 4)
+    assert SequenceStore(tmp_path).highest == 9
+    (tmp_path / "actuation-sequences.json").write_text('{"floor": 3, "last": [["k", 7]]}')
+    assert SequenceStore(tmp_path).highest == 7

@@ -118,3 +118,24 @@ def test_wrong_node_target_id_for_node_targets():
     with pytest.raises(verify.Rejected) as rejected:
         verifier.check(actuation({"total_bps": "1"}, kind="node", target="node-b", mechanism="tc"))
     assert rejected.value.reason == verify.BAD_TARGET
+
+
+def test_an_unsigned_far_future_sequence_is_refused_and_blocks_nothing(v1_tree, tmp_path):
+    """A forged sequence of 2^63 - 1 would make every later real actuation of its target stale: without a key
+    it is refused as a ``sequence-jump``, and the next real sequence still applies, after a restart too."""
+    state = tmp_path / "state"
+    actuator = make_actuator(v1_tree, state_dir=state)
+    assert actuator.apply(actuation({"cpu.cfs_quota_us": "50000"}, sequence=5))["applied"]
+    forged = actuator.apply(actuation({"cpu.cfs_quota_us": "1000"}, sequence=2 ** 63 - 1))
+    assert not forged["applied"] and forged["error"].startswith(f"rejected ({verify.SEQUENCE_JUMP})")
+    restarted = make_actuator(v1_tree, state_dir=state)
+    assert restarted.apply(actuation({"cpu.cfs_quota_us": "90000"}, sequence=6))["values"] == {
+        "cpu.cfs_quota_us": "90000"}
+    assert restarted.apply(actuation({"cpu.shares": "2"}, target="LS", sequence=6 + verify.MAX_UNSIGNED_JUMP))[
+        "applied"]
+
+
+def test_a_signed_sequence_may_jump_any_distance(v1_tree):
+    actuator = make_actuator(v1_tree, key=KEY)
+    assert actuator.apply(signed(actuation({"cpu.cfs_quota_us": "50000"}, sequence=5)))["applied"]
+    assert actuator.apply(signed(actuation({"cpu.cfs_quota_us": "90000"}, sequence=2 ** 62)))["applied"]
