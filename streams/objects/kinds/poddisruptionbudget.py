@@ -4,7 +4,8 @@ Typed: ``status.disruptionsAllowed`` (absent is 0, as the API server reports a b
 controller has not computed yet); the selector and min/max stay in the manifest, which the scheduler's
 DefaultPreemption reads (``spec.selector``, ``status.disruptedPods``). Checked as the API server would:
 ``spec.selector`` an object, ``spec.minAvailable`` and ``spec.maxUnavailable`` not both set, each an
-integer >= 0 or a percentage.
+integer >= 0 or a percentage of at most 100 % (kube-apiserver's ``ValidatePodDisruptionBudgetSpec``:
+``ValidatePositiveIntOrPercent`` then ``IsNotMoreThan100Percent``, with its message).
 """
 
 import re
@@ -21,6 +22,8 @@ def _int_or_percent(reader: FieldReader, value: object, path: str) -> None:
     if isinstance(value, str):
         if not _PERCENT.match(value):
             reader.fail(path, f'must be an integer or a percentage such as "50%", got "{value}"')
+        elif int(value[:-1]) > 100:
+            reader.fail(path, "must not be greater than 100%")
         return
     reader.integer(value, path, low=0, high=INT32_MAX)
 
