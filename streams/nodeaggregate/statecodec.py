@@ -54,10 +54,11 @@ _KNR2 = b"KNR2"
 """The previous format: the same layout, without resources stored by name."""
 _KNR1, _KNR1_HEADER = b"KNR1", struct.Struct("<III")
 EXTENDED_NAMES = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
-"""The extended resources the format stores by position (they are ``KNR2``'s): part of the format, so
-append only, whatever names ``koordinator.resources`` lists."""
+"""The extended resources the format stores by position (``KNR2``'s), whatever names
+``koordinator.resources`` lists. Part of the format: never reordered; a name appended needs a new
+``FORMAT`` (older readers would drop its value), and the states written before still load."""
 ZONE_NAMES = (BATCH_CPU, BATCH_MEMORY)
-"""The zone resources the format stores by position (``KNR2``'s); append only."""
+"""The zone resources the format stores by position (``KNR2``'s); as ``EXTENDED_NAMES``."""
 _NO_PRIORITY = 255
 """Code of a pod or host-application metric without priority class (or with a name Koordinator does not know,
 which every calculation treats alike)."""
