@@ -20,14 +20,12 @@ Only pods whose ``spec.schedulerName`` is the bridge's are bound or marked; deci
 are koordstream's opinion, which the shadow report compares.
 
 **Bound**, **Released** and **Preempted** decisions ask for no write. Bound and Released follow what the
-cluster did. Preempted (a victim of preemption) is not acted on: Koordinator's scheduler, like
-kube-scheduler, removes a victim with a plain DELETE (budgets only weigh in choosing victims), which is
-not among the writes the issue gives active mode, and the bridge's role has no ``delete pods``; the
-Eviction API is no substitute, since a budget may refuse it after the preemptor's Scheduled decision is
-already out. So in active mode a preemptor is bound while its victims still run, and a real kubelet would
-refuse it (OutOfcpu, OutOfmemory) until they are gone. Deleting victims, setting the preemptor's
-``nominatedNodeName`` and binding it once they are gone belongs to the work that makes preemption act
-on the cluster.
+cluster did. A victim of preemption comes with an Eviction decision too, and that one is carried out as
+above: the victim is evicted through the Eviction API, where Koordinator's scheduler, like kube-scheduler,
+deletes it with a plain DELETE (budgets only weigh in choosing victims; the bridge's role has no
+``delete pods``). The preemptor is bound at once, without waiting for its victims to go (its
+``nominatedNodeName`` is not set), so a real kubelet refuses it (OutOfcpu, OutOfmemory) until they are
+gone, longer when a budget refuses an eviction.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The node state's binary form: ``dump_state`` and ``load_state``, compact and exact.
 
 Layout (``FORMAT`` marker, three little-endian uint32 lengths, then the node's due time ``NodeState.due_ms``
-as a float64, which ``due_ms`` reads without loading the state; states of the older ``KNR1`` format have no
-due time and load as due at once):
+as a float64, which ``due_ms`` reads without loading the state):
 
 1. static: node, pod table (sorted by key) and NUMA zones as zlib-compressed
    JSON; memoised on the state (``NodeState.encoded``), so it is encoded
    again only when one of them changes;
 2. dynamic: source offsets, when the node was last published and what, the
    last NodeUsage sent (``usage.Sent``, when one was), the published zone resources, as JSON;
+   resources by name, except the few the format interns (``EXTENDED_NAMES``, ``ZONE_NAMES``:
+   by their position in these tables, see ``_values``);
 3. the NodeMetric packed (``_METRIC_HEADER``, host applications, pod metrics
    named by their position in the pod table);
 4. the profile's histograms as packed integers and numpy arrays
@@ -23,6 +24,10 @@ due time and load as due at once):
 ``load_state(dump_state(s))`` gives back ``s`` (field by field), and dumping
 it again gives the same bytes: the table holds these bytes, and a state is
 written back only when they change.
+
+``load_state`` also reads the earlier formats a changelog may still hold: ``KNR2`` stored only the interned
+resources (a name the code added would have shifted them), ``KNR1`` in addition had no due time (its states
+load as due at once).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.koordinator.classes import KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES
-from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, EXTENDED_RESOURCES
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.nodeaggregate.node import NodeState
 from streams.nodeaggregate.usage import Sent
 from streams.nodeqos.planner import QoSMemory
@@ -43,11 +48,17 @@ from streams.noderesource.prediction.profile import profile_from_bytes, profile_
 from streams.noderesource.reconcile import Published
 from streams.noderesource.views import HostAppMetric, MetricView, PodTable, PodView, Zone, build_node_view
 
-FORMAT = b"KNR2"
+FORMAT = b"KNR3"
 _HEADER = struct.Struct("<IIId")
-_OLD_FORMAT, _OLD_HEADER = b"KNR1", struct.Struct("<III")
-ZONE_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
-"""The resources of a published zone, in the order the state stores them."""
+_KNR2 = b"KNR2"
+"""The previous format: the same layout, without resources stored by name."""
+_KNR1, _KNR1_HEADER = b"KNR1", struct.Struct("<III")
+EXTENDED_NAMES = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
+"""The extended resources the format stores by position (``KNR2``'s), whatever names
+``koordinator.resources`` lists. Part of the format: never reordered; a name appended needs a new
+``FORMAT`` (older readers would drop its value), and the states written before still load."""
+ZONE_NAMES = (BATCH_CPU, BATCH_MEMORY)
+"""The zone resources the format stores by position (``KNR2``'s); as ``EXTENDED_NAMES``."""
 _NO_PRIORITY = 255
 """Code of a pod or host-application metric without priority class (or with a name Koordinator does not know,
 which every calculation treats alike)."""
@@ -102,18 +113,39 @@ def _metric_section(metric: MetricView | None, index: Mapping[str, int]) -> tupl
     return b"".join(parts), others
 
 
+def _values(resources: Mapping[str, int], names: tuple[str, ...]) -> list:
+    """The values of ``resources`` in the order of the interned ``names`` (null: not there), then, when it
+    holds others, an object of them by name (sorted): an interned name costs no bytes, any other keeps
+    its value."""
+    values = [resources.get(name) for name in names]
+    if len(resources) > len(names) - values.count(None):
+        values.append({name: resources[name] for name in sorted(resources) if name not in names})
+    return values
+
+
+def _resources(values: list, names: tuple[str, ...]) -> dict[str, int]:
+    """The resources ``_values`` wrote (a list shorter than ``names`` was written before the last of them
+    were interned)."""
+    others = values[-1] if values and isinstance(values[-1], dict) else None
+    interned = values if others is None else values[:-1]
+    resources = {name: value for name, value in zip(names, interned) if value is not None}
+    if others:
+        resources.update(others)
+    return resources
+
+
 def dump_state(state: NodeState) -> bytes:
     """Compact bytes of the state; ``load_state`` gives it back exactly."""
     static, keys = _static_section(state)
     index = {key: position for position, key in enumerate(keys)}
     metric, other_keys = _metric_section(state.metric, index)
     published = state.published
-    extended = [published.extended.get(name) for name in EXTENDED_RESOURCES]
-    dynamic_json = [state.sources, published.synced_ms, extended, dict(published.annotations), other_keys]
+    dynamic_json = [state.sources, published.synced_ms, _values(published.extended, EXTENDED_NAMES),
+                    dict(published.annotations), other_keys]
     if state.usage_sent is not None:
         dynamic_json.append(state.usage_sent.to_json(state.metric.update_time_ms if state.metric else None))
     if published.zones or published.zones_synced_ms is not None:
-        zones = {zone: [values.get(name) for name in ZONE_RESOURCES] for zone, values in published.zones.items()}
+        zones = {zone: _values(values, ZONE_NAMES) for zone, values in published.zones.items()}
         dynamic_json += [zones, published.zones_synced_ms]
     dynamic = json.dumps(dynamic_json, separators=(",", ":")).encode()
     profile = profile_to_bytes(state.profile, index)
@@ -186,16 +218,16 @@ def _pod_view(entry: list) -> PodView:
 
 def due_ms(data: bytes) -> float:
     """``NodeState.due_ms`` of the state ``data``, read from its header alone."""
-    return _HEADER.unpack_from(data, 4)[3] if data[:4] == FORMAT else 0
+    return _HEADER.unpack_from(data, 4)[3] if data[:4] in (FORMAT, _KNR2) else 0
 
 
 def load_state(data: bytes) -> NodeState:
-    if data[:4] == FORMAT:
+    if data[:4] in (FORMAT, _KNR2):
         static_length, dynamic_length, metric_length, due = _HEADER.unpack_from(data, 4)
         start = 4 + _HEADER.size
-    elif data[:4] == _OLD_FORMAT:
-        (static_length, dynamic_length, metric_length), due = _OLD_HEADER.unpack_from(data, 4), 0
-        start = 4 + _OLD_HEADER.size
+    elif data[:4] == _KNR1:
+        (static_length, dynamic_length, metric_length), due = _KNR1_HEADER.unpack_from(data, 4), 0
+        start = 4 + _KNR1_HEADER.size
     else:
         raise ValueError("not a node-aggregate state (bad format marker)")
     offset = start
@@ -224,10 +256,9 @@ def load_state(data: bytes) -> NodeState:
     node = None if node_json is None else build_node_view(*node_json)
     zones = tuple(Zone(*entry) for entry in zones_json[0]) if zones_json else ()
     published_zones, zones_synced = zones_published or ({}, None)
-    published = Published(synced, MappingProxyType({name: value for name, value in zip(EXTENDED_RESOURCES, extended)
-                                                    if value is not None}), MappingProxyType(annotations),
-                          MappingProxyType({zone: {name: value for name, value in zip(ZONE_RESOURCES, values)
-                                                   if value is not None}
+    published = Published(synced, MappingProxyType(_resources(extended, EXTENDED_NAMES)),
+                          MappingProxyType(annotations),
+                          MappingProxyType({zone: _resources(values, ZONE_NAMES)
                                             for zone, values in published_zones.items()}), zones_synced)
     if usage_sent is not None:
         usage_sent = Sent.from_json(usage_sent, metric.update_time_ms if metric else None)
