@@ -13,8 +13,8 @@ def test_every_registered_strategy_is_ordered_once_and_follows_the_protocol():
         strategy.args.validate()
 
 
-def test_duplicates_and_unknown_names_raise():
-    with pytest.raises(ValueError, match="twice"):
-        registry._registry([("A", object), ("A", object)])
-    with pytest.raises(KeyError, match="unknown"):
+def test_unknown_and_repeated_names_raise():
+    with pytest.raises(KeyError, match="unknown node-QoS strategies: Nope"):
         registry.build(("Nope",))
+    with pytest.raises(KeyError, match="node-QoS strategies listed twice: CPUBurst"):
+        registry.build(("CPUBurst", "CPUBurst"))
