@@ -48,7 +48,7 @@ from streams.koordinator.classes import qos_class_by_name
 from streams.nodeqos import planner
 from streams.nodeqos.framework import Snapshot
 from streams.nodeqos.planner import QoSMemory
-from streams.nodeqos.plugins.cpusuppress import CPUSuppress, CPUSuppressArgs
+from streams.nodeqos.plugins.cpusuppress import CPUSuppress
 from streams.nodeqos.plugins.memoryevict import MemoryEvict, MemoryEvictArgs
 from streams.noderesource.views import MetricView, NodeView, PodView, metric_view, node_view
 from streams.schemas import codec
@@ -156,7 +156,7 @@ class Protection:
         """Values the stream's actuations put in force, per target (from their acks)."""
         self.evictions: list[dict] = []
         self.active = False
-        self.strategies = (CPUSuppress(CPUSuppressArgs()), MemoryEvict(MemoryEvictArgs()))
+        self.strategies = (CPUSuppress(), MemoryEvict(MemoryEvictArgs()))
 
     # Stream signals.
 
@@ -218,7 +218,7 @@ class Protection:
         if view is not None:
             snapshot = Snapshot(view.node, view.pods, view.metric, DEFAULT_CONFIG.qos.for_node({}), 0,
                                 self.memory.last)
-            disabled = CPUSuppress(CPUSuppressArgs(enabled=False)).plan(snapshot)
+            disabled = CPUSuppress(enabled=False).plan(snapshot)
             recovered = {s.key: dict(s.values) for s in disabled.settings}
         acks = []
         for target, values in self.memory.last.items():

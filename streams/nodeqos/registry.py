@@ -19,6 +19,8 @@ Order (``ORDER``) and why:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from streams import registries
 from streams.nodeqos.plugins import (
     cgroupidle, cpuburst, cpuevict, cpuset, cpusuppress, hostapps, memoryevict, netqos, resctrl,
@@ -40,6 +42,8 @@ ORDER = (cpusuppress.NAME, cpuset.NAME, cpuburst.NAME, cgroupidle.NAME, resctrl.
          memoryevict.NAME, cpuevict.NAME)
 
 
-def build(names: tuple[str, ...] = ORDER) -> tuple:
-    """One instance of each named strategy (default args), in the given order; KeyError for unknown/repeated."""
-    return tuple(registries.build(REGISTRY, names, "node-QoS strategies").values())
+def build(names: tuple[str, ...] = ORDER, enabled: Mapping[str, bool] | None = None) -> tuple:
+    """One instance of each named strategy (default args), in the given order; ``enabled``: strategy name ->
+    its feature gate (a strategy not in it keeps its default, on). KeyError for unknown/repeated names."""
+    gates = {name: {"enabled": on} for name, on in (enabled or {}).items()}
+    return tuple(registries.build(REGISTRY, names, "node-QoS strategies", gates).values())
