@@ -48,7 +48,8 @@ def test_every_field_is_read_from_its_own_variable(tmp_path):
 
 
 def test_unset_or_empty_variables_keep_the_defaults():
-    assert Settings.from_env({}) == Settings.from_env({"KOORD_HOME": "", "KOORD_PROCESSING_GUARANTEE": ""}) == Settings()
+    empty = {"KOORD_HOME": "", "KOORD_PROCESSING_GUARANTEE": ""}
+    assert Settings.from_env({}) == Settings.from_env(empty) == Settings()
 
 
 def test_a_value_outside_its_literal_names_every_allowed_value_when_constructed_too():

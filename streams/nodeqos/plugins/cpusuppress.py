@@ -21,9 +21,9 @@ non-BE; a host application is BE only when its QoS is BE and its cgroup base is 
   CPUs pinned to LSE pods (``resource-status`` cpuset; ``adjustByCPUSet``): of the rest, CPUs pinned to LSR
   pods give ``cpus * |LSR| // (|LSR| + |LS|)`` of the set and the others the remainder, each picked as
   above. The BE quota is recovered to -1.
-- Disabled (``enable`` false, or the ``BECPUSuppress`` gate off): what was suppressed is recovered once (quota -1, the full
-  cpuset: the node's CPUs less reserved and LSE-pinned ones, ``calcBECPUSet``), as ``recoverCFSQuotaIfNeed`` /
-  ``recoverCPUSetIfNeed``; nothing when nothing was written.
+- Disabled (``enable`` false, or the ``BECPUSuppress`` gate off): what was suppressed is recovered once
+  (quota -1, the full cpuset: the node's CPUs less reserved and LSE-pinned ones, ``calcBECPUSet``), as
+  ``recoverCFSQuotaIfNeed`` / ``recoverCPUSetIfNeed``; nothing when nothing was written.
 
 "Current" values are the ones this planner emitted last (``Snapshot.previous``): koordlet reads the cgroup
 it wrote itself. No plan without a NodeMetric carrying node usage (koordlet skips such rounds).
