@@ -3,7 +3,7 @@
 import asyncio
 from types import SimpleNamespace
 
-from streams.records import Decoded, dispatch, in_order
+from streams.records import Decoded, decoded, dispatch, in_order
 from streams.schemas import codec
 from tests.streams.noderesource.support import configmap
 
@@ -49,3 +49,10 @@ def test_a_record_that_does_not_decode_goes_to_its_dead_letter_path_with_the_rea
 def test_one_poll_is_read_partition_after_partition():
     assert in_order({"p0": [1, 2], "p1": [3]}) == [1, 2, 3]
     assert Decoded(None, None, None).value is None
+
+
+def test_a_synchronous_reader_gets_the_same_records():
+    bad = []
+    assert [item.message.offset for item in decoded(MESSAGES, lambda msg, reason: bad.append(msg.offset))] == [0, 3]
+    assert bad == [2]
+    assert [item.message.offset for item in decoded(MESSAGES, tombstones=True)] == [0, 1, 3]
