@@ -10,10 +10,10 @@ one of its values or fails naming the variable and the values allowed; a
 ``Secret`` (the SASL password, the actuation key) never shows in ``repr`` or
 ``str`` of the settings.
 
-Two modules still read a variable of their own, outside these dataclasses:
-``streams.metrics`` (``KOORD_METRICS_PER_NODE``, at import) and
-``streams.cache`` (``KOORD_CACHE_DIR``). Child processes inherit the
-environment as it is (``streams.supervision``, ``streams.kube.controlplane``).
+Outside these dataclasses, ``streams.metrics`` reads ``KOORD_METRICS_PER_NODE``
+(at import) and ``streams.cache`` reads ``KOORD_CACHE_DIR``; child processes
+inherit the environment as it is (``streams.supervision``,
+``streams.kube.controlplane``).
 """
 
 from __future__ import annotations
