@@ -25,13 +25,13 @@ import httpx2 as httpx
 from aiokafka import AIOKafkaConsumer
 from prometheus_client import Counter
 
+from streams import records
 from streams.bridge import writes
 from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
 from streams.bridge.convert import STAGE
 from streams.bridge.view import ClusterView
-from streams import records
 from streams.deadletter import dead_letter, reference_key
 from streams.schemas import codec
 
