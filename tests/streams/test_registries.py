@@ -1,4 +1,4 @@
-"""Plugin registries: duplicates raise at declaration, build names every unknown or repeated name."""
+"""Plugin registries: a name registered twice raises at declaration, build names every unknown or repeated name."""
 
 import pytest
 
