@@ -16,8 +16,7 @@ import time
 
 from node_agent.agent import NodeAgent
 from node_agent.publisher import RETRY_S, Publisher, wait_or_stop
-from streams import kafka
-from streams.schemas import codec
+from streams import kafka, records
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +73,8 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
             await consumer.start()
             while not stop.is_set():
                 batches = await consumer.getmany(timeout_ms=1000)
-                for partition, records in batches.items():
-                    for record in records:
-                        _apply(agent, partition.topic == pods_topic, record)
+                await records.dispatch(records.in_order(batches), lambda item: _apply(agent, pods_topic, item),
+                                       tombstones=True)
         except Exception as err:
             log.warning("reading pods failed (%s); retrying", err)
             await wait_or_stop(stop, RETRY_S)
@@ -84,13 +82,9 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
             await consumer.stop()
 
 
-def _apply(agent: NodeAgent, is_pod: bool, record) -> None:
-    key = record.key.decode() if record.key else ""
-    try:
-        value = None if record.value is None else codec.decode(record.value)[1]
-    except codec.CodecError:
-        return
-    if is_pod:
-        agent.pods.update(key, value)
-    elif value is not None:
-        agent.pods.apply_decision(value)
+def _apply(agent: NodeAgent, pods_topic: str, item: records.Decoded) -> None:
+    """A pod (or its tombstone) into the pod directory, a decision's binding onto its pod."""
+    if item.message.topic == pods_topic:
+        agent.pods.update(item.message.key.decode() if item.message.key else "", item.value)
+    elif item.value is not None:
+        agent.pods.apply_decision(item.value)

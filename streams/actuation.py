@@ -64,7 +64,7 @@ without undoing the others: ``applied=true`` with an ``error`` is a partial succ
 A refusal (``rejected (<reason>): ...``) or a failed write (the previous
 values restored) is ``applied=false``.
 
-Signing: HMAC-SHA256 with the shared key from ``KOORD_ACTUATION_KEY`` over
+Signing: HMAC-SHA256 with the shared key from ``KOORD_ACTUATION_KEY`` (``Settings.actuation_key``) over
 :func:`canonical_bytes` — the record without ``signature`` as JSON with
 sorted keys and no spaces — so a signer and a verifier in any language agree.
 """
@@ -74,9 +74,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 
 from streams.koordinator.classes import QOS_BE, QOS_LS, QOS_LSR
+from streams.settings import Settings, env_name
 
 TARGET_QOS = "qos"
 TARGET_POD = "pod"
@@ -152,13 +152,14 @@ SETTINGS = {
 }
 """(mechanism, targetKind) -> the setting names an actuation may carry: the whole vocabulary."""
 
-KEY_ENV = "KOORD_ACTUATION_KEY"
+KEY_ENV = env_name(Settings, "actuation_key")
 
 
-def signing_key() -> bytes | None:
-    """The shared key from the environment; None when actuations are not signed."""
-    value = os.environ.get(KEY_ENV)
-    return value.encode() if value else None
+def signing_key(settings: Settings | None = None) -> bytes | None:
+    """The shared key of ``settings`` (default: read from the environment); None when actuations are not
+    signed."""
+    key = (settings or Settings.from_env()).actuation_key
+    return key.encode() if key else None
 
 
 def canonical_bytes(record: dict) -> bytes:

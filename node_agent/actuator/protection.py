@@ -42,16 +42,15 @@ from node_agent.actuator.actuator import Actuator
 from node_agent.actuator.sequences import SequenceStore
 from node_agent.actuator.verify import Verifier
 from node_agent.publisher import RETRY_S, wait_or_stop
-from streams import kafka
+from streams import kafka, records
 from streams.events import Causation
 from streams.koordinator.classes import qos_class_by_name
 from streams.nodeqos import planner
 from streams.nodeqos.framework import Snapshot
 from streams.nodeqos.planner import QoSMemory
-from streams.nodeqos.plugins.cpusuppress import CPUSuppress, CPUSuppressArgs
+from streams.nodeqos.plugins.cpusuppress import CPUSuppress
 from streams.nodeqos.plugins.memoryevict import MemoryEvict, MemoryEvictArgs
 from streams.noderesource.views import MetricView, NodeView, PodView, metric_view, node_view
-from streams.schemas import codec
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import ConfigError
 
@@ -156,7 +155,7 @@ class Protection:
         """Values the stream's actuations put in force, per target (from their acks)."""
         self.evictions: list[dict] = []
         self.active = False
-        self.strategies = (CPUSuppress(CPUSuppressArgs()), MemoryEvict(MemoryEvictArgs()))
+        self.strategies = (CPUSuppress(), MemoryEvict(MemoryEvictArgs()))
 
     # Stream signals.
 
@@ -218,7 +217,7 @@ class Protection:
         if view is not None:
             snapshot = Snapshot(view.node, view.pods, view.metric, DEFAULT_CONFIG.qos.for_node({}), 0,
                                 self.memory.last)
-            disabled = CPUSuppress(CPUSuppressArgs(enabled=False)).plan(snapshot)
+            disabled = CPUSuppress(enabled=False).plan(snapshot)
             recovered = {s.key: dict(s.values) for s in disabled.settings}
         acks = []
         for target, values in self.memory.last.items():
@@ -256,21 +255,18 @@ async def follow_configs(protection: Protection, bootstrap: str, topic_names: Ma
         try:
             await consumer.start()
             while not stop.is_set():
-                for records in (await consumer.getmany(timeout_ms=1000)).values():
-                    for record in records:
-                        if record.value is None:
-                            continue
-                        try:
-                            schema, value = codec.decode(record.value)
-                        except codec.CodecError:
-                            continue
-                        if schema == "ConfigMap":
-                            protection.on_config(value)
+                batches = await consumer.getmany(timeout_ms=1000)
+                await records.dispatch(records.in_order(batches), lambda item: _on_config(protection, item))
         except Exception as err:
             log.warning("reading configs failed (%s); retrying", err)
             await wait_or_stop(stop, RETRY_S)
         finally:
             await consumer.stop()
+
+
+def _on_config(protection: Protection, item: records.Decoded) -> None:
+    if item.schema == "ConfigMap":
+        protection.on_config(item.value)
 
 
 async def run_protection(protection: Protection, agent, stop: asyncio.Event) -> None:
@@ -282,9 +278,9 @@ async def run_protection(protection: Protection, agent, stop: asyncio.Event) -> 
         view = None
         if protection.should_protect() or protection.active:
             try:
-                records = [to_record(Document("<node-agent>", 0, 1, manifest)).record
-                           for manifest in (agent.node(), agent.node_metric())]
-                view = local_view(*records)
+                node, metric = [to_record(Document("<node-agent>", 0, 1, manifest)).record
+                                for manifest in (agent.node(), agent.node_metric())]
+                view = local_view(node, metric)
             except Exception as err:  # no usable sample yet: the round still switches modes
                 log.warning("protection: no local view of the node (%s)", err)
         await asyncio.to_thread(protection.tick, view)

@@ -25,6 +25,7 @@ import httpx2 as httpx
 from aiokafka import AIOKafkaConsumer
 from prometheus_client import Counter
 
+from streams import records
 from streams.bridge import writes
 from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
 from streams.bridge.checkpoint import Checkpoint
@@ -54,10 +55,7 @@ class Actuator:
         await self.view.wait_synced()
         while True:
             batches = await self.consumer.getmany(timeout_ms=POLL_MS)
-            for records in batches.values():
-                for message in records:
-                    if message.value is not None:
-                        await self._guarded(message)
+            await records.dispatch(records.in_order(batches), self._guarded, self._dead_letter)
             if batches:
                 await self.consumer.commit()
             if time.monotonic() >= self._next_eviction_retry:
@@ -65,22 +63,24 @@ class Actuator:
                 for record in self.checkpoint.refused_evictions():
                     await self._retrying(self.handle, "Eviction", record)
 
-    async def _guarded(self, message) -> None:
-        """Handle one record; what cannot be decoded or handled becomes its dead letter."""
+    async def _guarded(self, item: records.Decoded) -> None:
+        """Handle one decoded record; what cannot be handled becomes its dead letter."""
         try:
-            schema, record = codec.decode(message.value)
-            if schema not in ACTED_ON:
-                raise ValueError(f"a {schema} record is not one the bridge acts on ({', '.join(ACTED_ON)})")
-            await self._retrying(self.handle, schema, record)
+            if item.schema not in ACTED_ON:
+                raise ValueError(f"a {item.schema} record is not one the bridge acts on ({', '.join(ACTED_ON)})")
+            await self._retrying(self.handle, item.schema, item.value)
         except Exception as error:
-            reason = f"{type(error).__name__}: {error}"
-            log.error("%s[%d]@%d dead-lettered: %s", message.topic, message.partition, message.offset, reason)
-            WRITES.labels("record", "dead-lettered").inc()
-            if self.producer is not None and self.dead_letters is not None:
-                letter = dead_letter(STAGE, message.topic, message.partition, message.offset, message.key,
-                                     message.value, reason, message.timestamp)
-                await self.producer.send_and_wait(self.dead_letters, codec.encode("DeadLetter", letter),
-                                                  key=reference_key(letter).encode())
+            await self._dead_letter(item.message, f"{type(error).__name__}: {error}")
+
+    async def _dead_letter(self, message, reason: str) -> None:
+        """Log and count a record the bridge cannot decode or handle; send its dead letter when it has where."""
+        log.error("%s[%d]@%d dead-lettered: %s", message.topic, message.partition, message.offset, reason)
+        WRITES.labels("record", "dead-lettered").inc()
+        if self.producer is not None and self.dead_letters is not None:
+            letter = dead_letter(STAGE, message.topic, message.partition, message.offset, message.key,
+                                 message.value, reason, message.timestamp)
+            await self.producer.send_and_wait(self.dead_letters, codec.encode("DeadLetter", letter),
+                                              key=reference_key(letter).encode())
 
     async def _retrying(self, call, *args) -> None:
         """``call(*args)`` until the API server answers; a refusal for good is logged."""

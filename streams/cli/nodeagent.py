@@ -63,7 +63,7 @@ def node_agent(once: bool, output: str, metrics_port: int, metrics_host: str, **
     actuator = None
     if settings.actuate:
         try:
-            actuator = Actuator.from_settings(settings, agent.node_name, agent.layout, key=signing_key(),
+            actuator = Actuator.from_settings(settings, agent.node_name, agent.layout, key=signing_key(config),
                                               address_of=agent.pods.address_of)
         except RuntimeError as err:
             raise click.UsageError(str(err)) from None

@@ -19,11 +19,10 @@ import click
 from node_agent import metrics
 from node_agent.publisher import Publisher
 from node_agent.simulator import Fleet, FleetArgs
-from streams import kafka
+from streams import kafka, records
 from streams.cli import context
 from streams.cli.options import metrics_options
 from streams.metrics import serve
-from streams.schemas import codec
 
 log = logging.getLogger(__name__)
 SOURCE = "<simulator>"
@@ -100,24 +99,9 @@ async def follow_fleet_topics(fleet: Fleet, publisher: Publisher, bootstrap: str
         try:
             await consumer.start()
             while not stop.is_set():
-                for partition, records in (await consumer.getmany(timeout_ms=500)).items():
-                    for record in records:
-                        if record.value is None:
-                            continue
-                        try:
-                            schema, value = codec.decode(record.value)
-                        except codec.CodecError:
-                            continue
-                        if schema == "SchedulingDecision":
-                            fleet.apply_decision(value, clock["second"])
-                        elif schema == "Eviction":
-                            fleet.evict(value)
-                        elif schema == "Actuation":
-                            ack = fleet.acknowledge(value, int(time.time() * 1000))
-                            if ack is not None:
-                                publisher.submit_record("actuation-acks", ack["nodeName"], "ActuationAck", ack,
-                                                        identity=f"{ack['actuationId']}/{ack['sequence']}")
-                                metrics.ACTUATIONS_ACKED.labels(str(ack["applied"]).lower()).inc()
+                batches = await consumer.getmany(timeout_ms=500)
+                await records.dispatch(records.in_order(batches),
+                                       lambda item: _follow(fleet, publisher, clock, item))
         except Exception as err:
             log.warning("reading decisions/actuations failed (%s); retrying", err)
             try:
@@ -126,6 +110,20 @@ async def follow_fleet_topics(fleet: Fleet, publisher: Publisher, bootstrap: str
                 pass
         finally:
             await consumer.stop()
+
+
+def _follow(fleet: Fleet, publisher: Publisher, clock: dict[str, int], item: records.Decoded) -> None:
+    """A decision binds its pod, an Eviction ends it, an Actuation for the fleet is acknowledged."""
+    if item.schema == "SchedulingDecision":
+        fleet.apply_decision(item.value, clock["second"])
+    elif item.schema == "Eviction":
+        fleet.evict(item.value)
+    elif item.schema == "Actuation":
+        ack = fleet.acknowledge(item.value, int(time.time() * 1000))
+        if ack is not None:
+            publisher.submit_record("actuation-acks", ack["nodeName"], "ActuationAck", ack,
+                                    identity=f"{ack['actuationId']}/{ack['sequence']}")
+            metrics.ACTUATIONS_ACKED.labels(str(ack["applied"]).lower()).inc()
 
 
 COMMANDS = (simulate,)

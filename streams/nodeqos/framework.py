@@ -82,10 +82,11 @@ NOTHING = Plan()
 
 @runtime_checkable
 class Strategy(Protocol):
-    """One node-QoS strategy: ``NAME`` at module level, frozen ``args`` with ``validate()``, a pure ``plan``."""
+    """One node-QoS strategy: ``NAME`` at module level, a pure ``plan``, and frozen ``args`` with ``validate()``
+    when it has knobs of its own. A strategy koordlet runs behind a process-level feature gate takes it as
+    ``enabled`` (constructor keyword; the gates are ``streams.nodeaggregate.settings.FEATURE_GATES``)."""
 
     name: str
-    args: object
 
     def plan(self, snapshot: Snapshot) -> Plan:
         ...

@@ -166,7 +166,7 @@ def next_plan_change_ms(strategies: Sequence[Strategy], memory: QoSMemory, metri
     cool-down ending while the NodeMetric was reported after that eviction (``math.inf``: none)."""
     times = []
     for plugin in strategies:
-        cool_down = getattr(plugin.args, "cool_down_seconds", None)
+        cool_down = getattr(getattr(plugin, "args", None), "cool_down_seconds", None)
         last = memory.last_eviction_ms.get(plugin.name)
         if cool_down is not None and last is not None and _reported_after(metric, last):
             times.append(last + cool_down * 1000)

@@ -19,23 +19,14 @@ Order (``ORDER``) and why:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Mapping
 
+from streams import registries
 from streams.nodeqos.plugins import (
     cgroupidle, cpuburst, cpuevict, cpuset, cpusuppress, hostapps, memoryevict, netqos, resctrl,
 )
 
-
-def _registry(entries: list[tuple[str, Callable[[], object]]]) -> dict[str, Callable[[], object]]:
-    registry: dict[str, Callable[[], object]] = {}
-    for name, factory in entries:
-        if name in registry:
-            raise ValueError(f"node-QoS strategy {name!r} registered twice")
-        registry[name] = factory
-    return registry
-
-
-REGISTRY = _registry([
+REGISTRY = registries.make_registry([
     (cpusuppress.NAME, cpusuppress.CPUSuppress),
     (cpuset.NAME, cpuset.CPUSet),
     (cpuburst.NAME, cpuburst.CPUBurst),
@@ -45,17 +36,14 @@ REGISTRY = _registry([
     (hostapps.NAME, hostapps.HostApps),
     (memoryevict.NAME, memoryevict.MemoryEvict),
     (cpuevict.NAME, cpuevict.CPUEvict),
-])
+], "node-QoS strategy")
 
 ORDER = (cpusuppress.NAME, cpuset.NAME, cpuburst.NAME, cgroupidle.NAME, resctrl.NAME, netqos.NAME, hostapps.NAME,
          memoryevict.NAME, cpuevict.NAME)
 
 
-def build(names: tuple[str, ...] = ORDER) -> tuple:
-    """One instance of each named strategy (default args), in the given order; KeyError for unknown/repeated."""
-    unknown = [name for name in names if name not in REGISTRY]
-    if unknown:
-        raise KeyError(f"unknown node-QoS strategies: {', '.join(unknown)} (have: {', '.join(sorted(REGISTRY))})")
-    if len(set(names)) != len(names):
-        raise KeyError(f"node-QoS strategies listed twice: {', '.join(sorted(n for n in set(names) if names.count(n) > 1))}")
-    return tuple(REGISTRY[name]() for name in names)
+def build(names: tuple[str, ...] = ORDER, enabled: Mapping[str, bool] | None = None) -> tuple:
+    """One instance of each named strategy (default args), in the given order; ``enabled``: strategy name ->
+    its feature gate (a strategy not in it keeps its default, on). KeyError for unknown/repeated names."""
+    gates = {name: {"enabled": on} for name, on in (enabled or {}).items()}
+    return tuple(registries.build(REGISTRY, names, "node-QoS strategies", gates).values())

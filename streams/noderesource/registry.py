@@ -14,25 +14,14 @@ Orders are Koordinator's (``pkg/slo-controller/noderesource/plugins_profile.go``
 
 from __future__ import annotations
 
-from typing import Callable
-
+from streams import registries
 from streams.noderesource.plugins import batchresource, cpunormalization, midresource
 
-
-def _registry(entries: list[tuple[str, Callable[[], object]]]) -> dict[str, Callable[[], object]]:
-    registry: dict[str, Callable[[], object]] = {}
-    for name, factory in entries:
-        if name in registry:
-            raise ValueError(f"node-resource plugin {name!r} registered twice")
-        registry[name] = factory
-    return registry
-
-
-REGISTRY = _registry([
+REGISTRY = registries.make_registry([
     (cpunormalization.NAME, cpunormalization.CPUNormalization),
     (midresource.NAME, midresource.MidResource),
     (batchresource.NAME, batchresource.BatchResource),
-])
+], "node-resource plugin")
 
 CALCULATE_ORDER = (cpunormalization.NAME, midresource.NAME, batchresource.NAME)
 PRE_UPDATE_ORDER = (batchresource.NAME,)
@@ -43,10 +32,4 @@ META_CHECK_ORDER = (cpunormalization.NAME,)
 
 def build(names: tuple[str, ...] = CALCULATE_ORDER) -> dict[str, object]:
     """One instance of each named plugin (with default args); KeyError names unknown or repeated ones."""
-    unknown = [name for name in names if name not in REGISTRY]
-    if unknown:
-        raise KeyError(f"unknown node-resource plugins: {', '.join(unknown)} (have: {', '.join(sorted(REGISTRY))})")
-    if len(set(names)) != len(names):
-        twice = sorted(name for name in set(names) if names.count(name) > 1)
-        raise KeyError(f"node-resource plugins listed twice: {', '.join(twice)}")
-    return {name: REGISTRY[name]() for name in names}
+    return registries.build(REGISTRY, names, "node-resource plugins")

@@ -5,7 +5,10 @@ import asyncio
 
 from node_agent.agent import NodeAgent
 from node_agent.collectors.gpu import NVML
-from node_agent.run import run_agent
+from node_agent.run import follow_pods, run_agent
+from streams.schemas import codec
+from tests.streams.fakeconsumer import OnePollConsumer, message
+from tests.streams.noderesource.support import configmap
 
 
 class Recorder:
@@ -47,3 +50,21 @@ def test_a_failing_round_does_not_stop_the_loop(fake_host, monkeypatch):
     monkeypatch.setattr(agent, "collect", flaky)
     kinds = run_for(agent, 0.6)
     assert calls["n"] > 5 and "NodeMetric" in kinds
+
+
+def test_follow_pods_feeds_pods_tombstones_and_decisions_and_skips_what_does_not_decode(monkeypatch):
+    seen = []
+    pods = type("Pods", (), {"update": lambda self, key, value: seen.append(("pod", key, value)),
+                             "apply_decision": lambda self, value: seen.append(("decision", value))})()
+    good = codec.encode("ConfigMap", configmap())
+    value = codec.decode(good)[1]
+    messages = [message("pods", 0, good, b"ns/a"), message("pods", 1, None, b"ns/b"), message("pods", 2, b"bad"),
+                message("decisions", 0, good), message("decisions", 1, None)]
+
+    async def main():
+        stop = asyncio.Event()
+        monkeypatch.setattr("streams.kafka.consumer", lambda *args, **kwargs: OnePollConsumer(messages, stop))
+        await follow_pods(type("Agent", (), {"pods": pods})(), "b:9", {"pods": "pods", "decisions": "decisions"}, stop)
+
+    asyncio.run(main())
+    assert seen == [("pod", "ns/a", value), ("pod", "ns/b", None), ("decision", value)]

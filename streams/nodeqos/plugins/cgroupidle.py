@@ -34,7 +34,6 @@ setting (``planner.BASELINE``).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from streams.actuation import CPU_BVT_WARP, CPU_IDLE, MECHANISM_CGROUP, TARGET_POD, TARGET_QOS
@@ -51,16 +50,6 @@ from streams.sloconfig.nodeqos import CPU_POLICY_CORE_SCHED, ResourceQoSStrategy
 NAME = "CgroupIdle"
 REASON_BAD_ANNOTATION = "cpuQOS annotation does not parse"
 EXPELLER_SUFFIX = "-expeller"
-
-
-@dataclasses.dataclass(frozen=True)
-class CgroupIdleArgs:
-    enabled: bool = True
-    """Run the group-identity and core-sched hooks (on in koordlet's default runtime hooks)."""
-
-    def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ValueError("CgroupIdleArgs.enabled must be a boolean")
 
 
 def _pod_qos(pod: PodView) -> tuple[str, str | None]:
@@ -128,12 +117,11 @@ def core_sched_group(strategy: ResourceQoSStrategy, qos: str, kube: str | None, 
 class CgroupIdle:
     name = NAME
 
-    def __init__(self, args: CgroupIdleArgs = CgroupIdleArgs()) -> None:
-        args.validate()
-        self.args = args
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        if not self.args.enabled:
+        if not self.enabled:
             return Plan()
         strategy = snapshot.strategy.qos
         policy = cpu_manager_policy(snapshot.node.annotations)

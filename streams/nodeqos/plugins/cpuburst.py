@@ -33,7 +33,6 @@ pod cgroup's quota is the one planned.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from streams.actuation import CPU_BURST, CPU_QUOTA, MECHANISM_CGROUP, TARGET_POD
@@ -53,16 +52,6 @@ MIN_QUOTA = 1000
 SCALE_UP_RATIO = 1.2
 SCALE_DOWN_RATIO = 0.8
 COOLING_RATIO = 0.9
-
-
-@dataclasses.dataclass(frozen=True)
-class CPUBurstArgs:
-    enabled: bool = True
-    """Feature gate ``CPUBurst`` (on in Koordinator)."""
-
-    def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ValueError("CPUBurstArgs.enabled must be a boolean")
 
 
 def static_burst(limit_milli: int, policy: str, percent: int) -> int:
@@ -122,12 +111,11 @@ def _pod_strategy(node: CPUBurstStrategy, annotation: str | None) -> CPUBurstStr
 class CPUBurst:
     name = NAME
 
-    def __init__(self, args: CPUBurstArgs = CPUBurstArgs()) -> None:
-        args.validate()
-        self.args = args
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        if not self.args.enabled:
+        if not self.enabled:
             return Plan()
         node_strategy = snapshot.strategy.burst
         metric = snapshot.metric

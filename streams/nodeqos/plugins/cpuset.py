@@ -57,14 +57,12 @@ UNLIMITED_QUOTA = "-1"
 
 @dataclasses.dataclass(frozen=True)
 class CPUSetArgs:
-    enabled: bool = True
-    """Feature gate of the cpuset hook (on in koordlet)."""
     unset_cpu_quota: bool = True
     """Unset a pinned pod's cfs quota (koordlet's ``--disable-unset-cpu-quota``, false by default)."""
 
     def validate(self) -> None:
-        if not isinstance(self.enabled, bool) or not isinstance(self.unset_cpu_quota, bool):
-            raise ValueError("CPUSetArgs.enabled and unset_cpu_quota must be booleans")
+        if not isinstance(self.unset_cpu_quota, bool):
+            raise ValueError("CPUSetArgs.unset_cpu_quota must be a boolean")
 
 
 def pod_cpusets(snapshot: Snapshot) -> tuple[dict[str, frozenset[int]], dict[str, str]]:
@@ -88,9 +86,10 @@ def share_pool(snapshot: Snapshot, pinned: Mapping[str, frozenset[int]]) -> froz
 class CPUSet:
     name = NAME
 
-    def __init__(self, args: CPUSetArgs = CPUSetArgs()) -> None:
+    def __init__(self, args: CPUSetArgs = CPUSetArgs(), enabled: bool = True) -> None:
         args.validate()
         self.args = args
+        self.enabled = enabled
 
     def ignored(self, snapshot: Snapshot) -> dict[str, str]:
         """Pods left alone and why: a resource status or cpuset that does not parse, or no UID."""
@@ -101,7 +100,7 @@ class CPUSet:
         return dict(sorted(ignored.items()))
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        if not self.args.enabled:
+        if not self.enabled:
             return Plan()
         pinned, ignored = pod_cpusets(snapshot)
         pool = share_pool(snapshot, pinned)

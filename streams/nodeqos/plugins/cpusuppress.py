@@ -21,9 +21,9 @@ non-BE; a host application is BE only when its QoS is BE and its cgroup base is 
   CPUs pinned to LSE pods (``resource-status`` cpuset; ``adjustByCPUSet``): of the rest, CPUs pinned to LSR
   pods give ``cpus * |LSR| // (|LSR| + |LS|)`` of the set and the others the remainder, each picked as
   above. The BE quota is recovered to -1.
-- Disabled (``enable`` false, or the args' gate): what was suppressed is recovered once (quota -1, the full
-  cpuset: the node's CPUs less reserved and LSE-pinned ones, ``calcBECPUSet``), as ``recoverCFSQuotaIfNeed`` /
-  ``recoverCPUSetIfNeed``; nothing when nothing was written.
+- Disabled (``enable`` false, or the ``BECPUSuppress`` gate off): what was suppressed is recovered once
+  (quota -1, the full cpuset: the node's CPUs less reserved and LSE-pinned ones, ``calcBECPUSet``), as
+  ``recoverCFSQuotaIfNeed`` / ``recoverCPUSetIfNeed``; nothing when nothing was written.
 
 "Current" values are the ones this planner emitted last (``Snapshot.previous``): koordlet reads the cgroup
 it wrote itself. No plan without a NodeMetric carrying node usage (koordlet skips such rounds).
@@ -31,7 +31,6 @@ it wrote itself. No plan without a NodeMetric carrying node usage (koordlet skip
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -53,16 +52,6 @@ BE_MIN_CPUSET_CORES = 2
 BYPASS_DELTA_RATIO = 0.01
 MAX_INCREASE_RATIO = 0.1
 HOST_APP_BE_BASE = "KubepodsBesteffort"
-
-
-@dataclasses.dataclass(frozen=True)
-class CPUSuppressArgs:
-    enabled: bool = True
-    """Feature gate ``BECPUSuppress`` (on in Koordinator); off: only recovery is planned."""
-
-    def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ValueError("CPUSuppressArgs.enabled must be a boolean")
 
 
 def suppress_milli(snapshot: Snapshot) -> int | None:
@@ -216,9 +205,8 @@ def be_cpuset(cpus: int, processors: Sequence[Processor], pinned: dict[int, str]
 class CPUSuppress:
     name = NAME
 
-    def __init__(self, args: CPUSuppressArgs = CPUSuppressArgs()) -> None:
-        args.validate()
-        self.args = args
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
 
     def plan(self, snapshot: Snapshot) -> Plan:
         previous = snapshot.previous.get(BE_TARGET, {})
@@ -227,7 +215,7 @@ class CPUSuppress:
         recover_quota = {CPU_QUOTA: "-1"} if CPU_QUOTA in previous else {}
         recover_cpuset = {CPUSET_CPUS: full} if CPUSET_CPUS in previous and full else {}
         threshold = snapshot.strategy.threshold
-        if not (self.args.enabled and threshold.enable):
+        if not (self.enabled and threshold.enable):
             values = {**recover_quota, **recover_cpuset}
             return Plan((Setting(*BE_TARGET, values),)) if values else NOTHING
         suppress = suppress_milli(snapshot)

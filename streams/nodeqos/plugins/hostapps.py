@@ -15,8 +15,6 @@ applications under ``KubepodsBesteffort`` as BE (``cpusuppress``).
 
 from __future__ import annotations
 
-import dataclasses
-
 from streams.actuation import CPU_BVT_WARP, CPU_IDLE, HOSTAPP_PATH, MECHANISM_CGROUP, TARGET_HOSTAPP
 from streams.koordinator.classes import QOS_BE, QOS_LSE, QOS_LSR
 from streams.nodeqos.framework import Plan, Setting, Snapshot
@@ -25,25 +23,14 @@ from streams.sloconfig.nodeqos import CPU_POLICY_CORE_SCHED
 NAME = "HostApps"
 
 
-@dataclasses.dataclass(frozen=True)
-class HostAppsArgs:
-    enabled: bool = True
-    """Apply QoS to the configured host applications."""
-
-    def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ValueError("HostAppsArgs.enabled must be a boolean")
-
-
 class HostApps:
     name = NAME
 
-    def __init__(self, args: HostAppsArgs = HostAppsArgs()) -> None:
-        args.validate()
-        self.args = args
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        if not self.args.enabled:
+        if not self.enabled:
             return Plan()
         strategy = snapshot.strategy.qos
         settings = []

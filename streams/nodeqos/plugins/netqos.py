@@ -28,7 +28,6 @@ nothing is planned for the node then.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from streams.actuation import MECHANISM_TC, TARGET_NODE, TARGET_POD, TOTAL_BPS
@@ -45,16 +44,6 @@ from streams.sloconfig.nodeqos import NET_POLICY_TERWAY, bandwidth_bits
 NAME = "NetQoS"
 REASON_ABOVE_TOTAL = "bandwidth above totalNetworkBandwidth"
 CLASSES = (("L1", QOS_LS), ("L2", QOS_BE))
-
-
-@dataclasses.dataclass(frozen=True)
-class NetQoSArgs:
-    enabled: bool = True
-    """Run the network-QoS hook."""
-
-    def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ValueError("NetQoSArgs.enabled must be a boolean")
 
 
 def bandwidth(value: int | str | None, total: int) -> int:
@@ -99,12 +88,11 @@ def pod_limits(annotation: str) -> tuple[int, int] | None:
 class NetQoS:
     name = NAME
 
-    def __init__(self, args: NetQoSArgs = NetQoSArgs()) -> None:
-        args.validate()
-        self.args = args
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        if not self.args.enabled:
+        if not self.enabled:
             return Plan()
         strategy = snapshot.strategy.qos
         total = snapshot.strategy.system.total_network_bandwidth

@@ -28,7 +28,6 @@ The agent turns percents into the host's bit masks:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from types import MappingProxyType
@@ -45,16 +44,6 @@ NAME = "Resctrl"
 REASON_BAD_ANNOTATION = "resctrl annotation does not parse"
 GROUP_OF_QOS = {QOS_LSE: QOS_LSR, QOS_LSR: QOS_LSR, QOS_LS: QOS_LS, QOS_BE: QOS_BE}
 REMOVED = MappingProxyType({GROUP_REMOVE: "1"})
-
-
-@dataclasses.dataclass(frozen=True)
-class ResctrlArgs:
-    enabled: bool = True
-    """Feature gate ``RdtResctrl`` (on in Koordinator)."""
-
-    def validate(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ValueError("ResctrlArgs.enabled must be a boolean")
 
 
 def l3_mask(cbm: int, start: int, end: int) -> str:
@@ -90,12 +79,11 @@ def pod_schemata(annotation: str) -> tuple[int, int, int] | None:
 class Resctrl:
     name = NAME
 
-    def __init__(self, args: ResctrlArgs = ResctrlArgs()) -> None:
-        args.validate()
-        self.args = args
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
 
     def plan(self, snapshot: Snapshot) -> Plan:
-        if not self.args.enabled:
+        if not self.enabled:
             return Plan()
         strategy = snapshot.strategy.qos
         policy = cpu_manager_policy(snapshot.node.annotations)

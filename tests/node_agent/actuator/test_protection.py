@@ -3,11 +3,14 @@ stream is silent or unreachable, evictions only reported, a local sequence space
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
-from node_agent.actuator.protection import Protection, local_view
+from node_agent.actuator.protection import Protection, follow_configs, local_view
+from streams.schemas import codec
+from tests.streams.fakeconsumer import OnePollConsumer, message
 from tests.node_agent.actuator.conftest import NODE, actuation, make_actuator
 from tests.streams.noderesource.support import G, configmap, metric_record, node_record, pod_usage
 
@@ -116,3 +119,18 @@ def test_settings_the_stream_never_set_are_recovered_on_hand_back(setup):
     protection.contact()
     protection.tick(view())
     assert quota(tree) == "-1"
+
+
+def test_follow_configs_keeps_the_configmaps_and_skips_the_rest(monkeypatch):
+    seen = []
+    messages = [message("configs", 0, codec.encode("ConfigMap", CONFIG)), message("configs", 1, None),
+                message("configs", 2, b"bad")]
+
+    async def main():
+        stop = asyncio.Event()
+        monkeypatch.setattr("streams.kafka.consumer", lambda *args, **kwargs: OnePollConsumer(messages, stop))
+        await follow_configs(type("P", (), {"on_config": lambda self, value: seen.append(value)})(),
+                             "b:9", {"configs": "configs"}, stop)
+
+    asyncio.run(main())
+    assert seen == [codec.decode(codec.encode("ConfigMap", CONFIG))[1]]

@@ -30,8 +30,3 @@ def test_unknown_or_repeated_plugins_raise():
         registry.build(("Nope",))
     with pytest.raises(KeyError, match="twice"):
         registry.build(("BatchResource", "BatchResource"))
-
-
-def test_a_name_registered_twice_raises():
-    with pytest.raises(ValueError, match="registered twice"):
-        registry._registry([("A", object), ("A", object)])

@@ -156,7 +156,7 @@ def test_parse_cpu_list(text, expected):
 def test_args_gates():
     pods = {"default/lse": pinned(QOS_LSE, "uid-lse", "0-1"), "default/ls": pod(QOS_LS, "uid-ls")}
     snap = snapshot(cpu=4000, pods=pods)
-    assert CPUSet(CPUSetArgs(enabled=False)).plan(snap).settings == ()
+    assert CPUSet(enabled=False).plan(snap).settings == ()
     assert values(CPUSet(CPUSetArgs(unset_cpu_quota=False)).plan(snap))["uid-lse"] == {CPUSET_CPUS: "0-1"}
     with pytest.raises(ValueError):
         CPUSet(CPUSetArgs(unset_cpu_quota="yes"))

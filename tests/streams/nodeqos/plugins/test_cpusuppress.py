@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from streams.actuation import CPU_QUOTA, CPUSET_CPUS
-from streams.nodeqos.plugins import cpusuppress
 from streams.nodeqos.plugins.cpusuppress import BE_TARGET, CPUSuppress, cfs_quota, suppress_cpuset, suppress_milli
 from streams.sloconfig.nodeqos import HostApplication
 from tests.streams.nodeqos.support import G, metric, pod, pod_usage, qos_strategy, replace, snapshot
@@ -112,5 +113,7 @@ def test_disabled_recovers_only_what_was_suppressed(previous, expected):
     assert tuple(s.values for s in CPUSuppress().plan(snap).settings) == expected
 
 
-def test_args_defaults_follow_the_feature_gate():
-    assert cpusuppress.CPUSuppressArgs().enabled is True
+def test_the_gate_off_recovers_what_was_suppressed_even_under_an_enabled_config():
+    snap = _snapshot(12_000, [("podA", 8000), ("podB", 2000)])
+    recovered = CPUSuppress(enabled=False).plan(dataclasses.replace(snap, previous={BE_TARGET: {CPU_QUOTA: "120000"}}))
+    assert tuple(s.values for s in recovered.settings) == ({CPU_QUOTA: "-1"},)

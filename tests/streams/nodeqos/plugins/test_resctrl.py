@@ -8,7 +8,7 @@ import json
 import pytest
 
 from streams.actuation import GROUP_REMOVE, L3_END, L3_START, MB_PERCENT, TASKS_PODS
-from streams.nodeqos.plugins.resctrl import Resctrl, ResctrlArgs, l3_mask, pod_schemata
+from streams.nodeqos.plugins.resctrl import Resctrl, l3_mask, pod_schemata
 from tests.streams.nodeqos.support import pod, qos_strategy, snapshot
 
 
@@ -108,5 +108,5 @@ def test_a_guaranteed_pod_joins_lsr_only_under_the_static_cpu_manager_policy(pol
 def test_the_rdt_resctrl_gate_is_on_by_default_and_off_plans_nothing():
     """The v1.6 article's "enable the Resctrl feature in the Koordlet's feature-gate": ``RdtResctrl``, on in
     Koordinator."""
-    assert ResctrlArgs().enabled is True
-    assert Resctrl(ResctrlArgs(enabled=False)).plan(snapshot()).settings == ()
+    assert Resctrl().enabled is True
+    assert Resctrl(enabled=False).plan(snapshot()).settings == ()
