@@ -35,7 +35,7 @@ from streams.objects.fields import FieldReader
 from streams.objects.kinds.nodemetric import rfc3339_millis
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.plugins.nodeaffinity import matches
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import tolerated
 

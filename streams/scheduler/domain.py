@@ -42,14 +42,15 @@ import dataclasses
 import json
 from collections.abc import Mapping
 
+from streams import decisions
 from streams.deadletter import dead_letter_record
 from streams.events import InboxEvent, decision_id, deletion
 from streams.koordinator.annotations import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER
 from streams.koordinator.classes import PRIORITY_NONE_NAME
-from streams.nodeqos import podmeta
 from streams.objects.duration import format_duration
 from streams.scheduler import config as scheduler_config
-from streams.scheduler import podinfo, registry
+from streams.objects import podinfo
+from streams.scheduler import registry
 from streams.objects.args import ArgsError
 from streams.descheduler.config import DeschedulerConfigError
 from streams.descheduler.lownodeload import NAME as LOW_NODE_LOAD
@@ -60,7 +61,7 @@ from streams.scheduler.framework import (
     CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, POD_DELETE, QUOTA_EVENT, CycleState, ObjectPods, PodMutation,
     QueueGroup, StatusReporter, sentence)
 from streams.scheduler.plugins.deviceshare.devices import KIND as DEVICE_KIND, device_sync
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.queue import QueuedPod, SchedulingQueue
 from streams.scheduler.state import (
     USAGE_FIELDS, Cluster, MetricChanged, NodeChanged, NodeObject, ObjectChanged, PodAssigned, PodChanged,
@@ -896,8 +897,8 @@ class _Outputs:
             "priority": pod.priority,
             "priorityClass": pod.priority_class_raw or PRIORITY_NONE_NAME,
             "qosClass": pod.qos_class or None,
-            "labels": podmeta.selected(pod.labels, podmeta.LABELS),
-            "annotations": {**podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS),
+            "labels": decisions.selected(pod.labels, decisions.LABELS),
+            "annotations": {**decisions.selected(pod.annotations, decisions.DECISION_ANNOTATIONS),
                             **self.domain.cluster.bind_annotations.get(pod.key, {})},
         }))
 

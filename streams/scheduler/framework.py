@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 
 MAX_NODE_SCORE = 100
 

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.scheduler.columns import NodeColumns
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 
 NO_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 USAGE_FIELDS = ("hasNodeMetric", "reportIntervalSeconds", "updateTime", "nodeUsage", "systemUsage",

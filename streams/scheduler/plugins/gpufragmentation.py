@@ -39,7 +39,7 @@ from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.deviceshare.allocator import PREFERRED
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError, device_requests, gpu_requirements
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster, NodeChanged, ObjectChanged, PodAssigned, PodUnassigned
 
 NAME = "GPUFragmentation"

@@ -23,7 +23,7 @@ import numpy as np
 
 from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, SKIP, SUCCESS, Code, CycleState, FilterResult, Status
-from streams.scheduler.podinfo import PodInfo, Requirement
+from streams.objects.podinfo import PodInfo, Requirement
 from streams.scheduler.state import Cluster
 
 NAME = "NodeAffinity"

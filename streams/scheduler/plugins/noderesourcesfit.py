@@ -29,7 +29,7 @@ import numpy as np
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import CPU, MEMORY, PODS
 from streams.scheduler.framework import NODE_EVENT, POD_DELETE, RESTORED, SUCCESS, CycleState, FilterResult, Status
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster
 

@@ -29,7 +29,7 @@ import numpy as np
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import CPU, MEMORY
 from streams.scheduler.framework import MAX_NODE_SCORE, CycleState
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import least_requested, most_requested
 from streams.scheduler.state import Cluster
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 from streams.scheduler.taints import UNSCHEDULABLE_TAINT, tolerated
 

@@ -22,7 +22,7 @@ import numpy as np
 from streams.objects.args import ArgsReader
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import MAX_NODE_SCORE, CycleState
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 
 NAME = "ScarceResourceAvoidance"

@@ -17,7 +17,7 @@ import numpy as np
 
 from streams.objects.args import no_args
 from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import key_of, tolerated
 

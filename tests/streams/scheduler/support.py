@@ -246,6 +246,6 @@ def plugin_of(domain: SchedulingDomain, name: str, scheduler: str = "default-sch
 
 
 def pod_info(ev: InboxEvent):
-    from streams.scheduler import podinfo
+    from streams.objects import podinfo
 
     return podinfo.from_record(ev.key, ev.record)

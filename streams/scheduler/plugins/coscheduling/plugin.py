@@ -35,7 +35,7 @@ from streams.objects.duration import parse_duration
 from streams.scheduler.framework import (
     NODE_EVENT, POD_DELETE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status)
 from streams.scheduler.plugins.coscheduling.gang import MATCH_POLICIES, Gang, from_pod_group, from_pods, gang_id_of
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster, ObjectChanged, PodChanged
 
 NAME = "Coscheduling"

@@ -41,7 +41,7 @@ from streams.scheduler.plugins.deviceshare.allocator import (
     LEAST_ALLOCATED, MOST_ALLOCATED, PREFERRED, PodDevices, Scorer, Unfit, allocate, prepare)
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 from streams.objects.quantity import format_quantity
 

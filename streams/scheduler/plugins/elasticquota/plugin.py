@@ -49,7 +49,7 @@ from streams.scheduler.framework import (
 from streams.scheduler.plugins.elasticquota import objects, webhook
 from streams.scheduler.plugins.elasticquota.tree import (
     DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, PodCharge, QuotaSpec, QuotaTree)
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import (
     Cluster, NodeChanged, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
 from streams.scheduler.units import resource_list_string

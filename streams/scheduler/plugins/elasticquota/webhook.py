@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.scheduler.plugins.elasticquota import objects
-from streams.scheduler.podinfo import PodInfo, Requirement, SelectorTerm
+from streams.objects.podinfo import PodInfo, Requirement, SelectorTerm
 from streams.scheduler.state import Cluster
 
 ADMITTED_KINDS = frozenset({"ElasticQuota", "ElasticQuotaProfile"})

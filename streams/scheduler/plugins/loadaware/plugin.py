@@ -53,7 +53,7 @@ from streams.scheduler.framework import METRIC_EVENT, POD_DELETE, SUCCESS, Code,
 from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
 from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
 from streams.objects.duration import parse_duration

@@ -64,7 +64,7 @@ from streams.scheduler.plugins.nodenumaresource.numa import (
 from streams.scheduler.plugins.nodenumaresource.topologymanager import (
     EXCLUSIVE_REQUIRED, POLICY_BEST_EFFORT, POLICY_NONE, POLICY_RESTRICTED, Hint, bits, count, iterate_masks,
     merge)
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodAssigned, PodUnassigned
 

@@ -37,7 +37,7 @@ from streams.scheduler.framework import (
     NODE_EVENT, POD_DELETE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
 from streams.scheduler.plugins.reservation.objects import (
     RESTRICTED, ReservationInfo, affinity, ignores_reservations, is_owner, parse, usable_by)
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodUnassigned
 
 NAME = "Reservation"
