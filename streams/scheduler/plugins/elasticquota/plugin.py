@@ -1,6 +1,6 @@
 """The ElasticQuota scheduler plugin (``plugin.go``, ``plugin_helper.go``, ``preempt.go``).
 
-PreFilter, for the pod's quota q (see ``objects.quota_name``; runtime from ``tree``)::
+PreFilter, for the pod's quota q (see ``streams.quotas.quota_name``; runtime from ``tree``)::
 
     limit = runtime(q) (max for the system/default quotas, or when enableRuntimeQuota is false)
     req   = pod request masked to the names of q's max
@@ -46,9 +46,10 @@ from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
     NODE_EVENT, POD_DELETE, QUOTA_EVENT, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status,
     Victim, preemption_failure)
+from streams import quotas
 from streams.scheduler.plugins.elasticquota import objects, webhook
-from streams.scheduler.plugins.elasticquota.tree import (
-    DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, PodCharge, QuotaSpec, QuotaTree)
+from streams.scheduler.plugins.elasticquota.tree import PodCharge, QuotaTree
+from streams.quotas import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import (
     Cluster, NodeChanged, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
@@ -202,7 +203,7 @@ class ElasticQuota:
         self._epoch += 1
         cluster = self.cluster
         records = objects.effective_quotas(cluster.quotas, cluster.profiles, cluster.nodes.values())
-        self.specs = objects.specs_of(records)
+        self.specs = quotas.specs_of(records)
         self.trees = {DEFAULT_TREE: self._new_tree(DEFAULT_TREE)}
         self.tree_of = {DEFAULT: DEFAULT_TREE, SYSTEM: DEFAULT_TREE}
         for name in sorted(self.specs):
@@ -237,7 +238,7 @@ class ElasticQuota:
 
     def resolve(self, pod: PodInfo) -> tuple[str, str]:
         """(quota name, tree id) of ``pod``."""
-        name = objects.quota_name(pod.labels, pod.namespace, self.specs)
+        name = quotas.quota_name(pod.labels, pod.namespace, self.specs)
         return name, self.tree_of.get(name, DEFAULT_TREE)
 
     def _charge(self, key: str, pod: PodInfo | None) -> None:
