@@ -312,6 +312,32 @@ class ObjectPods(Protocol):
 
 
 @runtime_checkable
+class NodeOverlay(Protocol):
+    """Objects keyed by node name that add to the node the scheduler reads (koord-manager syncing a node's
+    Device into its allocatable and labels). The domain keeps them as watched objects and, whatever the profiles
+    enable, applies ``overlay_node`` of the object of each of ``overlay_kinds`` where it reads a node; a change
+    to such an object reads its node again and raises a node event."""
+
+    overlay_kinds: frozenset[str]
+
+    @staticmethod
+    def overlay_node(kind: str, record: dict) -> tuple[dict[str, int], dict[str, str]]:
+        """(allocatable, labels) the object adds to its node."""
+        ...
+
+
+@runtime_checkable
+class ReservationHolder(Protocol):
+    """A plugin that holds reservations (Koordinator's Reservation): what the descheduling stage's migration
+    jobs read of the reservations they created."""
+
+    def reservation(self, name: str) -> tuple[str, str | None, tuple[str, ...], str] | None:
+        """(phase, node it is available on, owner pod keys, key of its reserve pod), or None when the plugin
+        holds no reservation ``name``."""
+        ...
+
+
+@runtime_checkable
 class QueueGroup(Protocol):
     """Pods that are scheduled together (Koordinator's gang: the scheduler pulls the rest of the group
     right after one member, ``NextPod``). After a pod ends its cycle waiting on Permit, the domain tries

@@ -39,6 +39,7 @@ from streams.scheduler.framework import (
     NODE_EVENT, POD_DELETE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
 from streams.scheduler.plugins.deviceshare.allocator import (
     LEAST_ALLOCATED, MOST_ALLOCATED, PREFERRED, PodDevices, Scorer, Unfit, allocate, prepare)
+from streams.scheduler.plugins.deviceshare.devices import device_sync
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError
 from streams.objects.podinfo import PodInfo
@@ -98,7 +99,14 @@ class DeviceShare:
     name = NAME
     Args = DeviceShareArgs
     watched_kinds = frozenset({KIND})
+    overlay_kinds = frozenset({KIND})
     events_to_register = frozenset({NODE_EVENT, POD_DELETE, KIND})
+
+    @staticmethod
+    def overlay_node(kind: str, record: dict) -> tuple[dict[str, int], dict[str, str]]:
+        """What koord-manager syncs from a node's Device to the node (``NodeOverlay``)."""
+        synced = device_sync(record)
+        return dict(synced.allocatable), dict(synced.labels)
 
     def __init__(self, args: DeviceShareArgs, cluster: Cluster) -> None:
         self.args = args

@@ -140,6 +140,13 @@ class Reservation:
                 total[resource] = total.get(resource, 0) + value
         return total
 
+    def reservation(self, name: str) -> tuple[str, str | None, tuple[str, ...], str] | None:
+        """What migration jobs read of reservation ``name`` (``ReservationHolder``)."""
+        if self.info(name) is None:
+            return None
+        phase, _ = self.phase(name)
+        return phase, self.node_of(name), tuple(self.owners(name)), f"{KIND}/{name}"
+
     def _first_seen(self, name: str) -> int:
         held = self.cluster.pods.get(f"{KIND}/{name}")
         if held is not None:
