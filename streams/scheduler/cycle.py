@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import types
 
 import numpy as np
 
@@ -81,6 +82,10 @@ class Framework:
         self.points = {point: [self.plugins[name] for name in names] for point, names in profile.points.items()}
         self.weights = [(self.plugins[name], profile.weights[name]) for name in profile.points["score"]]
         self.observers = [p for p in self.plugins.values() if hasattr(p, "observe")]
+        self.queueing_hints = {(name, registration.event): types.MethodType(registration.hint, plugin)
+                               for name, plugin in self.plugins.items()
+                               for registration in getattr(plugin, "events_to_register", ()) if registration.hint}
+        """(plugin, cluster event) -> the plugin's queueing hint for it, bound to this profile's instance."""
 
     def observe(self, change: object) -> None:
         for plugin in self.observers:

@@ -36,7 +36,7 @@ from streams.scheduler import registry
 from streams.scheduler.cycle import Framework
 from streams.scheduler.descheduling import Descheduling, DeschedulingHook
 from streams.scheduler.framework import (
-    CONFIG_EVENT, METRIC_EVENT, NODE_EVENT, QUOTA_EVENT, ObjectPods, StatusReporter)
+    CONFIGURATION_UPDATE, NODE, NODE_USAGE, QUOTA, ClusterEvent, ObjectPods, StatusReporter, action_of)
 from streams.scheduler.objectpods import ObjectPodEvents
 from streams.scheduler.orchestration import PodScheduling, PodState
 from streams.scheduler.outputs import Outputs
@@ -225,7 +225,7 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
         self.node_records[name] = dict(event.record)
         old, new = self._put_node(name)
         self._observe(NodeChanged(name, old, new))
-        self._queue_event(NODE_EVENT)
+        self._queue_event(ClusterEvent(NODE, action_of(old is not None, False), name))
 
     def _on_node_resource(self, event: InboxEvent, out: Outputs) -> None:
         name = event.record.get("nodeName") if event.record else event.key
@@ -238,18 +238,20 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
         if name in self.node_records:
             old, new = self._put_node(name)
             self._observe(NodeChanged(name, old, new))
-            self._queue_event(NODE_EVENT)
+            self._queue_event(ClusterEvent(NODE, action_of(old is not None, False), name))
 
     def _on_usage(self, event: InboxEvent, out: Outputs) -> None:
         """A node's NodeUsage (what the node aggregate sends of its NodeMetric), kept as its usage fields."""
         name = event.key
         self._dirty.add(f"metric/{name}")
-        if event.deleted or event.record["deleted"]:
+        existed = name in self.cluster.metrics
+        deleted = event.deleted or event.record["deleted"]
+        if deleted:
             self.cluster.metrics.pop(name, None)
         else:
             self.cluster.metrics[name] = {field: event.record[field] for field in USAGE_FIELDS}
         self._observe(MetricChanged(name, self.cluster.metrics.get(name)))
-        self._queue_event(METRIC_EVENT)
+        self._queue_event(ClusterEvent(NODE_USAGE, action_of(existed, deleted), name))
 
     # -- quotas --------------------------------------------------------------------
 
@@ -265,18 +267,20 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
             name = event.record["metadata"]["name"]
         if self._refused(event, name, out):
             return
+        existed = name in cluster.quotas
         if event.deleted:
             del cluster.quotas[name]
         else:
             cluster.quotas[name] = dict(event.record)
         self._dirty.add(f"quota/{name}")
         self._observe(QuotaObjectsChanged())
-        self._queue_event(QUOTA_EVENT)
+        self._queue_event(ClusterEvent(QUOTA, action_of(existed, event.deleted), name))
 
     def _on_profile(self, event: InboxEvent, out: Outputs) -> None:
         cluster = self.cluster
         key = event.key
         self._dirty.add(f"profile/{key}")
+        existed = key in cluster.profiles
         if event.deleted:
             if cluster.profiles.pop(key, None) is None:
                 return
@@ -285,7 +289,7 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
                 return
             cluster.profiles[key] = dict(event.record)
         self._observe(QuotaObjectsChanged())
-        self._queue_event(QUOTA_EVENT)
+        self._queue_event(ClusterEvent(QUOTA, action_of(existed, event.deleted), key))
 
     # -- configuration -------------------------------------------------------------
 
@@ -303,7 +307,7 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
             return
         self.config_record = None if event.deleted else dict(event.record)
         self._dirty.add("config")
-        self._queue_event(CONFIG_EVENT)
+        self._queue_event(CONFIGURATION_UPDATE)
 
     # -- quota statuses ------------------------------------------------------------
 

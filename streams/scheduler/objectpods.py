@@ -10,7 +10,7 @@ like any pod, without a SchedulingDecision; ``refresh`` gives the object pods ti
 from __future__ import annotations
 
 from streams.events import InboxEvent
-from streams.scheduler.framework import NODE_EVENT, ObjectPods
+from streams.scheduler.framework import NODE, ClusterEvent, ObjectPods, action_of
 from streams.scheduler.outputs import Outputs
 from streams.scheduler.state import NodeChanged, ObjectChanged
 
@@ -33,11 +33,11 @@ class ObjectPodEvents:
             objects[name] = dict(event.record)
         self._dirty.add(f"object/{kind}/{name}")
         self._observe(ObjectChanged(kind, name, old, objects.get(name)))
-        self._queue_event(kind)
+        self._queue_event(ClusterEvent(kind, action_of(old is not None, event.deleted), name))
         if kind in self.node_overlays and name in self.node_records:
             old_node, new_node = self._put_node(name)
             self._observe(NodeChanged(name, old_node, new_node))
-            self._queue_event(NODE_EVENT)
+            self._queue_event(ClusterEvent(NODE, action_of(old_node is not None, False), name))
         for source in self._enabled(ObjectPods):
             if kind in source.pod_kinds:
                 self._object_pod(f"{kind}/{name}", source.object_pod(kind, name, objects.get(name)), out)

@@ -22,7 +22,7 @@ from streams.objects import podinfo
 from streams.objects.duration import format_duration
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.cycle import CycleResult, run_cycle, unreserve
-from streams.scheduler.framework import POD_DELETE, CycleState, PodMutation, QueueGroup, sentence
+from streams.scheduler.framework import ASSIGNED_POD_DELETE, ClusterEvent, CycleState, PodMutation, QueueGroup, sentence
 from streams.scheduler.outputs import (
     BOUND, PREEMPTED, RELEASED, SCHEDULED, UNSCHEDULABLE, WAITING, Outputs, assigned_message, waiting_message)
 from streams.scheduler.state import PodAssigned, PodChanged, PodUnassigned, WaitingPod
@@ -106,7 +106,7 @@ class PodScheduling:
             reason = "Deleted" if deleted else f"Pod{record['phase']}"
             out.decision(pod, RELEASED, node, reason, "", None)
             if released:
-                self._queue_event(POD_DELETE)
+                self._queue_event(ASSIGNED_POD_DELETE)
             return
         info = podinfo.from_record(key, record)
         old = cluster.pods.get(key)
@@ -148,7 +148,7 @@ class PodScheduling:
         chosen = self.pods[key].node
         self._unassign(key)
         out.decision(pod, RELEASED, chosen, "BoundElsewhere", f"the cluster bound it to {bound_to}", None)
-        self._queue_event(POD_DELETE)
+        self._queue_event(ASSIGNED_POD_DELETE)
 
     def _attempt(self, key: str, out: Outputs, with_siblings: bool = True) -> CycleResult:
         """One scheduling attempt of pending pod ``key``; assigns it when a node is found (holding it there
@@ -163,7 +163,7 @@ class PodScheduling:
             if outcome.victims:
                 for victim in outcome.victims:
                     self._preempt(victim.pod_key, pod, outcome.nominated, out)
-                self._queue_event(POD_DELETE)
+                self._queue_event(ASSIGNED_POD_DELETE)
                 outcome = run_cycle(framework, pod, allow_preemption=False)
         state = self.pods[key]
         cluster = self.cluster
@@ -231,7 +231,7 @@ class PodScheduling:
                     del waiting.pods[key]
                     unreserve(self._framework(pod), CycleState(), pod, held.node)
                     self._unassign(key)
-                    self._queue_event(POD_DELETE)
+                    self._queue_event(ASSIGNED_POD_DELETE)
                     self.queue.add(key, pod.sort_priority, state.seq)
                     self.queue.failed(key, cluster.now_ms, frozenset({plugin}))
                     state.last_result, state.last_message = UNSCHEDULABLE, sentence(message)
@@ -272,11 +272,19 @@ class PodScheduling:
             return SCHEDULED, outcome.node, None, assigned_message(pod, outcome.node), outcome
         return UNSCHEDULABLE, None, "Unschedulable", outcome.message, outcome
 
-    def _queue_event(self, kind: str) -> None:
-        """Tell the queue an event of ``kind`` happened; the pods it moves are persisted with their new
-        flag, or a domain restored from its table would retry different pods than one that never stopped."""
-        for key in self.queue.on_event(kind):
+    def _queue_event(self, event: ClusterEvent) -> None:
+        """Tell the queue ``event`` happened (once applied, so queueing hints see its result); the pods it
+        moves are persisted with their new flag, or a domain restored from its table would retry different
+        pods than one that never stopped."""
+        for key in self.queue.on_event(event, self._queueing_hint):
             self._dirty.add(f"pod/{key}")
+
+    def _queueing_hint(self, event: ClusterEvent, key: str, plugin: str) -> bool:
+        """Whether ``event`` may make pod ``key``, which ``plugin`` rejected, schedulable: the hint the plugin
+        registered for the event, on its instance in the pod's profile (True without one)."""
+        pod = self.cluster.pods[key]
+        hint = self._framework(pod).queueing_hints.get((plugin, event))
+        return hint is None or hint(event, pod)
 
     def _retry(self, out: Outputs) -> None:
         for key in self.queue.due(self.cluster.now_ms):

@@ -36,7 +36,8 @@ from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_P
 from streams.koordinator.resources import DEVICE_GPU, FPGA, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, every_action,
+    register)
 from streams.scheduler.plugins.deviceshare.allocator import (
     LEAST_ALLOCATED, MOST_ALLOCATED, PREFERRED, PodDevices, Scorer, Unfit, allocate, prepare)
 from streams.scheduler.plugins.deviceshare.devices import device_sync
@@ -100,7 +101,7 @@ class DeviceShare:
     Args = DeviceShareArgs
     watched_kinds = frozenset({KIND})
     overlay_kinds = frozenset({KIND})
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, KIND})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(KIND))
 
     @staticmethod
     def overlay_node(kind: str, record: dict) -> tuple[dict[str, int], dict[str, str]]:

@@ -44,8 +44,8 @@ from collections.abc import Mapping
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, QUOTA_EVENT, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status,
-    Victim, preemption_failure)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QUOTA, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis,
+    PostFilterResult, Status, Victim, every_action, preemption_failure, register)
 from streams import quotas
 from streams.scheduler.plugins.elasticquota import objects, webhook
 from streams.scheduler.plugins.elasticquota.tree import PodCharge, QuotaTree
@@ -177,7 +177,7 @@ def check_parent(topo: list[str], limit: Mapping[str, int], used: Mapping[str, i
 class ElasticQuota:
     name = NAME
     Args = ElasticQuotaArgs
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, QUOTA_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(QUOTA))
     """Node events too: the quota total follows the nodes (Koordinator registers none for ElasticQuota)."""
     admitted_kinds = webhook.ADMITTED_KINDS
     admit = staticmethod(webhook.admit)

@@ -49,7 +49,8 @@ from streams.koordinator.annotations import (
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_SCHEDULED as ANNOTATION_AFTER_SCHEDULED, ANNOTATION_RAW_ALLOCATABLE)
 from streams.koordinator.classes import PRIORITY_PROD
 from streams.objects.quantity import QuantityError, resource_list
-from streams.scheduler.framework import METRIC_EVENT, POD_DELETE, SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.framework import (
+    ASSIGNED_POD_DELETE, NODE_USAGE, SUCCESS, Code, CycleState, FilterResult, Status, every_action, register)
 from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
 from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
@@ -92,7 +93,7 @@ class _Profile:
 class LoadAwareScheduling:
     name = NAME
     Args = LoadAwareSchedulingArgs
-    events_to_register = frozenset({METRIC_EVENT, POD_DELETE})
+    events_to_register = register(*every_action(NODE_USAGE), ASSIGNED_POD_DELETE)
 
     def __init__(self, args: LoadAwareSchedulingArgs, cluster: Cluster) -> None:
         args.validate()

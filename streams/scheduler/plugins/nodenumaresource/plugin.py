@@ -54,7 +54,7 @@ from streams.koordinator.labels import (
     LABEL_NODE_CPU_BIND_POLICY, LABEL_NODE_NUMA_ALLOCATE_STRATEGY, LABEL_NUMA_TOPOLOGY_POLICY, LABEL_POD_QOS)
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
 from streams.scheduler.plugins.nodenumaresource.accumulator import (
     EXCLUSIVE_NONE, EXCLUSIVE_POLICIES, FULL_PCPUS, LEAST_ALLOCATED, MOST_ALLOCATED, SPREAD_BY_PCPUS,
     STRATEGIES, NotEnoughCPUs, take_cpus)
@@ -249,7 +249,7 @@ def _fail(code: Code, *reasons: str) -> _Failure:
 class NodeNUMAResource:
     name = NAME
     Args = NodeNUMAResourceArgs
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE)
 
     def __init__(self, args: NodeNUMAResourceArgs, cluster: Cluster) -> None:
         self.args = args

@@ -34,7 +34,8 @@ from streams.koordinator.annotations import (
     ANNOTATION_RESERVATION_ALLOCATED, ANNOTATION_RESERVATION_NAME, ANNOTATION_RESERVE_POD)
 from streams.objects.args import ArgsError, ArgsReader
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status,
+    every_action, register)
 from streams.scheduler.plugins.reservation.objects import (
     RESTRICTED, ReservationInfo, affinity, ignores_reservations, is_owner, parse, usable_by)
 from streams.objects.podinfo import PodInfo
@@ -68,7 +69,7 @@ class Reservation:
     Args = ReservationArgs
     watched_kinds = frozenset({KIND})
     pod_kinds = frozenset({KIND})
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, KIND})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(KIND))
 
     def __init__(self, args: ReservationArgs, cluster: Cluster) -> None:
         self.cluster = cluster
