@@ -50,7 +50,8 @@ from streams.koordinator.annotations import (
 from streams.koordinator.classes import PRIORITY_PROD
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.framework import (
-    ASSIGNED_POD_DELETE, NODE_USAGE, SUCCESS, Code, CycleState, FilterResult, Status, every_action, register)
+    ADD, ASSIGNED_POD_DELETE, DELETE, NODE_USAGE, SUCCESS, UPDATE, ClusterEvent, Code, CycleState, FilterResult, Status,
+    register)
 from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
 from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
@@ -93,7 +94,22 @@ class _Profile:
 class LoadAwareScheduling:
     name = NAME
     Args = LoadAwareSchedulingArgs
-    events_to_register = register(*every_action(NODE_USAGE), ASSIGNED_POD_DELETE)
+
+    def usage_may_fit(self, event: ClusterEvent, pod: PodInfo) -> bool:
+        """Queueing hint for a NodeUsage added or updated: Queue when the node, with the usage now stored, passes
+        Filter for ``pod``. A usage that leaves the node over a threshold for the pod (it went up, or stays
+        over) or already expired cannot make the pod fit there, and no other node changed. A node the domain
+        does not hold yet: Queue."""
+        row = self.cluster.columns.row.get(event.name)
+        if row is None:
+            return True
+        candidates = np.zeros(len(self.cluster.columns), dtype=bool)
+        candidates[row] = True
+        return bool(self.filter(CycleState(), pod, candidates).passed[row])
+
+    events_to_register = (
+        *register(ClusterEvent(NODE_USAGE, ADD), ClusterEvent(NODE_USAGE, UPDATE), hint=usage_may_fit),
+        *register(ClusterEvent(NODE_USAGE, DELETE), ASSIGNED_POD_DELETE))
 
     def __init__(self, args: LoadAwareSchedulingArgs, cluster: Cluster) -> None:
         args.validate()
