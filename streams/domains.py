@@ -35,8 +35,8 @@ from typing import Mapping
 
 from streams.events import InboxEvent
 from streams.koordinator.labels import LABEL_QUOTA_TREE_ID
-from streams.routing import DEFAULT_DOMAIN
 from streams.quotas import DEFAULT_TREE, profile_spec, quota_name, specs_of
+from streams.routing import DEFAULT_DOMAIN
 
 DIRECTORY_PARTITION = 0
 """The routing partition that holds and sends what every domain needs."""

@@ -36,11 +36,11 @@ import types
 
 import numpy as np
 
+from streams.objects.podinfo import PodInfo
 from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
     Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.registry import REGISTRY
 from streams.scheduler.state import Cluster
 

@@ -22,9 +22,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
+from streams.objects.podinfo import PodInfo, Requirement
 from streams.scheduler.framework import (
     NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
-from streams.objects.podinfo import PodInfo, Requirement
 from streams.scheduler.state import Cluster
 
 NAME = "NodeAffinity"

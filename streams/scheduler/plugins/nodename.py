@@ -13,9 +13,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
     NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 
 NAME = "NodeName"

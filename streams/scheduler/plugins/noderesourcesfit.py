@@ -27,10 +27,10 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import CPU, MEMORY, PODS
 from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SUCCESS, CycleState, FilterResult, Status, register)
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster
 

@@ -27,9 +27,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import CPU, MEMORY
 from streams.scheduler.framework import MAX_NODE_SCORE, CycleState, register
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import least_requested, most_requested
 from streams.scheduler.state import Cluster
 

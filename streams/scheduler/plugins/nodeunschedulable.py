@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
-from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from streams.objects.podinfo import PodInfo
+from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from streams.scheduler.state import Cluster
 from streams.scheduler.taints import UNSCHEDULABLE_TAINT, tolerated
 

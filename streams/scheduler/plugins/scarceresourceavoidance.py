@@ -20,9 +20,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import MAX_NODE_SCORE, CycleState, register
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 
 NAME = "ScarceResourceAvoidance"

@@ -10,8 +10,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from streams.scheduler import registry
 from streams.objects.args import no_args
+from streams.scheduler import registry
 from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from tests.streams.scheduler.support import decisions, metric, node, pod, profile_with, run
 

@@ -32,11 +32,11 @@ from streams.koordinator.labels import GANG_MATCH_ONCE_SATISFIED, GANG_MATCH_ONL
 from streams.koordinator.labels import GANG_MODE_STRICT, LABEL_POD_GROUP
 from streams.objects.args import ArgsError, ArgsReader
 from streams.objects.duration import parse_duration
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status,
     every_action, register)
 from streams.scheduler.plugins.coscheduling.gang import MATCH_POLICIES, Gang, from_pod_group, from_pods, gang_id_of
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster, ObjectChanged, PodChanged
 
 NAME = "Coscheduling"

@@ -35,6 +35,8 @@ from streams.koordinator.annotations import ANNOTATION_DEVICE_ALLOCATED, ANNOTAT
 from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_PROVIDER
 from streams.koordinator.resources import DEVICE_GPU, FPGA, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
+from streams.objects.quantity import format_quantity
 from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, every_action,
     register)
@@ -43,9 +45,7 @@ from streams.scheduler.plugins.deviceshare.allocator import (
 from streams.scheduler.plugins.deviceshare.devices import device_sync
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster
-from streams.objects.quantity import format_quantity
 
 NAME = "DeviceShare"
 KIND = "Device"

@@ -41,16 +41,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streams import quotas
+from streams.objects.podinfo import PodInfo
+from streams.quotas import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QUOTA, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis,
     PostFilterResult, Status, Victim, every_action, preemption_failure, register)
-from streams import quotas
 from streams.scheduler.plugins.elasticquota import objects, webhook
 from streams.scheduler.plugins.elasticquota.args import NAME, ElasticQuotaArgs
 from streams.scheduler.plugins.elasticquota.tree import PodCharge, QuotaTree
-from streams.quotas import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import (
     Cluster, NodeChanged, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
 from streams.scheduler.units import resource_list_string

@@ -52,6 +52,8 @@ from streams.koordinator.annotations import (
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_INITIALIZED as ANNOTATION_AFTER_INITIALIZED,
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_SCHEDULED as ANNOTATION_AFTER_SCHEDULED, ANNOTATION_RAW_ALLOCATABLE)
 from streams.koordinator.classes import PRIORITY_PROD
+from streams.objects.duration import parse_duration
+from streams.objects.podinfo import PodInfo
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.framework import (
     ADD, ASSIGNED_POD_DELETE, DELETE, NODE_USAGE, SUCCESS, UPDATE, ClusterEvent, Code, CycleState, FilterResult, Status,
@@ -59,10 +61,8 @@ from streams.scheduler.framework import (
 from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
 from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
-from streams.objects.duration import parse_duration
 
 REASON_METRIC_EXPIRED = "node(s) nodeMetric expired"
 REASON_USAGE = "node(s) {resource} usage exceed threshold"

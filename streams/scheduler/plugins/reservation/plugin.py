@@ -33,12 +33,12 @@ import numpy as np
 from streams.koordinator.annotations import (
     ANNOTATION_RESERVATION_ALLOCATED, ANNOTATION_RESERVATION_NAME, ANNOTATION_RESERVE_POD)
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status,
     every_action, register)
 from streams.scheduler.plugins.reservation.objects import (
     RESTRICTED, ReservationInfo, affinity, ignores_reservations, is_owner, parse, usable_by)
-from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodUnassigned
 
 NAME = "Reservation"

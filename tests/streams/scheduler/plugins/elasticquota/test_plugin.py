@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from streams.quotas import DEFAULT
 from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.elasticquota import objects
 from streams.scheduler.plugins.elasticquota.plugin import NAME, check_non_preemptible, check_parent, check_quota
-from streams.quotas import DEFAULT
 from streams.scheduler.state import PodChanged
 from tests.streams.scheduler.support import (
     GI, T0, decisions, deleted, event, k8s_node, k8s_pod, node, plugin_of, pod, pod_info, profile_with, quota, run,
