@@ -53,6 +53,8 @@ does."""
 
 
 class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, DeschedulingHook):
+    """One scheduling domain's state and transition; each base class is the part of one job (see above)."""
+
     def __init__(self, domain: str) -> None:
         self.domain = domain
         self.cluster = Cluster()
@@ -180,10 +182,10 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
         if overlay:
             allocatable.update(overlay.get("allocatable") or {})
         labels = dict(meta.get("labels") or {})
-        for kind, overlay in self.node_overlays.items():
+        for kind, plugin in self.node_overlays.items():
             overlaid = self.cluster.objects.get(kind, {}).get(name)
             if overlaid is not None:
-                extra_allocatable, extra_labels = overlay.overlay_node(kind, overlaid)
+                extra_allocatable, extra_labels = plugin.overlay_node(kind, overlaid)
                 allocatable.update(extra_allocatable)
                 labels.update(extra_labels)
         return NodeObject(name, labels, dict(meta.get("annotations") or {}),
