@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 
 from streams.koordinator.classes import PRIORITY_NONE_NAME, QOS_BY_KUBE_QOS, QOS_NONE, priority_class_with_qos
-from streams.scheduler.podinfo import from_record
+from streams.objects.podinfo import from_record
 
 UNRESOLVED_NAMESPACE = "<unresolved>"
 MAX_UNBOUND = 4096

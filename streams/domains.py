@@ -10,7 +10,7 @@ The domain router reads its own ordered inbox (``inbox-routing``, one :class:`Do
 partition) and keeps, from it alone, the table it routes by:
 
 - **profiles and quotas** come to every partition: a pod's domain is the tree of its quota
-  (``GetQuotaName``, ``plugins.elasticquota.objects.quota_name``), or of the profile that builds it;
+  (``GetQuotaName``, ``streams.quotas.quota_name``), or of the profile that builds it;
 - **nodes** come to the partition of their name, with everything about a node (NodeUsage,
   NodeResource, Device, NodeResourceTopology): a node belongs to the domain of the one profile whose
   ``nodeSelector`` it matches, else to ``default``. A node two profiles select is refused (dead
@@ -35,9 +35,8 @@ from typing import Mapping
 
 from streams.events import InboxEvent
 from streams.koordinator.labels import LABEL_QUOTA_TREE_ID
+from streams.quotas import DEFAULT_TREE, profile_spec, quota_name, specs_of
 from streams.routing import DEFAULT_DOMAIN
-from streams.scheduler.plugins.elasticquota.objects import profile_spec, quota_name, specs_of
-from streams.scheduler.plugins.elasticquota.tree import DEFAULT_TREE
 
 DIRECTORY_PARTITION = 0
 """The routing partition that holds and sends what every domain needs."""

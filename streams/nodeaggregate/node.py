@@ -72,7 +72,7 @@ from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.nodeaggregate.usage import Sent
 from streams.nodeqos import planner
 from streams.nodeqos.planner import QoSMemory
-from streams.nodeqos.podmeta import ANNOTATIONS, LABELS, selected
+from streams.decisions import ANNOTATIONS, LABELS, selected
 from streams.noderesource.prediction.profile import (
     NodeProfile, forget_pod, next_prediction_change_ms, predict, train,
 )

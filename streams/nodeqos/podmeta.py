@@ -1,7 +1,7 @@
 """The pod labels and annotations the node-QoS plan reads, and what they mean.
 
 The scheduler copies exactly these keys into each SchedulingDecision
-(``labels`` / ``DECISION_ANNOTATIONS``), so the node aggregate learns them with
+(``streams.decisions``: ``LABELS`` / ``DECISION_ANNOTATIONS``), so the node aggregate learns them with
 the pod without storing whole manifests (``PodView.labels`` / ``annotations``,
 and ``PodView.numa_nodes`` / ``cpuset`` from the resource status; ``pinned_cpus``
 parses the cpuset strictly). ``qos_on_node`` is a pod's QoS class on its node: a Guaranteed pod without a
@@ -13,25 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from streams.koordinator.annotations import (
-    ANNOTATION_CPU_BURST, ANNOTATION_CPU_QOS, ANNOTATION_EVICTION_POLICY, ANNOTATION_EVICTION_PRIORITY,
-    ANNOTATION_KUBELET_CPU_MANAGER_POLICY, ANNOTATION_NETWORK_QOS, ANNOTATION_RESCTRL, ANNOTATION_RESOURCE_STATUS)
+from streams.decisions import ANNOTATIONS, DECISION_ANNOTATIONS, LABELS, selected  # noqa: F401 (re-exported)
+from streams.koordinator.annotations import ANNOTATION_KUBELET_CPU_MANAGER_POLICY
 from streams.koordinator.classes import (
     CPU_MANAGER_POLICY_NONE, KUBE_GUARANTEED, KUBE_QOS_BY_DEFAULT_QOS, qos_class_by_name, qos_for_guaranteed)
-from streams.koordinator.labels import (
-    LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_POLICY, LABEL_POD_EVICTION_ENABLED,
-    LABEL_POD_QOS, LABEL_POD_SUB_PRIORITY)
+from streams.koordinator.labels import LABEL_POD_QOS
 from streams.noderesource.views import BAD_RESOURCE_STATUS, PodView
-
-LABELS = (LABEL_POD_QOS, LABEL_CORE_SCHED_GROUP_ID, LABEL_CORE_SCHED_GROUP, LABEL_CORE_SCHED_POLICY,
-          LABEL_POD_SUB_PRIORITY, LABEL_POD_EVICTION_ENABLED)
-ANNOTATIONS = (ANNOTATION_CPU_QOS, ANNOTATION_CPU_BURST, ANNOTATION_NETWORK_QOS, ANNOTATION_RESCTRL,
-               ANNOTATION_EVICTION_POLICY, ANNOTATION_EVICTION_PRIORITY)
-DECISION_ANNOTATIONS = (*ANNOTATIONS, ANNOTATION_RESOURCE_STATUS)
-"""What a SchedulingDecision carries: the node-QoS annotations and the pod's
-``scheduling.koordinator.sh/resource-status`` (its NUMA placement, which the
-NUMA-level batch calculation reads, and its pinned cpuset, which the CPUSet and
-CPUSuppress strategies read), passed through when the pod has one."""
 
 MAX_CPUS = 8192
 """CPU ids a pinned cpuset may name (0 .. MAX_CPUS - 1), the node agent's bound as well."""
@@ -67,11 +54,6 @@ def pinned_cpus(cpuset: str) -> tuple[frozenset[int], str | None]:
         return parse_cpu_list(cpuset), None
     except ValueError as err:
         return frozenset(), f"{REASON_BAD_CPUSET}: {err}"
-
-
-def selected(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> dict[str, str]:
-    """The entries of ``values`` under ``keys`` (what a SchedulingDecision carries)."""
-    return {key: values[key] for key in keys if values and key in values}
 
 
 def raw_qos(labels: Mapping[str, str] | tuple) -> str:

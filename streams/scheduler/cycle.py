@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import types
 
 import numpy as np
 
+from streams.objects.podinfo import PodInfo
 from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
     Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.registry import REGISTRY
 from streams.scheduler.state import Cluster
 
@@ -81,6 +82,10 @@ class Framework:
         self.points = {point: [self.plugins[name] for name in names] for point, names in profile.points.items()}
         self.weights = [(self.plugins[name], profile.weights[name]) for name in profile.points["score"]]
         self.observers = [p for p in self.plugins.values() if hasattr(p, "observe")]
+        self.queueing_hints = {(name, registration.event): types.MethodType(registration.hint, plugin)
+                               for name, plugin in self.plugins.items()
+                               for registration in getattr(plugin, "events_to_register", ()) if registration.hint}
+        """(plugin, cluster event) -> the plugin's queueing hint for it, bound to this profile's instance."""
 
     def observe(self, change: object) -> None:
         for plugin in self.observers:

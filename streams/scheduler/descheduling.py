@@ -1,5 +1,10 @@
 """The descheduling stage of a scheduling domain: LowNodeLoad rounds and PodMigrationJobs.
 
+``Descheduling`` holds the stage's state; ``DeschedulingHook`` is the domain's side of it: the
+DeschedulerConfiguration and PodMigrationJob events, and after each event a ``step`` whose changed jobs
+(``descheduler.migration.records``), evictions and ReservationFirst reservations become outputs. The jobs read
+the reservations they created through the ``ReservationHolder`` plugin.
+
 Why a stage of the scheduling domain and not an aggregate of its own: a round reads exactly what the
 domain already holds (nodes with their raw allocatable, the pods assigned to each, the NodeMetrics) and
 needs the scheduler's view of where a pod would fit; a separate aggregate would keep a second copy of all
@@ -21,21 +26,25 @@ import json
 from collections.abc import Mapping
 
 from streams.descheduler import config as descheduler_config
+from streams.descheduler.config import DeschedulerConfigError
 from streams.descheduler.evictor import refusal
 from streams.descheduler.lownodeload import LowNodeLoad
 from streams.descheduler.migration.arbitration import WorkloadView
 from streams.descheduler.migration.args import MigrationArgs
 from streams.descheduler.migration.jobs import ABORTED, FINISHED, Job, Migrations, Reserve, ReservationView, Step
 from streams.descheduler.snapshot import NodeView, PodView
+from streams.events import InboxEvent, deletion
 from streams.koordinator.annotations import (
     ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST, ANNOTATION_KUBE_MIRROR, ANNOTATION_POD_DELETION_COST,
     ANNOTATION_RAW_ALLOCATABLE)
 from streams.koordinator.classes import kube_qos_class
 from streams.objects.fields import FieldReader
 from streams.objects.kinds.nodemetric import rfc3339_millis
+from streams.objects.podinfo import PodInfo
 from streams.objects.quantity import QuantityError, resource_list
+from streams.scheduler.framework import ReservationHolder
+from streams.scheduler.outputs import UNSCHEDULABLE, Outputs
 from streams.scheduler.plugins.nodeaffinity import matches
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import tolerated
 
@@ -267,3 +276,61 @@ def _fits(cluster: Cluster, pods: Mapping[str, PodView]):
         return True
 
     return fits
+
+
+class DeschedulingHook:
+    """The descheduling part of ``SchedulingDomain``: DeschedulerConfiguration and PodMigrationJob events,
+    and a ``step`` after each event, whose jobs, evictions and reservations become outputs."""
+
+    def _on_descheduler_config(self, event: InboxEvent, out: Outputs) -> None:
+        try:
+            self.descheduling.apply(None if event.deleted else dict(event.record))
+        except (DeschedulerConfigError, ValueError) as err:
+            out.dead_letter(f"DeschedulerConfiguration {event.key} rejected: {err}")
+            return
+        self._descheduler_changed()
+
+    def _on_migration_job(self, event: InboxEvent, out: Outputs) -> None:
+        if self.descheduling.submit(event.key, None if event.deleted else dict(event.record), self.cluster.now_ms):
+            self._descheduler_changed()
+
+    def _descheduler_changed(self) -> None:
+        keys = {f"descheduler/{key}" for key in self.descheduling.entries()}
+        self._dirty.update(keys | self._descheduler_keys)
+        self._descheduler_keys = keys
+
+    def _deschedule(self, out: Outputs) -> None:
+        before = self.descheduling.last_round_ms
+        step = self.descheduling.step(self.cluster, self.cluster.now_ms, self._reservation_views())
+        for job in step.changed:
+            out.migration_job(job)
+        for evict in step.evictions:
+            out.eviction(evict)
+        for reserve in step.reserves:
+            pod = self.cluster.pods.get(reserve.pod)
+            if pod is not None:
+                out.items.append(("Reservation", reservation_for(reserve, pod)))
+        for job in step.deleted:
+            out.items.append(("PodMigrationJob", deletion(job.name)))
+            if job.reservation:
+                out.items.append(("Reservation", deletion(job.reservation)))
+        if step.changed or step.evictions or step.reserves or step.deleted \
+                or before != self.descheduling.last_round_ms:
+            self._descheduler_changed()
+
+    def _reservation_views(self) -> dict[str, ReservationView]:
+        """What migration jobs read of the reservations they created (from the ``ReservationHolder`` plugin)."""
+        wanted = {job.reservation for job in self.descheduling.migrations.jobs.values() if job.reservation}
+        plugin = next(iter(self._enabled(ReservationHolder)), None)
+        if not wanted or plugin is None:
+            return {}
+        views = {}
+        for name in sorted(wanted):
+            held = plugin.reservation(name)
+            if held is None:
+                continue
+            phase, node, owners, pod_key = held
+            state = self.pods.get(pod_key)
+            message = state.last_message if state is not None and state.last_result == UNSCHEDULABLE else ""
+            views[name] = ReservationView(phase, node, owners, message)
+        return views

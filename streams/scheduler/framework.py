@@ -26,22 +26,62 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 
 MAX_NODE_SCORE = 100
 
-NODE_EVENT = "Node"
-"""A node was added or changed (its object, or its batch/mid allocatable)."""
-POD_DELETE = "PodDelete"
+ADD, UPDATE, DELETE = "Add", "Update", "Delete"
+"""kube-scheduler's ``ActionType``s: what happened to the object."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterEvent:
+    """kube-scheduler's ``ClusterEvent``: a resource and what happened to it. ``name`` says which object (a
+    node's name, a pod's key) for queueing hints; it is not part of what the event is, so a registration
+    matches the event whatever its object."""
+
+    resource: str
+    action: str
+    name: str = dataclasses.field(default="", compare=False)
+
+
+NODE, ASSIGNED_POD, NODE_USAGE, QUOTA, CONFIGURATION = (
+    "Node", "AssignedPod", "NodeUsage", "ElasticQuota", "KubeSchedulerConfiguration")
+"""The resources of the events the domain raises. A change to an object a plugin watches (``WatchesObjects``)
+raises an event whose resource is its kind ("Reservation", "PodGroup", ...)."""
+NODE_ADD, NODE_UPDATE = ClusterEvent(NODE, ADD), ClusterEvent(NODE, UPDATE)
+"""A node was added or changed (its object, its batch/mid allocatable, or an object overlaid on it)."""
+ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, DELETE)
 """An assigned pod released its node (deleted, ended or preempted)."""
-METRIC_EVENT = "NodeMetric"
-QUOTA_EVENT = "ElasticQuota"
-"""An ElasticQuota or ElasticQuotaProfile changed."""
-CONFIG_EVENT = "Configuration"
-"""A KubeSchedulerConfiguration was applied: every pending pod is retried, whatever rejected it."""
-CLUSTER_EVENTS = (NODE_EVENT, POD_DELETE, METRIC_EVENT, QUOTA_EVENT, CONFIG_EVENT)
-"""kube-scheduler's ``ClusterEvent``s, as the domain raises them. A change to an object a plugin watches
-(``WatchesObjects``) raises an event named after its kind ("Reservation", "PodGroup", ...)."""
+CONFIGURATION_UPDATE = ClusterEvent(CONFIGURATION, UPDATE)
+"""A KubeSchedulerConfiguration was applied: no plugin registers it, so every pending pod is retried."""
+
+
+def action_of(existed: bool, deleted: bool) -> str:
+    """The action of a change to an object: Delete, else Add when it did not exist, else Update."""
+    return DELETE if deleted else UPDATE if existed else ADD
+
+
+def every_action(resource: str) -> tuple[ClusterEvent, ...]:
+    """The Add, Update and Delete events of ``resource`` (an ElasticQuota, a NodeUsage, a watched kind)."""
+    return tuple(ClusterEvent(resource, action) for action in (ADD, UPDATE, DELETE))
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterEventWithHint:
+    """kube-scheduler's ``ClusterEventWithHint``: an event a plugin registers, with its queueing hint.
+
+    ``hint`` is a function of the plugin's class, called on the plugin instance of the pod's profile after the
+    event is applied, as ``hint(plugin, event, pod)``: True (Queue) when the event may make the pod, which this
+    plugin rejected, schedulable; False (QueueSkip) only when it surely cannot. None: always Queue."""
+
+    event: ClusterEvent
+    hint: Callable[..., bool] | None = None
+
+
+def register(*events: ClusterEvent, hint: Callable[..., bool] | None = None) -> tuple[ClusterEventWithHint, ...]:
+    """``events``, each with ``hint``: what a plugin's ``events_to_register`` lists."""
+    return tuple(ClusterEventWithHint(event, hint) for event in events)
 
 
 class Code(enum.IntEnum):
@@ -170,10 +210,11 @@ class Plugin(Protocol):
 @runtime_checkable
 class EnqueueExtensions(Protocol):
     """kube-scheduler's ``EnqueueExtensions``: the cluster events that may make a pod this plugin rejected
-    schedulable. The queue retries such a pod only on those events (``queue``); a plugin that rejects pods
-    and registers nothing leaves them to the periodic flush."""
+    schedulable, each with an optional queueing hint (``ClusterEventWithHint``). The queue retries such a pod
+    only on those events, when the hint says Queue (``queue``); a plugin that rejects pods and registers
+    nothing leaves them to the periodic flush."""
 
-    events_to_register: frozenset[str]
+    events_to_register: tuple[ClusterEventWithHint, ...]
 
 
 @runtime_checkable
@@ -309,6 +350,32 @@ class ObjectPods(Protocol):
         ...
 
     def object_outputs(self) -> list[tuple[str, dict]]: ...
+
+
+@runtime_checkable
+class NodeOverlay(Protocol):
+    """Objects keyed by node name that add to the node the scheduler reads (koord-manager syncing a node's
+    Device into its allocatable and labels). The domain keeps them as watched objects and, whatever the profiles
+    enable, applies ``overlay_node`` of the object of each of ``overlay_kinds`` where it reads a node; a change
+    to such an object reads its node again and raises a node event."""
+
+    overlay_kinds: frozenset[str]
+
+    @staticmethod
+    def overlay_node(kind: str, record: dict) -> tuple[dict[str, int], dict[str, str]]:
+        """(allocatable, labels) the object adds to its node."""
+        ...
+
+
+@runtime_checkable
+class ReservationHolder(Protocol):
+    """A plugin that holds reservations (Koordinator's Reservation): what the descheduling stage's migration
+    jobs read of the reservations they created."""
+
+    def reservation(self, name: str) -> tuple[str, str | None, tuple[str, ...], str] | None:
+        """(phase, node it is available on, owner pod keys, key of its reserve pod), or None when the plugin
+        holds no reservation ``name``."""
+        ...
 
 
 @runtime_checkable

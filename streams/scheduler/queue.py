@@ -15,14 +15,18 @@ priority first, then earlier arrival. Each pod is tried at most once per inbox e
 only when due, so nothing loops.
 
 Which plugins an event concerns is what each plugin registers (``events_to_register``,
-kube-scheduler's ``EventsToRegister``), gathered by ``registry.plugins_by_event``; the
-queue is given that map and names no plugin.
+kube-scheduler's ``EventsToRegister``: (resource, action) events), gathered by
+``registry.plugins_by_event``; the queue is given that map and names no plugin. A pod is moved
+when one of the plugins that rejected it registered the event and its queueing hint (given by
+the domain) says the event may make the pod schedulable (kube-scheduler's QueueingHint).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+
+from streams.scheduler.framework import ClusterEvent
 
 UNSCHEDULABLE_TIMEOUT_MS = 5 * 60 * 1000
 
@@ -42,7 +46,7 @@ class QueuedPod:
 
 
 class SchedulingQueue:
-    def __init__(self, plugins_by_event: Mapping[str, frozenset[str]], initial_backoff_ms: int = 1000,
+    def __init__(self, plugins_by_event: Mapping[ClusterEvent, frozenset[str]], initial_backoff_ms: int = 1000,
                  max_backoff_ms: int = 10_000) -> None:
         self.plugins_by_event = plugins_by_event
         """Cluster event -> the plugins that registered for it."""
@@ -68,14 +72,18 @@ class SchedulingQueue:
         entry.moved = False
         entry.rejected_by = tuple(sorted(rejected_by))
 
-    def on_event(self, kind: str) -> list[str]:
-        """Mark the pods the event may help; returns their keys."""
-        interested = self.plugins_by_event.get(kind)
+    def on_event(self, event: ClusterEvent, hint: Callable[[ClusterEvent, str, str], bool] | None = None
+                 ) -> list[str]:
+        """Mark the pods the event may help; returns their keys. ``hint(event, key, plugin)``: whether the
+        event may make pod ``key``, which ``plugin`` rejected, schedulable (None: it may)."""
+        interested = self.plugins_by_event.get(event)
         moved = []
         for key, entry in self.pods.items():
             if entry.moved:
                 continue
-            if interested is None or not entry.rejected_by or interested.intersection(entry.rejected_by):
+            if interested is None or not entry.rejected_by or any(
+                    plugin in interested and (hint is None or hint(event, key, plugin))
+                    for plugin in entry.rejected_by):
                 entry.moved = True
                 moved.append(key)
         return moved

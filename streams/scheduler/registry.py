@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from streams.scheduler.framework import EnqueueExtensions, ObjectAdmission, WatchesObjects
+from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOverlay, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
     defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus,
     nodeunschedulable, scarceresourceavoidance, tainttoleration)
@@ -77,13 +77,13 @@ REGISTRY: dict[str, type] = _registry([
 
 
 
-def plugins_by_event(registry: Mapping[str, type]) -> dict[str, frozenset[str]]:
+def plugins_by_event(registry: Mapping[str, type]) -> dict[ClusterEvent, frozenset[str]]:
     """Cluster event -> the plugins that register for it (``events_to_register``)."""
-    out: dict[str, set[str]] = {}
+    out: dict[ClusterEvent, set[str]] = {}
     for name, factory in registry.items():
         if isinstance(factory, EnqueueExtensions):
-            for event in factory.events_to_register:
-                out.setdefault(event, set()).add(name)
+            for registration in factory.events_to_register:
+                out.setdefault(registration.event, set()).add(name)
     return {event: frozenset(names) for event, names in out.items()}
 
 
@@ -95,6 +95,16 @@ def object_admissions(registry: Mapping[str, type]) -> dict[str, tuple[type, ...
             for kind in factory.admitted_kinds:
                 out.setdefault(kind, []).append(factory)
     return {kind: tuple(factories) for kind, factories in out.items()}
+
+
+def node_overlays(registry: Mapping[str, type]) -> dict[str, type]:
+    """Object kind -> the plugin that overlays it on its node (``NodeOverlay``), the first in registry order."""
+    out: dict[str, type] = {}
+    for factory in registry.values():
+        if isinstance(factory, NodeOverlay):
+            for kind in sorted(factory.overlay_kinds):
+                out.setdefault(kind, factory)
+    return out
 
 
 def watched_kinds(registry: Mapping[str, type]) -> frozenset[str]:

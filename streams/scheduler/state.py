@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import NodeColumns
-from streams.scheduler.podinfo import PodInfo
 
 NO_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 USAGE_FIELDS = ("hasNodeMetric", "reportIntervalSeconds", "updateTime", "nodeUsage", "systemUsage",

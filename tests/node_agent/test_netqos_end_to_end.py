@@ -28,7 +28,7 @@ from node_agent.actuator.verify import Verifier
 from node_agent.pods import PodDirectory
 from streams.nodeaggregate import node as aggregate
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS
-from streams.scheduler.podinfo import from_record
+from streams.objects.podinfo import from_record
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from tests.node_agent.netns import MBIT, traffic, veth_namespaces
 from tests.streams.nodeqos.seedpods import bound, seed_record

@@ -36,9 +36,9 @@ import json
 from collections.abc import Mapping
 
 from streams.objects.args import ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
     REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim, preemption_failure)
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster
 from streams.sloconfig.selectors import parse_selector
 

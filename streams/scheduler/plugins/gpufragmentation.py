@@ -33,13 +33,13 @@ import numpy as np
 
 from streams.koordinator.resources import DEVICE_GPU, GPU_CORE
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.objects.quantity import QuantityError, to_canonical
 from streams.scheduler.columns import CPU, MEMORY
 from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.deviceshare.allocator import PREFERRED
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError, device_requests, gpu_requirements
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster, NodeChanged, ObjectChanged, PodAssigned, PodUnassigned
 
 NAME = "GPUFragmentation"

@@ -22,8 +22,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
-from streams.scheduler.framework import NODE_EVENT, SKIP, SUCCESS, Code, CycleState, FilterResult, Status
-from streams.scheduler.podinfo import PodInfo, Requirement
+from streams.objects.podinfo import PodInfo, Requirement
+from streams.scheduler.framework import (
+    NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
 from streams.scheduler.state import Cluster
 
 NAME = "NodeAffinity"
@@ -73,7 +74,7 @@ def matches(requirement: Requirement, value: str | None) -> bool:
 class NodeAffinity:
     name = NAME
     Args = NodeAffinityArgs
-    events_to_register = frozenset({NODE_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE)
 
     def __init__(self, args: NodeAffinityArgs, cluster: Cluster) -> None:
         self.cluster = cluster

@@ -13,8 +13,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
-from streams.scheduler.framework import NODE_EVENT, SKIP, SUCCESS, Code, CycleState, FilterResult, Status
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
+from streams.scheduler.framework import (
+    NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
 from streams.scheduler.state import Cluster
 
 NAME = "NodeName"
@@ -37,7 +38,7 @@ class NodeNameArgs:
 class NodeName:
     name = NAME
     Args = NodeNameArgs
-    events_to_register = frozenset({NODE_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE)
 
     def __init__(self, args: NodeNameArgs, cluster: Cluster) -> None:
         self.cluster = cluster

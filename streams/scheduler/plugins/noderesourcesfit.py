@@ -27,9 +27,10 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import CPU, MEMORY, PODS
-from streams.scheduler.framework import NODE_EVENT, POD_DELETE, RESTORED, SUCCESS, CycleState, FilterResult, Status
-from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.framework import (
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SUCCESS, CycleState, FilterResult, Status, register)
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster
 
@@ -92,7 +93,7 @@ class NodeResourcesFitArgs:
 class NodeResourcesFit:
     name = NAME
     Args = NodeResourcesFitArgs
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE)
 
     def __init__(self, args: NodeResourcesFitArgs, cluster: Cluster) -> None:
         args.validate()

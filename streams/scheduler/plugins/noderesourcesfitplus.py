@@ -27,9 +27,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import CPU, MEMORY
-from streams.scheduler.framework import MAX_NODE_SCORE, CycleState
-from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.framework import MAX_NODE_SCORE, CycleState, register
 from streams.scheduler.scoring import least_requested, most_requested
 from streams.scheduler.state import Cluster
 
@@ -66,7 +66,7 @@ class NodeResourcesFitPlusArgs:
 class NodeResourcesFitPlus:
     name = NAME
     Args = NodeResourcesFitPlusArgs
-    events_to_register: frozenset[str] = frozenset()
+    events_to_register = register()
     """Score only: it rejects no pod."""
 
     def __init__(self, args: NodeResourcesFitPlusArgs, cluster: Cluster) -> None:

@@ -12,8 +12,8 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
-from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
+from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from streams.scheduler.state import Cluster
 from streams.scheduler.taints import UNSCHEDULABLE_TAINT, tolerated
 
@@ -37,7 +37,7 @@ class NodeUnschedulableArgs:
 class NodeUnschedulable:
     name = NAME
     Args = NodeUnschedulableArgs
-    events_to_register = frozenset({NODE_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE)
 
     def __init__(self, args: NodeUnschedulableArgs, cluster: Cluster) -> None:
         self.cluster = cluster

@@ -20,9 +20,9 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import PODS
-from streams.scheduler.framework import MAX_NODE_SCORE, CycleState
-from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.framework import MAX_NODE_SCORE, CycleState, register
 from streams.scheduler.state import Cluster
 
 NAME = "ScarceResourceAvoidance"
@@ -45,7 +45,7 @@ class ScarceResourceAvoidanceArgs:
 class ScarceResourceAvoidance:
     name = NAME
     Args = ScarceResourceAvoidanceArgs
-    events_to_register: frozenset[str] = frozenset()
+    events_to_register = register()
     """Score only: it rejects no pod."""
 
     def __init__(self, args: ScarceResourceAvoidanceArgs, cluster: Cluster) -> None:

@@ -16,8 +16,8 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
-from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
+from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import key_of, tolerated
 
@@ -41,7 +41,7 @@ class TaintTolerationArgs:
 class TaintToleration:
     name = NAME
     Args = TaintTolerationArgs
-    events_to_register = frozenset({NODE_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE)
 
     def __init__(self, args: TaintTolerationArgs, cluster: Cluster) -> None:
         self.cluster = cluster

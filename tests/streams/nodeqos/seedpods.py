@@ -10,7 +10,7 @@ from streams.koordinator.classes import PRIORITY_NONE_NAME
 from streams.nodeqos import podmeta
 from streams.objects import load_documents, to_record
 from streams.objects.documents import Document
-from streams.scheduler.podinfo import PodInfo, from_record
+from streams.objects.podinfo import PodInfo, from_record
 from tests.streams.noderesource.support import decision, event
 from tests.streams.objects.seeds import seed_block
 

@@ -11,10 +11,10 @@ import json
 import textwrap
 
 from streams.events import Causation, InboxEvent
+from streams.events import DELETES
 from streams.nodeaggregate.usage import summary as usage_summary
 from streams.objects import load_documents, to_record
 from streams.scheduler.domain import SchedulingDomain
-from streams.events import DELETES
 from streams.schemas import codec
 
 _offsets = itertools.count()
@@ -246,6 +246,6 @@ def plugin_of(domain: SchedulingDomain, name: str, scheduler: str = "default-sch
 
 
 def pod_info(ev: InboxEvent):
-    from streams.scheduler import podinfo
+    from streams.objects import podinfo
 
     return podinfo.from_record(ev.key, ev.record)

@@ -10,9 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from streams.scheduler import registry
 from streams.objects.args import no_args
-from streams.scheduler.framework import NODE_EVENT, Code, CycleState, FilterResult
+from streams.scheduler import registry
+from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from tests.streams.scheduler.support import decisions, metric, node, pod, profile_with, run
 
 NAME = "ReadyNodes"
@@ -32,7 +32,7 @@ class ReadyNodes:
 
     name = NAME
     Args = ReadyNodesArgs
-    events_to_register = frozenset({NODE_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE)
 
     def __init__(self, args: ReadyNodesArgs, cluster) -> None:
         self.cluster = cluster

@@ -3,6 +3,8 @@
 import pytest
 
 from streams.scheduler import queue, registry
+from streams.scheduler.framework import (
+    ADD, ASSIGNED_POD, CONFIGURATION, DELETE, EXTENSION_POINTS, NODE, NODE_USAGE, QUOTA, UPDATE, ClusterEventWithHint)
 from streams.scheduler.plugins.elasticquota import ElasticQuotaArgs
 from streams.scheduler.plugins.loadaware import LoadAwareSchedulingArgs
 from streams.scheduler.plugins.noderesourcesfitplus import NodeResourcesFitPlusArgs
@@ -36,3 +38,20 @@ def test_koordinator_defaults():
     assert ScarceResourceAvoidanceArgs.from_config({}).resources == ()
     q = queue.SchedulingQueue({})
     assert (q.initial_backoff_ms, q.max_backoff_ms, queue.UNSCHEDULABLE_TIMEOUT_MS) == (1000, 10_000, 300_000)
+
+
+@pytest.mark.parametrize("stage, name", [(stage, name) for stage, entries in registry.DEFAULT_PLUGINS.items()
+                                         for name, _ in entries])
+def test_every_plugin_listed_under_a_stage_implements_that_stages_protocol(stage, name):
+    """As Go's ``var _ framework.FilterPlugin = &X{}``: a plugin the default profile lists under a stage has its
+    methods."""
+    assert isinstance(registry.REGISTRY[name], EXTENSION_POINTS[stage])
+
+
+@pytest.mark.parametrize("name", sorted(registry.REGISTRY))
+def test_every_registered_event_is_one_the_domain_raises_and_hints_are_functions(name):
+    raised = {NODE, ASSIGNED_POD, NODE_USAGE, QUOTA, CONFIGURATION} | registry.watched_kinds(registry.REGISTRY)
+    for registration in getattr(registry.REGISTRY[name], "events_to_register", ()):
+        assert isinstance(registration, ClusterEventWithHint)
+        assert registration.event.resource in raised and registration.event.action in (ADD, UPDATE, DELETE)
+        assert registration.hint is None or callable(registration.hint)

@@ -30,7 +30,7 @@ from streams.koordinator.labels import (
     GANG_MATCH_ONCE_SATISFIED, GANG_MATCH_ONLY_WAITING, GANG_MATCH_WAITING_AND_RUNNING, GANG_MODE_NON_STRICT,
     GANG_MODE_STRICT, LABEL_POD_GROUP, LABEL_POD_GROUP_MIN_AVAILABLE, LABEL_POD_GROUP_NAME)
 from streams.objects.duration import parse_duration
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 
 MATCH_POLICIES = (GANG_MATCH_ONLY_WAITING, GANG_MATCH_WAITING_AND_RUNNING, GANG_MATCH_ONCE_SATISFIED)
 

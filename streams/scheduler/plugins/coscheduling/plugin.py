@@ -32,10 +32,11 @@ from streams.koordinator.labels import GANG_MATCH_ONCE_SATISFIED, GANG_MATCH_ONL
 from streams.koordinator.labels import GANG_MODE_STRICT, LABEL_POD_GROUP
 from streams.objects.args import ArgsError, ArgsReader
 from streams.objects.duration import parse_duration
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status,
+    every_action, register)
 from streams.scheduler.plugins.coscheduling.gang import MATCH_POLICIES, Gang, from_pod_group, from_pods, gang_id_of
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster, ObjectChanged, PodChanged
 
 NAME = "Coscheduling"
@@ -75,7 +76,7 @@ class Coscheduling:
     name = NAME
     Args = CoschedulingArgs
     watched_kinds = frozenset({POD_GROUP})
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, POD_GROUP})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(POD_GROUP))
 
     def __init__(self, args: CoschedulingArgs, cluster: Cluster) -> None:
         self.args = args

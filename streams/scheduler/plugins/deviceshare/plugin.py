@@ -35,15 +35,17 @@ from streams.koordinator.annotations import ANNOTATION_DEVICE_ALLOCATED, ANNOTAT
 from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_PROVIDER
 from streams.koordinator.resources import DEVICE_GPU, FPGA, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
+from streams.objects.quantity import format_quantity
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, every_action,
+    register)
 from streams.scheduler.plugins.deviceshare.allocator import (
     LEAST_ALLOCATED, MOST_ALLOCATED, PREFERRED, PodDevices, Scorer, Unfit, allocate, prepare)
+from streams.scheduler.plugins.deviceshare.devices import device_sync
 from streams.scheduler.plugins.deviceshare.ledger import FAST, SLOTS, DeviceLedger
 from streams.scheduler.plugins.deviceshare.requests import DeviceRequestError
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster
-from streams.objects.quantity import format_quantity
 
 NAME = "DeviceShare"
 KIND = "Device"
@@ -98,7 +100,14 @@ class DeviceShare:
     name = NAME
     Args = DeviceShareArgs
     watched_kinds = frozenset({KIND})
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, KIND})
+    overlay_kinds = frozenset({KIND})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(KIND))
+
+    @staticmethod
+    def overlay_node(kind: str, record: dict) -> tuple[dict[str, int], dict[str, str]]:
+        """What koord-manager syncs from a node's Device to the node (``NodeOverlay``)."""
+        synced = device_sync(record)
+        return dict(synced.allocatable), dict(synced.labels)
 
     def __init__(self, args: DeviceShareArgs, cluster: Cluster) -> None:
         self.args = args

@@ -1,4 +1,4 @@
-"""ElasticQuota objects of a domain: validation, profiles, and which quota a pod belongs to.
+"""ElasticQuota objects of a domain: validation and profiles (which quota a pod belongs to is ``streams.quotas``).
 
 Validation is what Koordinator's ElasticQuota webhook refuses
 (``pkg/webhook/elasticquota/quota_topology_check.go``), with its messages; koordstream has
@@ -34,8 +34,8 @@ import json
 from collections.abc import Iterable, Mapping
 
 from streams.koordinator.annotations import ANNOTATION_QUOTA_RESOURCE_KEYS, ANNOTATION_QUOTA_TOTAL_RESOURCE
-from streams.koordinator.labels import LABEL_QUOTA_IS_ROOT, LABEL_QUOTA_NAME, LABEL_QUOTA_PROFILE, LABEL_QUOTA_TREE_ID
-from streams.scheduler.plugins.elasticquota.tree import DEFAULT, ROOT, SYSTEM, QuotaSpec
+from streams.koordinator.labels import LABEL_QUOTA_IS_ROOT, LABEL_QUOTA_PROFILE, LABEL_QUOTA_TREE_ID
+from streams.quotas import DEFAULT, ROOT, SYSTEM, QuotaSpec, profile_spec
 
 PROFILE_MAX = (2**63 - 1) // 2000
 
@@ -60,15 +60,6 @@ def profile_total(profile: Mapping, nodes: Iterable) -> dict[str, int]:
     if factor != 1.0:
         total = {name: int(float(value) * factor) for name, value in total.items()}
     return total
-
-
-def profile_spec(profile: Mapping) -> dict:
-    try:
-        manifest = json.loads(profile.get("manifest") or "{}")
-    except ValueError:
-        return {}
-    spec = manifest.get("spec") if isinstance(manifest, dict) else None
-    return spec if isinstance(spec, dict) else {}
 
 
 def profile_quota(profile: Mapping, nodes: Iterable, existing: Mapping | None) -> dict:
@@ -159,20 +150,3 @@ def validate_delete(name: str, specs: Mapping[str, QuotaSpec]) -> None:
     children = sorted(s.name for s in specs.values() if s.parent == name)
     if children:
         raise QuotaRejected(f"quota {name} still has children {children}; delete them first")
-
-
-def quota_name(labels: Mapping[str, str], namespace: str, specs: Mapping[str, QuotaSpec]) -> str:
-    """``GetQuotaName`` then the default-quota fallback of ``getPodAssociateQuotaName``."""
-    name = labels.get(LABEL_QUOTA_NAME, "")
-    if not name:
-        named = specs.get(namespace)
-        if named is not None and named.namespace == namespace:
-            name = namespace
-        else:
-            listing = sorted(s.name for s in specs.values() if namespace in s.namespaces)
-            name = listing[0] if listing else DEFAULT
-    return name if name in specs or name in (DEFAULT, SYSTEM) else DEFAULT
-
-
-def specs_of(quotas: Mapping[str, Mapping]) -> dict[str, QuotaSpec]:
-    return {name: QuotaSpec.from_record(record) for name, record in quotas.items()}

@@ -1,6 +1,6 @@
 """The ElasticQuota scheduler plugin (``plugin.go``, ``plugin_helper.go``, ``preempt.go``).
 
-PreFilter, for the pod's quota q (see ``objects.quota_name``; runtime from ``tree``)::
+PreFilter, for the pod's quota q (see ``streams.quotas.quota_name``; runtime from ``tree``)::
 
     limit = runtime(q) (max for the system/default quotas, or when enableRuntimeQuota is false)
     req   = pod request masked to the names of q's max
@@ -41,92 +41,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from streams.objects.args import ArgsError, ArgsReader
+from streams import quotas
+from streams.objects.podinfo import PodInfo
+from streams.quotas import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, QUOTA_EVENT, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status,
-    Victim, preemption_failure)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QUOTA, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis,
+    PostFilterResult, Status, Victim, every_action, preemption_failure, register)
 from streams.scheduler.plugins.elasticquota import objects, webhook
-from streams.scheduler.plugins.elasticquota.tree import (
-    DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, PodCharge, QuotaSpec, QuotaTree)
-from streams.scheduler.podinfo import PodInfo
+from streams.scheduler.plugins.elasticquota.args import NAME, ElasticQuotaArgs
+from streams.scheduler.plugins.elasticquota.tree import PodCharge, QuotaTree
 from streams.scheduler.state import (
     Cluster, NodeChanged, PodAssigned, PodChanged, PodUnassigned, QuotaObjectsChanged)
 from streams.scheduler.units import resource_list_string
 
-NAME = "ElasticQuota"
 INSUFFICIENT = ("Insufficient quotas, quotaName: {quota}, runtime: {limit}, used: {used}, "
                 "pod's request: {request}, exceedDimensions: [{dims}]")
 INSUFFICIENT_NON_PREEMPTIBLE = ("Insufficient non-preemptible quotas, quotaName: {quota}, min: {min}, "
                                 "nonPreemptibleUsed: {used}, pod's request: {request}, exceedDimensions: [{dims}]")
 INSUFFICIENT_PARENT = ("Insufficient quotas, quotaNameTopo: [{topo}], runtime: {limit}, used: {used}, "
                        "pod's request: {request}, exceedDimensions: [{dims}]")
-HUGE = (2**63 - 1) // 5
-"""Koordinator's default and system quota max is MaxInt64/5 (cpu in cores); here in canonical units."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ElasticQuotaArgs:
-    """Defaults are Koordinator's (``SetDefaults_ElasticQuotaArgs``)."""
-
-    default_quota_group_max: Mapping[str, int] = dataclasses.field(
-        default_factory=lambda: {"cpu": HUGE, "memory": HUGE})
-    """``defaultQuotaGroupMax``: max of koordinator-default-quota (MaxInt64/5; cpu capped to fit milli-cores)."""
-    system_quota_group_max: Mapping[str, int] = dataclasses.field(
-        default_factory=lambda: {"cpu": HUGE, "memory": HUGE})
-    """``systemQuotaGroupMax``: max of koordinator-system-quota."""
-    quota_group_namespace: str = "koordinator-system"
-    """``quotaGroupNamespace``: namespace of the built-in quotas."""
-    enable_check_parent_quota: bool = False
-    """``enableCheckParentQuota``: also check every ancestor's runtime in PreFilter."""
-    enable_runtime_quota: bool = True
-    """``enableRuntimeQuota``: check against the runtime quota (false: against max)."""
-    enable_min_quota_scale: bool = True
-    """``enableMinQuotaScale``: scale children's mins down when they exceed the parent's total."""
-    disable_default_quota_preemption: bool = True
-    """``disableDefaultQuotaPreemption``: pods of the default quota are never victims."""
-    monitor_all_quotas: bool = False
-    """``monitorAllQuotas``: accepted; the over-use revoke controller is not implemented."""
-    delay_evict_time: str = "120s"
-    """``delayEvictTime``: accepted for the revoke controller (not implemented)."""
-    revoke_pod_interval: str = "1s"
-    """``revokePodInterval``: accepted for the revoke controller (not implemented)."""
-
-    @classmethod
-    def from_config(cls, raw) -> "ElasticQuotaArgs":
-        reader = ArgsReader(NAME, raw, {
-            "delayEvictTime", "revokePodInterval", "defaultQuotaGroupMax", "systemQuotaGroupMax",
-            "quotaGroupNamespace", "monitorAllQuotas", "enableCheckParentQuota", "enableRuntimeQuota",
-            "enableMinQuotaScale", "disableDefaultQuotaPreemption", "enableQueueHint",
-            "quotaSnapshotUpdateInterval", "hookPlugins"})
-        if reader.sequence("hookPlugins"):
-            raise ArgsError(f"{NAME}: hookPlugins are not supported")
-        base = cls()
-        args = cls(
-            default_quota_group_max=reader.resources("defaultQuotaGroupMax") or base.default_quota_group_max,
-            system_quota_group_max=reader.resources("systemQuotaGroupMax") or base.system_quota_group_max,
-            quota_group_namespace=reader.string("quotaGroupNamespace", base.quota_group_namespace) or "",
-            enable_check_parent_quota=reader.boolean("enableCheckParentQuota", False),
-            enable_runtime_quota=reader.boolean("enableRuntimeQuota", True),
-            enable_min_quota_scale=reader.boolean("enableMinQuotaScale", True),
-            disable_default_quota_preemption=reader.boolean("disableDefaultQuotaPreemption", True),
-            monitor_all_quotas=reader.boolean("monitorAllQuotas", False),
-            delay_evict_time=reader.string("delayEvictTime", "120s") or "120s",
-            revoke_pod_interval=reader.string("revokePodInterval", "1s") or "1s",
-        )
-        args.validate()
-        return args
-
-    def validate(self) -> None:
-        """``ValidateElasticQuotaArgs``."""
-        for field, values in (("defaultQuotaGroupMax", self.default_quota_group_max),
-                              ("systemQuotaGroupMax", self.system_quota_group_max)):
-            for name, value in values.items():
-                if value < 0:
-                    raise ArgsError(f"elasticQuotaArgs error, {field} should be a positive value, "
-                                    f"resourceName:{name}, got {value}")
-
-
 def _over(used: Mapping[str, int], limit: Mapping[str, int]) -> list[str]:
     """``quotav1.LessThanOrEqual``'s exceeded names, sorted: names in both where used > limit."""
     return sorted(name for name, value in limit.items() if name in used and used[name] > value)
@@ -176,7 +110,7 @@ def check_parent(topo: list[str], limit: Mapping[str, int], used: Mapping[str, i
 class ElasticQuota:
     name = NAME
     Args = ElasticQuotaArgs
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, QUOTA_EVENT})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(QUOTA))
     """Node events too: the quota total follows the nodes (Koordinator registers none for ElasticQuota)."""
     admitted_kinds = webhook.ADMITTED_KINDS
     admit = staticmethod(webhook.admit)
@@ -202,7 +136,7 @@ class ElasticQuota:
         self._epoch += 1
         cluster = self.cluster
         records = objects.effective_quotas(cluster.quotas, cluster.profiles, cluster.nodes.values())
-        self.specs = objects.specs_of(records)
+        self.specs = quotas.specs_of(records)
         self.trees = {DEFAULT_TREE: self._new_tree(DEFAULT_TREE)}
         self.tree_of = {DEFAULT: DEFAULT_TREE, SYSTEM: DEFAULT_TREE}
         for name in sorted(self.specs):
@@ -237,7 +171,7 @@ class ElasticQuota:
 
     def resolve(self, pod: PodInfo) -> tuple[str, str]:
         """(quota name, tree id) of ``pod``."""
-        name = objects.quota_name(pod.labels, pod.namespace, self.specs)
+        name = quotas.quota_name(pod.labels, pod.namespace, self.specs)
         return name, self.tree_of.get(name, DEFAULT_TREE)
 
     def _charge(self, key: str, pod: PodInfo | None) -> None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streams import quotas
+from streams.objects.podinfo import PodInfo, Requirement, SelectorTerm
 from streams.scheduler.plugins.elasticquota import objects
-from streams.scheduler.podinfo import PodInfo, Requirement, SelectorTerm
 from streams.scheduler.state import Cluster
 
 ADMITTED_KINDS = frozenset({"ElasticQuota", "ElasticQuotaProfile"})
@@ -24,7 +25,7 @@ def admit(kind: str, name: str, record: dict | None, cluster: Cluster) -> str | 
     """The reason to refuse an ElasticQuota (``name``: the quota) or ElasticQuotaProfile (``name``: its key)
     change; None when it is admitted. ``record`` is None for a deletion."""
     if kind == "ElasticQuota":
-        specs = objects.specs_of(objects.effective_quotas(cluster.quotas, cluster.profiles, cluster.nodes.values()))
+        specs = quotas.specs_of(objects.effective_quotas(cluster.quotas, cluster.profiles, cluster.nodes.values()))
         try:
             if record is None:
                 objects.validate_delete(name, specs)
@@ -35,9 +36,9 @@ def admit(kind: str, name: str, record: dict | None, cluster: Cluster) -> str | 
         return None
     if record is None:
         return None
-    quota_name = objects.profile_spec(record).get("quotaName")
+    quota_name = quotas.profile_spec(record).get("quotaName")
     other = next((key for key, profile in cluster.profiles.items()
-                  if key != name and objects.profile_spec(profile).get("quotaName") == quota_name), None)
+                  if key != name and quotas.profile_spec(profile).get("quotaName") == quota_name), None)
     if other is not None:
         return f"quota {quota_name} is already built by ElasticQuotaProfile {other}"
     return None

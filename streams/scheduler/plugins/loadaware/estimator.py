@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, translate_resource
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 
 DEFAULT_MILLI_CPU = 250
 DEFAULT_MEMORY = 200 * 1024 * 1024

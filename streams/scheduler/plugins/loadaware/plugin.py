@@ -33,6 +33,10 @@ Vectorized: per node the plugin keeps, for each resource, the head room left
 under the threshold (the largest estimate that still passes, found once per
 node change with Go's rounding), so a cycle compares the pod's estimate with
 one vector per resource.
+
+Why this module is over 400 lines: Filter, Score and the queueing hint read the per-node columns the
+bookkeeping (``observe``, ``_publish``) writes; the args, the estimator and the per-node load already
+live beside it (``args``, ``estimator``, ``cache``).
 """
 
 from __future__ import annotations
@@ -48,15 +52,17 @@ from streams.koordinator.annotations import (
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_INITIALIZED as ANNOTATION_AFTER_INITIALIZED,
     ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_SCHEDULED as ANNOTATION_AFTER_SCHEDULED, ANNOTATION_RAW_ALLOCATABLE)
 from streams.koordinator.classes import PRIORITY_PROD
+from streams.objects.duration import parse_duration
+from streams.objects.podinfo import PodInfo
 from streams.objects.quantity import QuantityError, resource_list
-from streams.scheduler.framework import METRIC_EVENT, POD_DELETE, SUCCESS, Code, CycleState, FilterResult, Status
+from streams.scheduler.framework import (
+    ADD, ASSIGNED_POD_DELETE, DELETE, NODE_USAGE, SUCCESS, UPDATE, ClusterEvent, Code, CycleState, FilterResult, Status,
+    register)
 from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
 from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, MetricChanged, NodeChanged, PodAssigned, PodUnassigned
-from streams.objects.duration import parse_duration
 
 REASON_METRIC_EXPIRED = "node(s) nodeMetric expired"
 REASON_USAGE = "node(s) {resource} usage exceed threshold"
@@ -92,7 +98,22 @@ class _Profile:
 class LoadAwareScheduling:
     name = NAME
     Args = LoadAwareSchedulingArgs
-    events_to_register = frozenset({METRIC_EVENT, POD_DELETE})
+
+    def usage_may_fit(self, event: ClusterEvent, pod: PodInfo) -> bool:
+        """Queueing hint for a NodeUsage added or updated: Queue when the node, with the usage now stored, passes
+        Filter for ``pod``. A usage that leaves the node over a threshold for the pod (it went up, or stays
+        over) or already expired cannot make the pod fit there, and no other node changed. A node the domain
+        does not hold yet: Queue."""
+        row = self.cluster.columns.row.get(event.name)
+        if row is None:
+            return True
+        candidates = np.zeros(len(self.cluster.columns), dtype=bool)
+        candidates[row] = True
+        return bool(self.filter(CycleState(), pod, candidates).passed[row])
+
+    events_to_register = (
+        *register(ClusterEvent(NODE_USAGE, ADD), ClusterEvent(NODE_USAGE, UPDATE), hint=usage_may_fit),
+        *register(ClusterEvent(NODE_USAGE, DELETE), ASSIGNED_POD_DELETE))
 
     def __init__(self, args: LoadAwareSchedulingArgs, cluster: Cluster) -> None:
         args.validate()

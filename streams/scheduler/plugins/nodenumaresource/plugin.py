@@ -29,9 +29,12 @@ pod's own annotation) is applied on ``PodAssigned``, released on ``PodUnassigned
 assigned pod when the plugin is built, so a restored domain decides as the live one did. The node's topology
 and NUMA zones come from its annotations (``numa.TopologyOptions``).
 
-``tryBestToDistributeEvenly`` sorts the NUMA nodes by comparing the availability of the NUMA ids equal to the
-slice positions; that quirk is kept by replaying Go's insertion sort (exact for up to 12 NUMA nodes, where Go
-sorts by insertion).
+Where on a node the pod's cpus and NUMA resources go (the allocation, the topology hints) is the resource
+manager (``resourcemanager``, Koordinator's ``resource_manager.go``); the args are ``args``.
+
+Why this module is over 400 lines: PreFilter, Filter, Score, Reserve and PreBind of one Koordinator plugin
+share its per-pod state (``_PodState``) and per-node caches; split further, each stage would reach into the
+others' private state.
 
 Not implemented: NodeResourceTopology objects (kubelet topology-manager policy, zones, pod-cpu-allocs, system
 QoS cpus), CPU amplification ("node(s) invalid CPU amplification ratio", "Insufficient amplified cpu"),
@@ -50,120 +53,34 @@ import numpy as np
 from streams.koordinator.annotations import (
     ANNOTATION_NUMA_TOPOLOGY_SPEC, ANNOTATION_RESOURCE_SPEC, ANNOTATION_RESOURCE_STATUS)
 from streams.koordinator.classes import PRIORITY_PROD, QOS_LSE, QOS_LSR, qos_class_by_name
-from streams.koordinator.labels import (
-    LABEL_NODE_CPU_BIND_POLICY, LABEL_NODE_NUMA_ALLOCATE_STRATEGY, LABEL_NUMA_TOPOLOGY_POLICY, LABEL_POD_QOS)
-from streams.objects.args import ArgsError, ArgsReader
+from streams.koordinator.labels import LABEL_NODE_CPU_BIND_POLICY, LABEL_NUMA_TOPOLOGY_POLICY, LABEL_POD_QOS
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
-from streams.scheduler.plugins.nodenumaresource.accumulator import (
-    EXCLUSIVE_NONE, EXCLUSIVE_POLICIES, FULL_PCPUS, LEAST_ALLOCATED, MOST_ALLOCATED, SPREAD_BY_PCPUS,
-    STRATEGIES, NotEnoughCPUs, take_cpus)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
+from streams.scheduler.plugins.nodenumaresource.accumulator import FULL_PCPUS, MOST_ALLOCATED, SPREAD_BY_PCPUS
+from streams.scheduler.plugins.nodenumaresource.args import NAME, NodeNUMAResourceArgs
 from streams.scheduler.plugins.nodenumaresource.numa import (
-    NodeAllocation, PodAllocation, TopologyOptions, allocation_from_annotations, filter_by_required_policy,
-    satisfies_required_policy)
+    NodeAllocation, PodAllocation, TopologyOptions, allocation_from_annotations)
+from streams.scheduler.plugins.nodenumaresource.resourcemanager import (
+    ERR_INVALID_CPU_TOPOLOGY, NATIVE_SCORED, NodeUnfit, ResourceManager, ResourceOptions, resource_score, unfit)
 from streams.scheduler.plugins.nodenumaresource.topologymanager import (
-    EXCLUSIVE_REQUIRED, POLICY_BEST_EFFORT, POLICY_NONE, POLICY_RESTRICTED, Hint, bits, count, iterate_masks,
-    merge)
-from streams.scheduler.podinfo import PodInfo
+    EXCLUSIVE_REQUIRED, POLICY_BEST_EFFORT, POLICY_NONE, Hint, count, merge)
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodAssigned, PodUnassigned
 
-NAME = "NodeNUMAResource"
-
 ERR_NOT_MATCH_NUMA_TOPOLOGY = "node(s) NUMA Topology policy not match"
 ERR_INVALID_REQUESTED_CPUS = "the requested CPUs must be integer"
-ERR_INVALID_CPU_TOPOLOGY = "node(s) invalid CPU Topology"
 ERR_SMT_ALIGNMENT = "node(s) requested cpus not multiple cpus per core"
 ERR_CPU_BIND_POLICY_CONFLICT = "node(s) cpu bind policy conflicts with pod's required cpu bind policy"
-ERR_NOT_ENOUGH_CPUS = "not enough cpus available to satisfy request"
 ERR_MISSING_NUMA_RESOURCES = "node(s) missing NUMA resources"
-ERR_INSUFFICIENT_NUMA_NODE_RESOURCES = "node(s) Insufficient NUMA Node resources"
-ERR_NO_NUMA_RESOURCES = "insufficient resources on NUMA Node"
-ERR_INSUFFICIENT_NUMA = "Insufficient NUMA {}"
 
 CPU_BIND_POLICY_DEFAULT = "Default"
 NODE_FULL_PCPUS_ONLY = "FullPCPUsOnly"
 NODE_SPREAD_BY_PCPUS = "SpreadByPCPUs"
 NODE_BIND_NONE = "None"
-DEFAULT_WEIGHTS = (("cpu", 1), ("memory", 1))
-NATIVE_SCORED = ("cpu", "memory", "ephemeral-storage")
-"""Resources scored even when the pod does not request them (the others are skipped then, as scalars)."""
 UNGROUPED = -1
 """A node's group before it is (re)computed: after it was added or changed."""
 PASS, PER_NODE = "pass", "per node"
-
-
-def _weights(reader: ArgsReader, strategy: Mapping | None, field: str, what: str) -> tuple[str, tuple]:
-    """(type, weights) of one scoring strategy; Koordinator's defaults when the field is absent."""
-    if strategy is None:
-        return LEAST_ALLOCATED, DEFAULT_WEIGHTS
-    sub = ArgsReader(NAME, strategy, {"type", "resources"})
-    kind = sub.string("type", "")
-    if kind not in (LEAST_ALLOCATED, MOST_ALLOCATED):
-        raise ArgsError(f"{NAME}: {what} {kind} is not supported")
-    pairs = []
-    for index, item in enumerate(sub.sequence("resources") or ()):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise reader.fail(field, f"resources[{index}] needs a name, got {item!r}")
-        weight = item.get("weight", 0)
-        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 < weight <= 100:
-            raise ArgsError(f"{NAME}: resources[{index}].weight: Invalid value: {weight!r}: resource weight of "
-                            f"{item['name']} not in valid range (0, 100]")
-        pairs.append((item["name"], weight))
-    return kind, tuple(pairs)
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeNUMAResourceArgs:
-    default_cpu_bind_policy: str = FULL_PCPUS
-    """``defaultCPUBindPolicy``: "", FullPCPUs or SpreadByPCPUs ("" binds no cpus unless the pod asks)."""
-    scoring_type: str = LEAST_ALLOCATED
-    scoring_weights: tuple[tuple[str, int], ...] = DEFAULT_WEIGHTS
-    numa_scoring_type: str = LEAST_ALLOCATED
-    """``numaScoringStrategy.type``; its weights are read and validated but, as in Koordinator, unused."""
-
-    @property
-    def numa_allocate_strategy(self) -> str:
-        """``GetDefaultNUMAAllocateStrategy``: MostAllocated only when the NUMA scoring strategy is."""
-        return MOST_ALLOCATED if self.numa_scoring_type == MOST_ALLOCATED else LEAST_ALLOCATED
-
-    @classmethod
-    def from_config(cls, raw: Mapping | None) -> "NodeNUMAResourceArgs":
-        reader = ArgsReader(NAME, raw, {"defaultCPUBindPolicy", "scoringStrategy", "numaScoringStrategy"})
-        policy = reader.string("defaultCPUBindPolicy", FULL_PCPUS)
-        if policy not in ("", FULL_PCPUS, SPREAD_BY_PCPUS):
-            raise ArgsError(f'{NAME}: defaultCPUBindPolicy: Invalid value: "{policy}": must specified CPU bind '
-                            f"policy FullPCPUs or SpreadByPCPUs")
-        kind, weights = _weights(reader, reader.mapping("scoringStrategy"), "scoringStrategy", "scoring strategy")
-        numa_kind, _ = _weights(reader, reader.mapping("numaScoringStrategy"), "numaScoringStrategy",
-                                "numa scoring strategy")
-        return cls(policy, kind, weights, numa_kind)
-
-
-def resource_score(kind: str, weights, requested: Mapping[str, int], allocatable: Mapping[str, int],
-                   pod: Mapping[str, int]) -> int:
-    """``resourceAllocationScorer.score``; over the weighted resources with non-zero allocatable::
-
-        least = (alloc - req) * 100 // alloc   (0 when req > alloc)
-        most  = min(req, alloc) * 100 // alloc
-        score = sum(weight * s) // sum(weight)      with req = requested + pod request
-    """
-    total = weight_sum = 0
-    for name, weight in weights:
-        wanted = pod.get(name, 0)
-        if name == "pods" or (wanted == 0 and name not in NATIVE_SCORED):
-            continue
-        alloc = allocatable.get(name, 0)
-        if alloc == 0:
-            continue
-        req = requested.get(name, 0) + wanted
-        if kind == MOST_ALLOCATED:
-            part = min(req, alloc) * 100 // alloc
-        else:
-            part = 0 if req > alloc else (alloc - req) * 100 // alloc
-        total += part * weight
-        weight_sum += weight
-    return total // weight_sum if weight_sum else 0
 
 
 @dataclasses.dataclass
@@ -180,20 +97,6 @@ class _PodState:
     exclusive: str = ""
     affinity: dict[str, Hint] = dataclasses.field(default_factory=dict)
     allocation: PodAllocation | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Options:
-    """``ResourceOptions``."""
-
-    requests: Mapping[str, int]
-    num_cpus: int
-    request_bind: bool
-    required: bool
-    bind_policy: str
-    exclusive: str
-    hint: Hint | None
-    topology: TopologyOptions
 
 
 def _spec(annotations: Mapping[str, str], key: str) -> dict[str, str]:
@@ -222,34 +125,10 @@ def merge_topology_policy(node_policy: str, pod_policy: str) -> str | None:
     return pod_policy or node_policy
 
 
-def _go_sorted(nodes: list[int], available: Mapping[int, Mapping[str, int]], resource: str) -> list[int]:
-    """Go's ``sort.Slice`` of ``tryBestToDistributeEvenly``: its comparator reads the availability of the NUMA
-    ids equal to the slice positions, so the swaps of the insertion sort are replayed with those values."""
-    def at(position: int) -> int:
-        return available.get(position, {}).get(resource, 0)
-    order = list(nodes)
-    for i in range(1, len(order)):
-        j = i
-        while j > 0 and at(j) < at(j - 1):
-            order[j], order[j - 1] = order[j - 1], order[j]
-            j -= 1
-    return order
-
-
-class _Failure(Exception):
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message)
-        self.status = status
-
-
-def _fail(code: Code, *reasons: str) -> _Failure:
-    return _Failure(Status(code, tuple(reasons), NAME))
-
-
-class NodeNUMAResource:
+class NodeNUMAResource(ResourceManager):
     name = NAME
     Args = NodeNUMAResourceArgs
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE)
 
     def __init__(self, args: NodeNUMAResourceArgs, cluster: Cluster) -> None:
         self.args = args
@@ -334,7 +213,7 @@ class NodeNUMAResource:
         if cpu == 0 or node_bind in ("", NODE_BIND_NONE):
             return False
         if cpu % 1000:
-            raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_INVALID_REQUESTED_CPUS)
+            raise unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_INVALID_REQUESTED_CPUS)
         return True
 
     @staticmethod
@@ -373,184 +252,25 @@ class NodeNUMAResource:
         self._grouped = (columns.version, count)
         return groups
 
-    def _group_filter(self, st: _PodState, numa_label: str, node_bind: str) -> str | _Failure:
+    def _group_filter(self, st: _PodState, numa_label: str, node_bind: str) -> str | NodeUnfit:
         """``filter_node``'s outcome for every node of a group when it does not depend on the node: PASS, the
         failure, or PER_NODE (the pod binds cpus here, or the merged NUMA policy runs the topology manager)."""
         policy = merge_topology_policy(numa_label, st.numa_policy)
         if policy is None:
-            return _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_MATCH_NUMA_TOPOLOGY)
+            return unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_MATCH_NUMA_TOPOLOGY)
         try:
             request_bind = self._request_bind(st, node_bind)
-        except _Failure as failure:
+        except NodeUnfit as failure:
             return failure
         if request_bind or policy not in (POLICY_NONE, POLICY_BEST_EFFORT):
             return PER_NODE
         return PASS
 
-    def _resource_options(self, st: _PodState, name: str, request_bind: bool, hint: Hint | None) -> _Options:
+    def _resource_options(self, st: _PodState, name: str, request_bind: bool, hint: Hint | None) -> ResourceOptions:
         node = self.cluster.nodes[name]
         options = self.topology_options(name)
         policy, required = self._bind_policy(st, self.node_cpu_bind_policy(node, options))
-        return _Options(st.requests, st.num_cpus, request_bind, required, policy, st.exclusive, hint, options)
-
-    # -- resource manager ----------------------------------------------------------------------
-
-    def _available_cpus(self, name: str, options: TopologyOptions):
-        if not options.topology.is_valid:
-            raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_INVALID_CPU_TOPOLOGY)
-        return self._node(name).available_cpus(options)
-
-    def _trim(self, name: str, available: dict[int, dict[str, int]], opts: _Options) -> None:
-        """``trimNUMANodeResources``: with a required policy a NUMA node offers no more cpus than it has
-        selectable under that policy."""
-        if not opts.required:
-            return
-        cpus, _ = self._available_cpus(name, opts.topology)
-        for numa, amounts in sorted(available.items()):
-            cpu = amounts.get("cpu", 0)
-            if cpu == 0:
-                continue
-            usable = filter_by_required_policy(opts.bind_policy, cpus & opts.topology.cpus_in_numa(numa),
-                                               opts.topology.topology)
-            if len(usable) * 1000 < cpu:
-                amounts["cpu"] = len(usable) * 1000
-
-    def allocate(self, name: str, opts: _Options) -> PodAllocation:
-        """``resourceManager.Allocate``; raises ``_Failure``."""
-        numa: tuple = ()
-        if opts.hint is not None and opts.hint.affinity is not None:
-            numa = self._allocate_by_hint(name, opts)
-        cpus: tuple[int, ...] = ()
-        if opts.request_bind:
-            try:
-                cpus = tuple(self._allocate_cpuset(name, numa, opts))
-            except (NotEnoughCPUs, ValueError) as error:
-                raise _fail(Code.UNSCHEDULABLE, str(error)) from None
-        return PodAllocation(cpus, opts.exclusive, numa)
-
-    def _allocate_by_hint(self, name: str, opts: _Options) -> tuple:
-        if not opts.topology.numa_resources:
-            raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NUMA_RESOURCES)
-        available, _ = self._node(name).available_numa(opts.topology)
-        self._trim(name, available, opts)
-        result, reasons = self.distribute(opts.requests, available, opts)
-        if reasons:
-            raise _fail(Code.UNSCHEDULABLE, *reasons)
-        return result
-
-    def distribute(self, requests: Mapping[str, int], available: Mapping[int, Mapping[str, int]],
-                   opts: _Options) -> tuple[tuple, list[str]]:
-        """``tryBestToDistributeEvenly``: per resource, the i-th of the mask's n NUMA nodes (in the quirk order
-        of ``_go_sorted``) gives ``min(available, split(remaining, n - i))``; what is left is "Insufficient
-        NUMA <resource>"."""
-        names = sorted({resource for amounts in available.values() for resource in amounts})
-        nodes = bits(opts.hint.affinity)
-        order = {resource: _go_sorted(nodes, available, resource) for resource in names}
-        allocated: dict[int, dict[str, int]] = {}
-        remaining: dict[str, int] = {}
-        for resource in sorted(requests):
-            quantity = requests[resource]
-            for i, numa in enumerate(order.get(resource, ())):
-                share = self._split(resource, quantity, len(nodes) - i, opts)
-                got = min(available.get(numa, {}).get(resource, 0), share)
-                if got != 0:
-                    allocated.setdefault(numa, {})[resource] = got
-                    quantity -= got
-            remaining[resource] = quantity
-        reasons = [ERR_INSUFFICIENT_NUMA.format(r) for r in sorted(remaining) if r in names and remaining[r] != 0]
-        return tuple((numa, allocated[numa]) for numa in sorted(allocated)), reasons
-
-    @staticmethod
-    def _split(resource: str, quantity: int, nodes: int, opts: _Options) -> int:
-        """``splitQuantity``: an even share; bound cpus in whole cpus, with required FullPCPUs in whole cores::
-
-            cores = ceil(cpu / 1000) // cpus_per_core;  share = cores // nodes * cpus_per_core * 1000
-        """
-        if resource != "cpu" or not opts.request_bind:
-            return quantity // nodes
-        whole = -(-quantity // 1000)
-        if opts.required and opts.bind_policy == FULL_PCPUS:
-            per_core = opts.topology.topology.cpus_per_core
-            return whole // per_core // nodes * per_core * 1000
-        return whole // nodes * 1000
-
-    def _allocate_cpuset(self, name: str, numa: tuple, opts: _Options) -> list[int]:
-        """``allocateCPUSet``: the cpus of the NUMA nodes allocated (each at most its cpu share), else from the
-        whole node; a required policy limits the selectable cpus and must hold for the result."""
-        topology = opts.topology.topology
-        available, allocated = self._available_cpus(name, opts.topology)
-        if opts.required:
-            available = filter_by_required_policy(opts.bind_policy, available, topology)
-        if len(available) < opts.num_cpus:
-            raise NotEnoughCPUs(ERR_NOT_ENOUGH_CPUS)
-        strategy = self.cluster.nodes[name].labels.get(LABEL_NODE_NUMA_ALLOCATE_STRATEGY) or \
-            self.args.numa_allocate_strategy
-        strategy = strategy if strategy in STRATEGIES else LEAST_ALLOCATED
-        exclusive = opts.exclusive if opts.exclusive in EXCLUSIVE_POLICIES else EXCLUSIVE_NONE
-
-        def take(cpus: frozenset[int], needed: int) -> list[int]:
-            return take_cpus(topology, opts.topology.max_ref_count, cpus, allocated, needed, opts.bind_policy,
-                             exclusive, strategy)
-        result: set[int] = set()
-        needed = opts.num_cpus
-        if numa:
-            for node, amounts in numa:
-                in_node = available & opts.topology.cpus_in_numa(node)
-                result.update(take(in_node, min(len(in_node), amounts.get("cpu", 0) // 1000)))
-            needed -= len(result)
-            if needed != 0:
-                raise NotEnoughCPUs(ERR_NOT_ENOUGH_CPUS)
-        if needed > 0:
-            result.update(take(available - result, needed))
-        if opts.required and not satisfies_required_policy(opts.bind_policy, sorted(result), topology):
-            raise NotEnoughCPUs(f"insufficient CPUs to satisfy required cpu bind policy {opts.bind_policy}")
-        return sorted(result)
-
-    def topology_hints(self, name: str, opts: _Options, policy: str) -> dict[str, list[Hint]]:
-        """``GetTopologyHints`` / ``generateResourceHints``: every NUMA mask the pod can be allocated in, per
-        requested resource the NUMA zones offer; preferred when of the smallest feasible size (Restricted:
-        always). A mask using a NUMA node without any of a resource gives no hint for it."""
-        zones = opts.topology.numa_resources
-        if not zones:
-            raise _fail(Code.UNSCHEDULABLE, ERR_INSUFFICIENT_NUMA_NODE_RESOURCES)
-        try:
-            available, _ = self._node(name).available_numa(opts.topology)
-            self._trim(name, available, opts)
-        except _Failure:
-            raise _fail(Code.UNSCHEDULABLE, ERR_INSUFFICIENT_NUMA_NODE_RESOURCES) from None
-        zone = dict(zones)
-        names = sorted({resource for _, amounts in zones for resource in amounts})
-        lack = {resource: {numa for numa, amounts in available.items() if amounts.get(resource, 0) == 0}
-                for resource in names}
-        smallest = {resource: len(zones) for resource in opts.requests}
-        seen: set[str] = set()
-        hints: dict[str, list[Hint]] = {}
-        for mask in iterate_masks([numa for numa, _ in zones]):
-            free: dict[str, int] = {}
-            total: dict[str, int] = {}
-            for numa in bits(mask):
-                for resource, value in available.get(numa, {}).items():
-                    free[resource] = free.get(resource, 0) + value
-                for resource, value in zone[numa].items():
-                    total[resource] = total.get(resource, 0) + value
-            seen.update(resource for resource in opts.requests if resource in total)
-            used = {resource: max(0, value - free.get(resource, 0)) for resource, value in total.items()}
-            score = resource_score(self.args.numa_scoring_type, self.args.scoring_weights, used, total, opts.requests)
-            try:
-                self.allocate(name, dataclasses.replace(opts, hint=Hint(mask)))
-            except _Failure:
-                continue
-            for resource in sorted(seen):
-                if any(numa in lack.get(resource, ()) for numa in bits(mask)):
-                    continue
-                smallest[resource] = min(smallest[resource], count(mask))
-                hints.setdefault(resource, []).append(Hint(mask, False, score=score))
-        for resource in sorted(hints):
-            hints[resource] = [dataclasses.replace(h, preferred=count(h.affinity) == smallest[resource]
-                                                   or policy == POLICY_RESTRICTED) for h in hints[resource]]
-        for resource in sorted(seen):
-            hints.setdefault(resource, [])
-        return hints
+        return ResourceOptions(st.requests, st.num_cpus, request_bind, required, policy, st.exclusive, hint, options)
 
     # -- the cycle -------------------------------------------------------------------------------
 
@@ -591,22 +311,22 @@ class NodeNUMAResource:
         return st.numa_exclusive or (EXCLUSIVE_REQUIRED if st.numa_policy else "")
 
     def filter_node(self, st: _PodState, name: str) -> None:
-        """``Filter`` on one node; raises ``_Failure``."""
+        """``Filter`` on one node; raises ``NodeUnfit``."""
         node = self.cluster.nodes[name]
         options = self.topology_options(name)
         policy = self._numa_policy(st, node)
         if policy is None:
-            raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_MATCH_NUMA_TOPOLOGY)
+            raise unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_MATCH_NUMA_TOPOLOGY)
         node_bind = self.node_cpu_bind_policy(node, options)
         if self._request_bind(st, node_bind):
             if not options.topology.is_valid:
-                raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_INVALID_CPU_TOPOLOGY)
+                raise unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_INVALID_CPU_TOPOLOGY)
             required = {NODE_FULL_PCPUS_ONLY: FULL_PCPUS, NODE_SPREAD_BY_PCPUS: SPREAD_BY_PCPUS}.get(
                 node_bind, st.required)
             if st.required and st.required != required:
-                raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_CPU_BIND_POLICY_CONFLICT)
+                raise unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_CPU_BIND_POLICY_CONFLICT)
             if required == FULL_PCPUS and st.num_cpus % options.topology.cpus_per_core:
-                raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_SMT_ALIGNMENT)
+                raise unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_SMT_ALIGNMENT)
             if required and policy == POLICY_NONE:
                 self.allocate(name, self._resource_options(st, name, True, None))
                 return
@@ -621,16 +341,16 @@ class NodeNUMAResource:
         options = self.topology_options(name)
         numa_nodes = options.numa_nodes
         if not numa_nodes:
-            raise _fail(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_MISSING_NUMA_RESOURCES)
+            raise unfit(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_MISSING_NUMA_RESOURCES)
         statuses = self._node(name).statuses(options.topology, len(numa_nodes))
         request_bind = self._request_bind(st, self.node_cpu_bind_policy(self.cluster.nodes[name], options))
         try:
             hints = self.topology_hints(name, self._resource_options(st, name, request_bind, None), policy)
-        except _Failure as failure:
-            raise _fail(Code.UNSCHEDULABLE, *failure.status.reasons) from None
+        except NodeUnfit as failure:
+            raise unfit(Code.UNSCHEDULABLE, *failure.status.reasons) from None
         best, admit, reasons = merge(policy, numa_nodes, [hints], exclusive, statuses)
         if not admit and reasons:
-            raise _fail(Code.UNSCHEDULABLE, *reasons)
+            raise unfit(Code.UNSCHEDULABLE, *reasons)
         self.allocate(name, self._resource_options(st, name, request_bind, best))
         st.affinity[name] = best
 
@@ -646,7 +366,7 @@ class NodeNUMAResource:
         failures: dict[tuple[str, Code], np.ndarray] = {}
         first: dict[tuple[str, Code], tuple[int, int]] = {}
 
-        def failed(failure: _Failure, rows: np.ndarray, row: int) -> None:
+        def failed(failure: NodeUnfit, rows: np.ndarray, row: int) -> None:
             for index, reason in enumerate(failure.status.reasons):
                 key = (reason, failure.status.code)
                 mask = failures.setdefault(key, np.zeros(count, bool))
@@ -668,7 +388,7 @@ class NodeNUMAResource:
         for row in np.flatnonzero(per_node):
             try:
                 self.filter_node(st, names[row])
-            except _Failure as failure:
+            except NodeUnfit as failure:
                 only = np.zeros(count, bool)
                 only[row] = True
                 failed(failure, only, int(row))
@@ -743,7 +463,7 @@ class NodeNUMAResource:
             if request_bind and not options.topology.is_valid:
                 return 0
             allocation = self.allocate(name, self._resource_options(st, name, request_bind, st.affinity.get(name)))
-        except _Failure:
+        except NodeUnfit:
             return 0
         columns = self.cluster.columns
         if allocation.numa_resources:
@@ -770,7 +490,7 @@ class NodeNUMAResource:
         if st.allocation is None:
             try:
                 self._allocate_for(st, node)
-            except _Failure as failure:
+            except NodeUnfit as failure:
                 return failure.status
         if st.allocation is not None:
             self._node(node).update(pod.key, st.allocation)
@@ -788,7 +508,7 @@ class NodeNUMAResource:
         if not request_bind and policy == POLICY_NONE:
             return
         if request_bind and not options.topology.is_valid:
-            raise _fail(Code.ERROR, ERR_INVALID_CPU_TOPOLOGY)
+            raise unfit(Code.ERROR, ERR_INVALID_CPU_TOPOLOGY)
         st.allocation = self.allocate(name, self._resource_options(st, name, request_bind, st.affinity.get(name)))
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
@@ -805,7 +525,7 @@ class NodeNUMAResource:
         node_bind = self.node_cpu_bind_policy(self.cluster.nodes[node], options)
         try:
             request_bind = self._request_bind(st, node_bind)
-        except _Failure:
+        except NodeUnfit:
             return {}
         if request_bind:
             spec = resource_spec_write_back(pod.annotations, *self._bind_policy(st, node_bind))

@@ -27,7 +27,7 @@ from streams.koordinator.annotations import (
 from streams.objects.duration import parse_duration
 from streams.objects.fields import FieldReader
 from streams.objects.kinds.nodemetric import rfc3339_millis
-from streams.scheduler.podinfo import PodInfo
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS
 from streams.scheduler.taints import UNSCHEDULABLE_TAINT, tolerated
 from streams.sloconfig.selectors import parse_selector

@@ -33,11 +33,12 @@ import numpy as np
 from streams.koordinator.annotations import (
     ANNOTATION_RESERVATION_ALLOCATED, ANNOTATION_RESERVATION_NAME, ANNOTATION_RESERVE_POD)
 from streams.objects.args import ArgsError, ArgsReader
+from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    NODE_EVENT, POD_DELETE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SKIP, SUCCESS, Code, CycleState, FilterResult, Status,
+    every_action, register)
 from streams.scheduler.plugins.reservation.objects import (
     RESTRICTED, ReservationInfo, affinity, ignores_reservations, is_owner, parse, usable_by)
-from streams.scheduler.podinfo import PodInfo
 from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodUnassigned
 
 NAME = "Reservation"
@@ -68,7 +69,7 @@ class Reservation:
     Args = ReservationArgs
     watched_kinds = frozenset({KIND})
     pod_kinds = frozenset({KIND})
-    events_to_register = frozenset({NODE_EVENT, POD_DELETE, KIND})
+    events_to_register = register(NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE, *every_action(KIND))
 
     def __init__(self, args: ReservationArgs, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -139,6 +140,13 @@ class Reservation:
             for resource, value in self.cluster.pods[key].requests.items():
                 total[resource] = total.get(resource, 0) + value
         return total
+
+    def reservation(self, name: str) -> tuple[str, str | None, tuple[str, ...], str] | None:
+        """What migration jobs read of reservation ``name`` (``ReservationHolder``)."""
+        if self.info(name) is None:
+            return None
+        phase, _ = self.phase(name)
+        return phase, self.node_of(name), tuple(self.owners(name)), f"{KIND}/{name}"
 
     def _first_seen(self, name: str) -> int:
         held = self.cluster.pods.get(f"{KIND}/{name}")

@@ -12,13 +12,13 @@ import pytest
 
 from streams.koordinator.annotations import (
     ANNOTATION_CUSTOM_USAGE_THRESHOLDS, ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS, ANNOTATION_RAW_ALLOCATABLE)
-from streams.scheduler.framework import CycleState
+from streams.scheduler.framework import NODE_USAGE, UPDATE, ClusterEvent, CycleState
 from streams.scheduler.plugins.loadaware import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.estimator import estimate
 from streams.scheduler.plugins.loadaware.plugin import (
     REASON_AGGREGATED_USAGE, REASON_METRIC_EXPIRED, REASON_USAGE, max_load, usage_percent)
 from tests.streams.scheduler.support import (
-    T0, k8s_metric, k8s_node, k8s_pod, plugin_of, pod_info, profile_with, run)
+    T0, decisions, deleted, k8s_metric, k8s_node, k8s_pod, metric, node, plugin_of, pod, pod_info, profile_with, run)
 
 NODE = "test-node-1"
 ALLOC = {"cpu": "96", "memory": "512Gi"}
@@ -346,3 +346,54 @@ def test_invalid_args_are_rejected(raw, fragment):
 def test_head_room_matches_go_rounding(threshold, total):
     limit = max_load(threshold, total)
     assert usage_percent(limit, total) <= threshold < usage_percent(limit + 1, total)
+
+
+# -- queueing hint: a NodeUsage wakes a pod LoadAware rejected only when the node then passes its Filter ----------
+
+def rejected_by_load(cpu_used):
+    """Pod p rejected by LoadAware on one 4-core node that uses ``cpu_used`` milli-cores (65 % threshold: a
+    load up to 2,619 m passes; the pod's estimate is 250 m)."""
+    domain, out = run(node("n1", ts=T0), usage_on("n1", cpu_used, T0), pod("p", ts=T0))
+    assert decisions(out)[-1]["filterResults"] == [{"plugin": NAME, "reason": CPU_OVER, "count": 1}]
+    return domain
+
+
+def usage_on(name, cpu_used, ts):
+    return metric(name, ts, {"cpu": cpu_used, "memory": GI}, ts=ts)
+
+
+@pytest.mark.parametrize("cpu_used, moved", [
+    pytest.param(3500, False, id="usage-went-up"),
+    pytest.param(2500, False, id="went-down-still-over"),
+    pytest.param(500, True, id="went-under"),
+])
+def test_a_node_usage_wakes_the_pod_only_when_the_node_then_fits_it(cpu_used, moved):
+    domain = rejected_by_load(3000)
+    run(usage_on("n1", cpu_used, T0 + 100), domain=domain)
+    assert domain.queue.pods["default/p"].moved is moved
+
+
+def test_a_usage_of_a_node_the_domain_does_not_hold_or_a_deleted_usage_wakes_it():
+    domain = rejected_by_load(3000)
+    run(usage_on("n9", 3900, T0 + 100), domain=domain)
+    assert domain.queue.pods["default/p"].moved
+    domain = rejected_by_load(3000)
+    run(deleted("NodeUsage", "n1", ts=T0 + 100), domain=domain)
+    assert domain.queue.pods["default/p"].moved
+
+
+def test_a_skipped_usage_changes_no_decision_once_a_relevant_one_comes():
+    domain = rejected_by_load(3000)
+    _, out = run(usage_on("n1", 3600, T0 + 2000), domain=domain)
+    assert decisions(out) == [] and domain.queue.pods["default/p"].attempts == 1
+    _, out = run(usage_on("n1", 400, T0 + 4000), domain=domain)
+    assert [(d["result"], d["nodeName"]) for d in decisions(out)] == [("Scheduled", "n1")]
+
+
+def test_the_hint_is_the_filter_on_the_events_node():
+    domain = rejected_by_load(3000)
+    plugin = plugin_of(domain, NAME)
+    pod_p = domain.cluster.pods["default/p"]
+    assert plugin.usage_may_fit(ClusterEvent(NODE_USAGE, UPDATE, "n1"), pod_p) is False
+    run(usage_on("n1", 500, T0 + 100), domain=domain)
+    assert plugin.usage_may_fit(ClusterEvent(NODE_USAGE, UPDATE, "n1"), pod_p) is True

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from streams.quotas import DEFAULT
 from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.elasticquota import objects
 from streams.scheduler.plugins.elasticquota.plugin import NAME, check_non_preemptible, check_parent, check_quota
-from streams.scheduler.plugins.elasticquota.tree import DEFAULT
 from streams.scheduler.state import PodChanged
 from tests.streams.scheduler.support import (
     GI, T0, decisions, deleted, event, k8s_node, k8s_pod, node, plugin_of, pod, pod_info, profile_with, quota, run,
@@ -202,19 +202,6 @@ def test_check_parent_quota_through_the_domain():
     assert decisions(out)[-1]["message"].startswith(
         "0/1 nodes are available: Insufficient quotas, quotaNameTopo: [p c1], runtime: cpu:4,memory:2Gi, "
         "used: cpu:3,memory:1Gi, pod's request: cpu:2,memory:1Gi, exceedDimensions: [cpu].")
-
-
-def test_pod_quota_by_namespace_name_then_namespaces_annotation_then_default():
-    specs = objects.specs_of({
-        "shop": quota("shop", {"cpu": 1}, namespace="shop").record,
-        "shared": quota("shared", {"cpu": 1}, namespace="ops", annotations={
-            "quota.scheduling.koordinator.sh/namespaces": json.dumps(["web", "api"])}).record,
-    })
-    assert objects.quota_name({}, "shop", specs) == "shop"
-    assert objects.quota_name({}, "web", specs) == "shared"
-    assert objects.quota_name({}, "other", specs) == DEFAULT
-    assert objects.quota_name({QUOTA_LABEL: "nope"}, "shop", specs) == DEFAULT
-    assert objects.quota_name({QUOTA_LABEL: "shared"}, "shop", specs) == "shared"
 
 
 def _profile(name="gpu-pool", quota_name="gpu-root", selector=None, ratio=None, labels=None):

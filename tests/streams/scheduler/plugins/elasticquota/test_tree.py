@@ -4,7 +4,8 @@ GigaByte = 1024 * 1048576 as in the Go tests)."""
 import pytest
 
 from streams.koordinator.labels import LABEL_QUOTA_ALLOW_LENT_RESOURCE, LABEL_QUOTA_IS_PARENT, LABEL_QUOTA_PARENT
-from streams.scheduler.plugins.elasticquota.tree import ROOT, PodCharge, QuotaSpec, QuotaTree
+from streams.quotas import ROOT, QuotaSpec
+from streams.scheduler.plugins.elasticquota.tree import PodCharge, QuotaTree
 
 G = 1024 * 1048576
 

@@ -10,7 +10,7 @@ from streams.objects.args import ArgsError
 from streams.scheduler import registry
 from streams.scheduler.framework import Code, CycleState
 from streams.scheduler.plugins.nodenumaresource import NAME, NodeNUMAResource
-from streams.scheduler.plugins.nodenumaresource.plugin import NodeNUMAResourceArgs
+from streams.scheduler.plugins.nodenumaresource.args import NodeNUMAResourceArgs
 from streams.scheduler.plugins.nodenumaresource.topology import CPUTopology
 from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodAssigned, PodUnassigned
 from tests.streams.scheduler.support import decisions, node, pod, pod_info, profile_with, run

@@ -1,4 +1,4 @@
-"""What the scheduler reads of a Pod, parsed once per Pod event.
+"""What the scheduler and the node agent read of a Pod, parsed once per Pod event.
 
 The Pod record types the fields most consumers need (effective requests and
 limits, nodeSelector, tolerations, priority); the rest is read from the
