@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from streams.decisions import ANNOTATIONS, DECISION_ANNOTATIONS, LABELS, selected  # noqa: F401 (re-exported)
 from streams.koordinator.annotations import ANNOTATION_KUBELET_CPU_MANAGER_POLICY
 from streams.koordinator.classes import (
     CPU_MANAGER_POLICY_NONE, KUBE_GUARANTEED, KUBE_QOS_BY_DEFAULT_QOS, qos_class_by_name, qos_for_guaranteed)

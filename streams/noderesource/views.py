@@ -124,9 +124,9 @@ class PodView:
     priority: int | None = None
     """``spec.priority``; None when unset."""
     labels: tuple[tuple[str, str], ...] = ()
-    """The node-QoS labels of the pod (``streams.nodeqos.podmeta.LABELS``), sorted."""
+    """The node-QoS labels of the pod (``streams.decisions.LABELS``), sorted."""
     annotations: tuple[tuple[str, str], ...] = ()
-    """The node-QoS annotations of the pod (``streams.nodeqos.podmeta.ANNOTATIONS``), sorted."""
+    """The node-QoS annotations of the pod (``streams.decisions.ANNOTATIONS``), sorted."""
     cpuset: str = ""
     """``cpuset`` of ``scheduling.koordinator.sh/resource-status`` as written (parsed by the plan, which reports
     a bad one); empty: none; ``BAD_RESOURCE_STATUS`` when the annotation is not a JSON object with a string

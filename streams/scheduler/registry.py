@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from streams.registries import make_registry
 from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOverlay, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
     defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus,
@@ -48,16 +49,7 @@ from streams.scheduler.plugins import (
 from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, nodenumaresource, reservation
 
 
-def _registry(entries: list[tuple[str, type]]) -> dict[str, type]:
-    out: dict[str, type] = {}
-    for name, factory in entries:
-        if name in out:
-            raise ValueError(f"scheduler plugin {name!r} registered twice")
-        out[name] = factory
-    return out
-
-
-REGISTRY: dict[str, type] = _registry([
+REGISTRY: dict[str, type] = make_registry([
     (nodeunschedulable.NAME, nodeunschedulable.NodeUnschedulable),
     (nodename.NAME, nodename.NodeName),
     (tainttoleration.NAME, tainttoleration.TaintToleration),
@@ -73,7 +65,7 @@ REGISTRY: dict[str, type] = _registry([
     (deviceshare.NAME, deviceshare.DeviceShare),
     (nodenumaresource.NAME, nodenumaresource.NodeNUMAResource),
     (gpufragmentation.NAME, gpufragmentation.GPUFragmentation),
-])
+], "scheduler plugin")
 
 
 

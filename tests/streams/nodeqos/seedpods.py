@@ -1,13 +1,13 @@
 """The release articles' pod examples as the node aggregate learns them: the YAML (``tests/fixtures/seeds``)
 becomes a Pod record (``streams.objects``), the scheduler's ``PodInfo`` and the SchedulingDecision that binds
-it, with the fields ``streams.scheduler.domain`` writes (labels and annotations selected by ``podmeta``)."""
+it, with the fields ``streams.scheduler.domain`` writes (labels and annotations selected by ``streams.decisions``)."""
 
 from __future__ import annotations
 
 import copy
 
+from streams import decisions
 from streams.koordinator.classes import PRIORITY_NONE_NAME
-from streams.nodeqos import podmeta
 from streams.objects import load_documents, to_record
 from streams.objects.documents import Document
 from streams.objects.podinfo import PodInfo, from_record
@@ -49,8 +49,8 @@ def bound(pod: PodInfo, node: str) -> dict:
                       priority=pod.priority, priority_class=pod.priority_class_raw or PRIORITY_NONE_NAME)
     record.update(pod={"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
                   requests=dict(pod.requests), limits=dict(pod.limits),
-                  labels=podmeta.selected(pod.labels, podmeta.LABELS),
-                  annotations=podmeta.selected(pod.annotations, podmeta.DECISION_ANNOTATIONS))
+                  labels=decisions.selected(pod.labels, decisions.LABELS),
+                  annotations=decisions.selected(pod.annotations, decisions.DECISION_ANNOTATIONS))
     return event("SchedulingDecision", node, record)
 
 

@@ -11,11 +11,6 @@ from streams.scheduler.plugins.noderesourcesfitplus import NodeResourcesFitPlusA
 from streams.scheduler.plugins.scarceresourceavoidance import ScarceResourceAvoidanceArgs
 
 
-def test_duplicate_names_raise():
-    with pytest.raises(ValueError, match="registered twice"):
-        registry._registry([("A", object), ("A", object)])
-
-
 @pytest.mark.parametrize("name", sorted(registry.REGISTRY))
 def test_every_plugin_is_registered_under_its_own_name_and_an_empty_config_gives_the_args_defaults(name):
     factory = registry.REGISTRY[name]
