@@ -28,9 +28,9 @@ import faust
 from streams import faustcompat
 from streams.agents.supervisor import StopTheWorker
 from streams.agents.transactions import EXACTLY_ONCE_COMMIT_INTERVAL_S, batch_gate
-from streams.broker.security import credentials
+from streams.broker.security import aiokafka_auth
+from streams.faustcompat.monitor import install_monitor
 from streams.limits import PRODUCER_MAX_BYTES
-from streams.metrics import install_faust_sensor
 from streams.settings import Settings
 from streams.topology import Topology
 
@@ -67,7 +67,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     app = faust.App(
         topology.app_id,
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],
-        broker_credentials=credentials(settings),
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         topic_allow_declare=False,
         topic_disable_leader=True,
@@ -84,7 +84,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         agent_supervisor=StopTheWorker,
         **({"broker_commit_interval": EXACTLY_ONCE_COMMIT_INTERVAL_S} if exactly_once else {}),
     )
-    install_faust_sensor(app)
+    install_monitor(app)
     from streams.agents import domains, node, router, scheduling, ticks
 
     router.register(app, topology)
@@ -93,3 +93,22 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     node.register(app, topology)
     ticks.register(app, topology)
     return app
+
+
+def faust_credentials(settings: Settings):
+    """Faust's credentials for the connection the plain clients make (``streams.broker.security``);
+    None for PLAINTEXT."""
+    auth = aiokafka_auth(settings)
+    if "sasl_mechanism" in auth:
+        return faust.SASLCredentials(username=auth["sasl_plain_username"], password=auth["sasl_plain_password"],
+                                     ssl_context=auth.get("ssl_context"), mechanism=auth["sasl_mechanism"])
+    if "ssl_context" in auth:
+        return faust.SSLCredentials(auth["ssl_context"])
+    return None
+
+
+def run_worker(app: faust.App, loglevel: str) -> None:
+    """Run ``app`` as a Faust worker in this process until it is stopped."""
+    from faust.worker import Worker
+
+    Worker(app, loglevel=loglevel).execute_from_commandline()

@@ -17,17 +17,19 @@ configured once, from the environment (``NodeAggregateSettings``).
 from __future__ import annotations
 
 import faust
-from aiokafka.partitioner import DefaultPartitioner
 
-from streams.agents.inbox import forget_on_rebalance, handle_guarded, inbox_batches, write_as
-from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.inbox import forget_on_rebalance, inbox_batches, write_as
+from streams.agents.outputs import send_outputs
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.faustcompat.tables import raw_changelog
+from streams.inbox import handle_guarded
 from streams.metrics import (
     NODE_USAGE, PER_NODE_ENABLED, PLUGIN_STATS_INTERVAL_S, TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S, export_plugin_stats)
 from streams.nodeaggregate.partition import CONFIG_KEY, NodePartition
 from streams.nodeaggregate.settings import NodeAggregateSettings
+from streams.outputs import OUTPUT_TOPICS
+from streams.partitioning import partition_for
 from streams.pluginstats import PluginStats
 from streams.topology import Topology
 
@@ -60,13 +62,11 @@ def register(app: faust.App, topology: Topology) -> None:
     batches = Batches(app)
     batches.track_changelog(table)
     partitions: dict[int, NodePartition] = {}
-    partitioner = DefaultPartitioner()
-    all_partitions = list(range(inbox_spec.partitions))
 
     def load(partition: int) -> NodePartition:
         if partition not in partitions:
             nodes = [key for key in table.keys() if not key.startswith(CONFIG_KEY)
-                     and partitioner(key.encode(), all_partitions, all_partitions) == partition]
+                     and partition_for(inbox_spec.partitions, key) == partition]
             partitions[partition] = NodePartition(settings, _TableSlice(table, partition), nodes, PluginStats())
         return partitions[partition]
 

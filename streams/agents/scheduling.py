@@ -20,12 +20,14 @@ import gc
 
 import faust
 
-from streams.agents.inbox import handle_guarded, inbox_batches, write_as
+from streams.agents.inbox import inbox_batches, write_as
 from streams.agents.states import JournaledStates
-from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
+from streams.agents.outputs import send_outputs
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
+from streams.inbox import handle_guarded
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, export_plugin_stats
+from streams.outputs import OUTPUT_TOPICS
 from streams.scheduler.domain import SchedulingDomain
 from streams.topology import Topology
 

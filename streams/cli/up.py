@@ -300,14 +300,12 @@ def _consumers(bootstrap: str | None, topology, interval: float) -> dict[str, st
 @metrics_options
 def worker(loglevel: str, metrics_port: int | None, metrics_host: str) -> None:
     """Run a Faust worker (routers and aggregates) against KOORD_BROKER."""
-    from faust.worker import Worker
-
-    from streams.app import create_app
+    from streams.app import create_app, run_worker
 
     serve(metrics_port, metrics_host)
     config = context.settings()
     app = create_app(context.bootstrap(config), context.topology(config))
-    Worker(app, loglevel=loglevel).execute_from_commandline()
+    run_worker(app, loglevel)
 
 
 @click.command()
