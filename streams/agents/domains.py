@@ -1,13 +1,13 @@
 """Domain router agent: the routing inbox through one ``DomainTable`` per partition.
 
 Reads ``inbox-routing`` in batches, asks the partition's table (``streams.domains``) where each event
-goes (``streams.domainrouter``), and sends the forwarded InboxEvent, its source unchanged, to the
-scheduling inbox under the domain's name; a copy that must not ask for an Ack, or that deletes a node
-moving out of a domain, is the same envelope re-encoded. An event refused (a node two profiles select)
-becomes a dead letter. An event asking for an Ack gets one here unless one of its forwards carries the
-request to a domain, so ``koord apply --wait`` counts one Ack per routing partition the event reached
-(``state.progress``). Forwards and Acks are delivered before the table is written, as in
-``agents/scheduling.py``; the tables are rebuilt from the ``routing-state`` table after a rebalance.
+goes (``streams.domainrouter``), and forwards the InboxEvent, its source unchanged, to the scheduling
+inbox under the domain's name; a copy that must not ask for an Ack, or that deletes a node moving out of
+a domain, is the same envelope re-encoded. An event refused (a node two profiles select) becomes a dead
+letter. An event asking for an Ack gets one here unless one of its forwards carries the request to a
+domain, so ``koord apply --wait`` counts one Ack per routing partition the event reached
+(``state.progress``). Forwards and Acks are delivered before the ``routing-state`` table is written, in
+the shell every aggregate runs in (``streams.agents.aggregate``).
 """
 
 from __future__ import annotations
@@ -18,51 +18,33 @@ import dataclasses
 import faust
 
 from streams import routing
-from streams.agents.inbox import inbox_batches, write_as
-from streams.agents.outputs import send_outputs
-from streams.agents.states import JournaledStates
-from streams.agents.topics import raw_topic
-from streams.agents.transactions import Batches
+from streams.agents.aggregate import Aggregate, Handled, register_aggregate
+from streams.agents.journal import Prefixed
 from streams.domainrouter import STAGE, Envelope, route_guarded
 from streams.domains import DomainTable
-from streams.outputs import OUTPUT_TOPICS
+from streams.events import InboxEvent
 from streams.topology import Topology
 
 SEPARATOR = "|"
 
 
 def register(app: faust.App, topology: Topology) -> None:
-    inbox_spec = topology.spec(routing.ROUTING_INBOX)
-    scheduling = raw_topic(app, topology.name(routing.SCHEDULING_INBOX))
-    outputs = {schema: raw_topic(app, topology.name(OUTPUT_TOPICS[schema])) for schema in ("DeadLetter", "Ack")}
-    batches = Batches(app)
-    states = JournaledStates(app, "routing-state", inbox_spec.partitions, batches,
-                             lambda partition: f"{partition}{SEPARATOR}", DomainTable.restore)
+    register_aggregate(app, topology, Aggregate(
+        stage=STAGE, agent="koord-domains", inbox=routing.ROUTING_INBOX, table="routing-state",
+        core_of=lambda key, event: event.causation.inbox_partition,
+        partition_of=lambda partition: partition,
+        keys=lambda partition: Prefixed(f"{partition}{SEPARATOR}"),
+        restore=DomainTable.restore, step=_route, outputs=("DeadLetter", "Ack"),
+        forward_to=routing.SCHEDULING_INBOX))
 
-    @app.agent(raw_topic(app, inbox_spec.name), name="koord-domains")
-    async def route(stream):
-        async for batch in inbox_batches(app, topology, routing.ROUTING_INBOX, stream, outputs["DeadLetter"], STAGE,
-                                         batches):
-            caused, touched, pending = [], {}, []
-            for _, event, faust_event in batch:
-                message = faust_event.message
-                partition = event.causation.inbox_partition
-                state, journal = states.load(partition)
-                envelope = Envelope(message.value, event.ack)
-                routed, outs = route_guarded(state, event, envelope.stored)
-                source = (message.topic, message.partition)
-                for domain, stored in routed.catch_up:
-                    pending.append(await batches.send(scheduling, domain.encode(), base64.b64decode(stored.envelope),
-                                                      source))
-                for forward in routed.forwards:
-                    value = envelope.forward(ack=forward.ack and event.ack, deleted=forward.deleted)
-                    pending.append(await batches.send(scheduling, forward.domain.encode(), value, source))
-                acked_by_domain = event.ack and any(f.ack for f in routed.forwards)
-                caused.append((dataclasses.replace(event, ack=False) if acked_by_domain else event, outs))
-                touched[partition] = (state, journal, faust_event)
-            for future in pending:
-                await future
-            await send_outputs(batches, outputs, STAGE, routing.ROUTING_INBOX, caused)
-            for state, journal, faust_event in touched.values():
-                write_as(faust_event)
-                journal.write(state.take_changes())
+
+def _route(state: DomainTable, event: InboxEvent, value: bytes) -> Handled:
+    """The event routed: its refusal's dead letter, the event as acknowledged here, and its forwards (the
+    every-domain objects a domain new to the partition catches up on, then the event's own copies)."""
+    envelope = Envelope(value, event.ack)
+    routed, outputs = route_guarded(state, event, envelope.stored)
+    forwards = [(domain.encode(), base64.b64decode(stored.envelope)) for domain, stored in routed.catch_up]
+    forwards += [(forward.domain.encode(), envelope.forward(ack=forward.ack and event.ack, deleted=forward.deleted))
+                 for forward in routed.forwards]
+    acked_by_domain = event.ack and any(forward.ack for forward in routed.forwards)
+    return Handled(outputs, dataclasses.replace(event, ack=False) if acked_by_domain else event, forwards)

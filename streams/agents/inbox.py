@@ -2,13 +2,13 @@
 
 The records are read and checked by ``streams.inbox`` (the Faust-free contract the replay reads with
 too); what is Faust's is here: taking the stream in batches, the consumer's high watermarks, the event
-a table write goes with, and forgetting in-memory cores when partitions move.
+a table write goes with, and forgetting the in-memory cores of partitions that moved.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator, Callable, Hashable, Iterator
 
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import make_current, mark_acked
@@ -99,14 +99,18 @@ def write_as(faust_event) -> None:
     make_current(faust_event)
 
 
-def forget_on_rebalance(app, cache: dict) -> None:
-    """Empty ``cache`` (an aggregate's in-memory states) whenever partitions move: the table may
-    have changed under it, and the states are rebuilt from the table on next use."""
-
-    @app.on_partitions_revoked.connect
-    async def forget_revoked(sender, revoked, **kwargs):
-        cache.clear()
+def forget_moved(app, topic: str, cores: dict, partition_of: Callable[[Hashable], int]) -> None:
+    """Drop from ``cores`` (an aggregate's in-memory states by key) at every rebalance those whose partition of
+    ``topic`` (``partition_of(key)``) this worker did not hold both before and after it: the table under a
+    partition that moved may have changed, and its cores are rebuilt from the table on next use. A partition
+    held throughout keeps its cores, since only its holder writes its table."""
+    held: set[int] = set()
 
     @app.on_partitions_assigned.connect
-    async def forget_assigned(sender, assigned, **kwargs):
-        cache.clear()
+    async def forget_moved_cores(sender, assigned, **kwargs):
+        nonlocal held
+        now = {tp.partition for tp in assigned if tp.topic == topic}
+        kept = held & now
+        for key in [key for key in cores if partition_of(key) not in kept]:
+            del cores[key]
+        held = now
