@@ -1,4 +1,4 @@
-"""The Faust application: settings, topics and the thin agents.
+"""The Faust application: settings, topics and the thin agents a worker's role runs (``streams.roles``).
 
 Topics are declared from the topology file and never created by Faust
 (``topic_allow_declare=False``): ``koord topics apply`` creates them,
@@ -31,6 +31,7 @@ from streams.agents.transactions import EXACTLY_ONCE_COMMIT_INTERVAL_S, batch_ga
 from streams.broker.security import aiokafka_auth
 from streams.faustcompat.monitor import install_monitor
 from streams.limits import PRODUCER_MAX_BYTES
+from streams.roles import ALL, ROLES, Role
 from streams.settings import Settings
 from streams.topology import Topology
 
@@ -55,7 +56,9 @@ class UnsupportedGuarantee(ValueError):
     """The processing guarantee asked for cannot be given on this broker."""
 
 
-def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
+def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None,
+               role: Role = ROLES[ALL]) -> faust.App:
+    """The Faust app of a worker running ``role``'s agents, named after the role (``streams.roles``)."""
     settings = settings or Settings.from_env()
     exactly_once = settings.processing_guarantee == "exactly_once"
     if exactly_once and settings.tansu:
@@ -65,7 +68,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     faustcompat.install(tansu=settings.tansu, commit_gate=batch_gate)
     gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
-        topology.app_id,
+        role.app_id(topology),
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],
         broker_credentials=faust_credentials(settings),
         store="memory://",
@@ -87,11 +90,10 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     install_monitor(app)
     from streams.agents import domains, node, router, scheduling, ticks
 
-    router.register(app, topology)
-    domains.register(app, topology)
-    scheduling.register(app, topology)
-    node.register(app, topology)
-    ticks.register(app, topology)
+    registers = {"router": router.register, "domains": domains.register, "scheduling": scheduling.register,
+                 "node": node.register, "ticks": ticks.register}
+    for agent in role.agents:
+        registers[agent](app, topology)
     return app
 
 
