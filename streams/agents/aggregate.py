@@ -23,7 +23,7 @@ would have none of the batch's changes to write.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Generic, Hashable, Iterable, NamedTuple, TypeVar
+from typing import Callable, Generic, Hashable, Iterable, NamedTuple, Sequence, TypeVar
 
 import faust
 
@@ -49,7 +49,7 @@ class Handled(NamedTuple):
 
     outputs: list[tuple[str, dict]]
     event: InboxEvent
-    forwards: list[tuple[bytes, bytes]] = []
+    forwards: Sequence[tuple[bytes, bytes]] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,6 @@ already had (the node aggregate's). A table whose values are raw bytes keeps its
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 from typing import Any, Callable, Mapping, MutableMapping, Protocol
@@ -79,20 +78,25 @@ JSON_PARTS = Parts(lambda part: part, lambda value: value, lambda value: len(jso
 
 
 def _raw_encode(part: dict) -> bytes:
-    changes = {key: None if value is None else base64.b64encode(value).decode()
-               for key, value in part["changes"].items()}
-    return json.dumps({**part, "changes": changes}, separators=(",", ":")).encode()
+    values = part["changes"]
+    header = {**part, "changes": [[key, -1 if value is None else len(value)] for key, value in values.items()]}
+    return (json.dumps(header, separators=(",", ":")).encode() + b"\n"
+            + b"".join(value for value in values.values() if value is not None))
 
 
 def _raw_decode(value: bytes) -> dict:
-    part = json.loads(value)
-    part["changes"] = {key: None if change is None else base64.b64decode(change)
-                       for key, change in part["changes"].items()}
+    header, _, body = value.partition(b"\n")
+    part, changes, at = json.loads(header), {}, 0
+    for key, length in part["changes"]:
+        changes[key] = None if length < 0 else body[at:at + length]
+        at += max(length, 0)
+    part["changes"] = changes
     return part
 
 
-RAW_PARTS = Parts(_raw_encode, _raw_decode, lambda value: 4 if value is None else 2 + (len(value) + 2) // 3 * 4)
-"""Parts as JSON bytes, each value base64, for a table of raw bytes values (its changelog takes bytes only)."""
+RAW_PARTS = Parts(_raw_encode, _raw_decode, lambda value: 4 if value is None else len(value))
+"""Parts as bytes, for a table of raw bytes values (its changelog takes bytes only): a JSON line with each
+change's key and length (-1: removed), then the values one after the other."""
 
 
 class Journal:

@@ -115,3 +115,8 @@ def test_what_a_restore_completed_is_written_again_before_the_next_journal_repla
     assert Journal(left, KEYS).restore() == {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}
     assert {key: value for key, value in left.items() if "journal/" not in key} == {
         PREFIX + key: value for key, value in {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}.items()}
+
+
+def test_raw_parts_keep_bytes_values_and_removals_whatever_the_keys_hold():
+    part = {"seq": 3, "part": 0, "parts": 1, "changes": {"n1": b"\x00\n{}", "odd\nkey": b"", "gone": None}}
+    assert journal_module.RAW_PARTS.decode(journal_module.RAW_PARTS.encode(part)) == part
