@@ -2,9 +2,9 @@
 
 Stream-level series (messages in and out per topic, events, table
 operations, rebalances, read, end and committed offsets) come from Faust's
-Prometheus sensor, trimmed of its per-event timing and installed by
-``streams.faustcompat.monitor.install_monitor`` with the prefix ``koordstream_``. The series
-below are what Faust cannot know.
+Prometheus sensor, trimmed of its per-event timing and installed with the
+prefix ``koordstream_`` by ``streams.faustcompat.monitor.install_monitor``.
+The series below are what Faust cannot know.
 Every long-running process serves its registry with
 ``prometheus_client.start_http_server`` on ``--metrics-port``.
 

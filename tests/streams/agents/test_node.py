@@ -45,7 +45,8 @@ def test_a_partition_journal_of_raw_bytes_is_restored_and_left_out_of_the_entrie
     entries = journal.restore()
     journal.write({"node-0": b"\x00changed", CONFIG_KEY: b"config-new"})
     assert entries["node-0"] == b"\x00changed", "the core's entries follow what is written"
-    assert table[f"journal/{partition}/0"].startswith(b"{\"seq\":1,") and table[f"{CONFIG_KEY}/{partition}"] == b"config-new"
+    assert table[f"journal/{partition}/0"].startswith(b'{"seq":1,')
+    assert table[f"{CONFIG_KEY}/{partition}"] == b"config-new"
     again = Journal(table, NodeKeys(partition, PARTITIONS), RAW_PARTS)
     assert again.seq == 1 and again.restore() == entries
     others = [Journal(table, NodeKeys(other, PARTITIONS), RAW_PARTS)
