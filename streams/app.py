@@ -1,4 +1,4 @@
-"""The Faust application: settings, topics and the thin agents.
+"""The Faust application: settings, topics and the thin agents a worker's role runs (``streams.roles``).
 
 Topics are declared from the topology file and never created by Faust
 (``topic_allow_declare=False``): ``koord topics apply`` creates them,
@@ -28,9 +28,10 @@ import faust
 from streams import faustcompat
 from streams.agents.supervisor import StopTheWorker
 from streams.agents.transactions import EXACTLY_ONCE_COMMIT_INTERVAL_S, batch_gate
-from streams.broker.security import credentials
+from streams.broker.security import aiokafka_auth
+from streams.faustcompat.monitor import install_monitor
 from streams.limits import PRODUCER_MAX_BYTES
-from streams.metrics import install_faust_sensor
+from streams.roles import ALL, ROLES, Role
 from streams.settings import Settings
 from streams.topology import Topology
 
@@ -55,7 +56,9 @@ class UnsupportedGuarantee(ValueError):
     """The processing guarantee asked for cannot be given on this broker."""
 
 
-def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None) -> faust.App:
+def create_app(bootstrap: str, topology: Topology, settings: Settings | None = None,
+               role: Role = ROLES[ALL]) -> faust.App:
+    """The Faust app of a worker running ``role``'s agents, named after the role (``streams.roles``)."""
     settings = settings or Settings.from_env()
     exactly_once = settings.processing_guarantee == "exactly_once"
     if exactly_once and settings.tansu:
@@ -65,9 +68,9 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     faustcompat.install(tansu=settings.tansu, commit_gate=batch_gate)
     gc.set_threshold(*GC_THRESHOLDS)
     app = faust.App(
-        topology.app_id,
+        role.app_id(topology),
         broker=[f"kafka://{server}" for server in bootstrap.split(",")],
-        broker_credentials=credentials(settings),
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         topic_allow_declare=False,
         topic_disable_leader=True,
@@ -84,12 +87,30 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
         agent_supervisor=StopTheWorker,
         **({"broker_commit_interval": EXACTLY_ONCE_COMMIT_INTERVAL_S} if exactly_once else {}),
     )
-    install_faust_sensor(app)
+    install_monitor(app)
     from streams.agents import domains, node, router, scheduling, ticks
 
-    router.register(app, topology)
-    domains.register(app, topology)
-    scheduling.register(app, topology)
-    node.register(app, topology)
-    ticks.register(app, topology)
+    registers = {"router": router.register, "domains": domains.register, "scheduling": scheduling.register,
+                 "node": node.register, "ticks": ticks.register}
+    for agent in role.agents:
+        registers[agent](app, topology)
     return app
+
+
+def faust_credentials(settings: Settings):
+    """Faust's credentials for the connection the plain clients make (``streams.broker.security``);
+    None for PLAINTEXT."""
+    auth = aiokafka_auth(settings)
+    if "sasl_mechanism" in auth:
+        return faust.SASLCredentials(username=auth["sasl_plain_username"], password=auth["sasl_plain_password"],
+                                     ssl_context=auth.get("ssl_context"), mechanism=auth["sasl_mechanism"])
+    if "ssl_context" in auth:
+        return faust.SSLCredentials(auth["ssl_context"])
+    return None
+
+
+def run_worker(app: faust.App, loglevel: str) -> None:
+    """Run ``app`` as a Faust worker in this process until it is stopped."""
+    from faust.worker import Worker
+
+    Worker(app, loglevel=loglevel).execute_from_commandline()

@@ -2,9 +2,9 @@
 
 Stream-level series (messages in and out per topic, events, table
 operations, rebalances, read, end and committed offsets) come from Faust's
-Prometheus sensor, trimmed of its per-event timing and installed by
-:func:`install_faust_sensor` with the prefix ``koordstream_``. The series
-below are what Faust cannot know.
+Prometheus sensor, trimmed of its per-event timing and installed with the
+prefix ``koordstream_`` by ``streams.faustcompat.monitor.install_monitor``.
+The series below are what Faust cannot know.
 Every long-running process serves its registry with
 ``prometheus_client.start_http_server`` on ``--metrics-port``.
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from streams.deadletter import DEAD_LETTERS
 
 __all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "NODE_USAGE", "QUOTA", "CONSUMER_LAG",
            "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "PLUGIN_RUNS", "PLUGIN_SECONDS", "PLUGIN_STATS_INTERVAL_S",
-           "export_plugin_stats", "install_faust_sensor"]
+           "export_plugin_stats"]
 
 FAUST_PREFIX = "koordstream"
 
@@ -65,16 +65,6 @@ def export_plugin_stats(stats) -> None:
     for (plugin, stage, result), (count, seconds) in calls.items():
         PLUGIN_RUNS.labels(plugin, stage, result).inc(count)
         PLUGIN_SECONDS.labels(plugin, stage, result).inc(seconds)
-
-
-def install_faust_sensor(app) -> None:
-    """Attach Faust's Prometheus series to ``app`` (served by our HTTP server, not Faust's web), through
-    ``streams.faustcompat.monitor.LeanMonitor``."""
-    from faust.sensors.prometheus import FaustMetrics
-
-    from streams.faustcompat.monitor import LeanMonitor
-
-    app.monitor = LeanMonitor(metrics=FaustMetrics.create(REGISTRY, FAUST_PREFIX))
 
 
 def serve(port: int | None, host: str) -> None:

@@ -58,7 +58,6 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import TopicPartition
 
 from node_agent import metrics
@@ -75,6 +74,7 @@ from streams import actuation as contract
 from streams import kafka
 from streams.broker.incarnation import incarnation
 from streams.deadletter import dead_letter
+from streams.partitioning import partition_for
 from streams.schemas import codec
 
 log = logging.getLogger(__name__)
@@ -282,12 +282,6 @@ async def topic_token(admin, topic: str) -> str:
     return (await incarnation(admin, [topic])).token([topic])
 
 
-def partition_for(node_name: str, partitions: list[int]) -> int:
-    """The partition the producers put ``node_name``'s records in (aiokafka's murmur2 partitioner, as Faust)."""
-    ordered = sorted(partitions)
-    return DefaultPartitioner()(node_name.encode(), ordered, ordered)
-
-
 async def handle_record(actuator: Actuator, record, publisher, protection=None) -> dict | None:
     """Apply one consumed record addressed to this node and submit its ack (or its dead letter); the ack.
 
@@ -349,7 +343,7 @@ async def run_actuator(actuator: Actuator, publisher, bootstrap: str, topic_name
                     raise RuntimeError(f"topic {topic} has no partitions (not created yet?)") from None
                 token = await topic_token(admin, topic)
                 follow_incarnation(actuator, offsets, topic, token)
-                tp = TopicPartition(topic, partition_for(actuator.node_name, partitions))
+                tp = TopicPartition(topic, partition_for(partitions, actuator.node_name))
                 consumer.assign([tp])
                 start = offsets.get(topic, tp.partition)
                 if start is None:

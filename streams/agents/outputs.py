@@ -3,7 +3,8 @@
 The aggregates call :func:`send_outputs` once per batch with the (schema,
 record) pairs the pure core returned for each event, counted as they are
 sent (``koord_outputs_total``; dead letters in ``koord_dead_letters_total``
-too, by stage and source topic). Sends are awaited until
+too, by stage and source topic); topics, keys and Acks are the contract's
+(``streams.outputs``). Sends are awaited until
 delivered before the caller writes its table, so a crash in between re-emits
 the same records (same ids) rather than losing them. Under exactly-once each
 event's outputs join the transaction of the inbox partition it was read from
@@ -17,53 +18,9 @@ import time
 from streams import deadletter
 from streams.events import DELETES, InboxEvent
 from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
+from streams.outputs import FORWARDED, ack, output_key
 from streams.routing import ACK_HEADERS
 from streams.schemas import codec
-
-OUTPUT_TOPICS = {
-    "SchedulingDecision": "decisions",
-    "Eviction": "decisions",
-    "NodeResource": "noderesources",
-    "NodeUsage": "nodeusages",
-    "ElasticQuotaStatus": "quotastatus",
-    "Actuation": "actuations",
-    "DeadLetter": "deadletters",
-    "Ack": "acks",
-    "PodMigrationJob": "podmigrationjobs",
-    "Reservation": "reservations",
-}
-"""Topology id of the topic each output schema goes to."""
-
-
-def output_key(schema: str, record: dict) -> str:
-    if DELETES in record:
-        return record[DELETES]
-    if schema in ("SchedulingDecision", "Eviction"):
-        return f"{record['pod']['namespace']}/{record['pod']['name']}"
-    if schema == "ElasticQuotaStatus":
-        return record["name"]
-    if schema == "Ack":
-        return f"{record['causation']['sourceTopic']}/{record['causation']['sourcePartition']}"
-    if schema == "DeadLetter":
-        return deadletter.reference_key(record)
-    if schema in ("PodMigrationJob", "Reservation"):
-        return record["metadata"]["name"]
-    return record["nodeName"]
-
-
-ACKED_OUTPUTS = ("SchedulingDecision", "NodeResource", "ElasticQuotaStatus", "NodeUsage")
-"""Outputs an Ack lists: ``koord apply --wait`` waits until each is in the read model or, for a NodeUsage
-(which only the scheduling domains read), until the scheduling domain's Ack names it as its ``eventId``."""
-FORWARDED = ("NodeUsage",)
-"""Outputs another aggregate acknowledges when their cause asked for an Ack: they carry the ack header."""
-
-
-def ack(inbox: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> tuple[str, dict]:
-    """The Ack saying the aggregate of ``inbox`` processed ``event`` and caused ``outputs``."""
-    forwarded = event.record.get("decisionId") if event.kind in FORWARDED and event.record is not None else None
-    return "Ack", {"aggregate": inbox, "causation": event.causation.to_record(), "timestamp": event.timestamp_ms,
-                   "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS],
-                   "eventId": forwarded}
 
 
 async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,

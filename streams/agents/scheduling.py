@@ -1,17 +1,12 @@
 """Scheduling aggregate agent: one serial decision stream per domain.
 
-Reads the scheduling inbox in batches, hands each event to the pure core
-(``streams.scheduler.domain``), sends the outputs, then writes the changed
-state entries to the ``scheduling-state`` table, each batch's behind a
-journal that restores them all or nothing (``streams.agents.journal``).
-Outputs are delivered before the table is written: after a crash the
-events are processed again and re-emit the same outputs (same ids), which
-readers deduplicate.
+Reads the scheduling inbox in batches and hands each event to its domain's pure core
+(``streams.scheduler.domain``), in the shell every aggregate runs in (``streams.agents.aggregate``):
+outputs delivered, then the changed entries written to the ``scheduling-state`` table under the
+domain's prefix, behind its journal.
 
-The core's in-memory state for a domain is rebuilt from the table on first
-use and dropped on every rebalance, when the table may have moved. After a
-rebuild the long-lived objects are moved out of the garbage collector's way
-(``gc.freeze``), which the scheduler's benchmark shows is worth ~15 %.
+After a core is rebuilt from the table, the long-lived objects are moved out of the garbage collector's
+way (``gc.freeze``), which the scheduler's benchmark shows is worth ~15 %.
 """
 
 from __future__ import annotations
@@ -20,12 +15,10 @@ import gc
 
 import faust
 
-from streams.agents.inbox import handle_guarded, inbox_batches, write_as
-from streams.agents.states import JournaledStates
-from streams.agents.outputs import OUTPUT_TOPICS, send_outputs
-from streams.agents.topics import raw_topic
-from streams.agents.transactions import Batches
-from streams.metrics import PLUGIN_STATS_INTERVAL_S, export_plugin_stats
+from streams.agents.aggregate import Aggregate, Handled, register_aggregate
+from streams.agents.journal import Prefixed
+from streams.inbox import handle_guarded
+from streams.partitioning import partition_for
 from streams.scheduler.domain import SchedulingDomain
 from streams.topology import Topology
 
@@ -34,32 +27,15 @@ SEPARATOR = "|"
 
 
 def register(app: faust.App, topology: Topology) -> None:
-    inbox_spec = topology.spec("inbox-scheduling")
-    outputs = {schema: raw_topic(app, topology.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
-    batches = Batches(app)
-    states = JournaledStates(app, "scheduling-state", inbox_spec.partitions, batches, lambda domain: domain + SEPARATOR,
-                             _restore)
-
-    @app.timer(interval=PLUGIN_STATS_INTERVAL_S)
-    async def plugin_stats() -> None:
-        for state in states.cores():
-            for framework in state.frameworks.values():
-                export_plugin_stats(framework.stats)
-
-    @app.agent(raw_topic(app, inbox_spec.name), name="koord-scheduling")
-    async def schedule(stream):
-        async for batch in inbox_batches(app, topology, "inbox-scheduling", stream, outputs["DeadLetter"], STAGE, batches):
-            caused, touched = [], {}
-            for domain, event, faust_event in batch:
-                state, journal = states.load(domain)
-                caused.append((event, handle_guarded(STAGE, event, state.handle)))
-                touched[domain] = (state, journal, faust_event)
-            await send_outputs(batches, outputs, STAGE, "inbox-scheduling", caused)
-            # The states of this batch, not states.load(): a rebalance during the send empties the cache, and a
-            # state loaded again would have none of the batch's changes to write.
-            for state, journal, faust_event in touched.values():
-                write_as(faust_event)
-                journal.write(state.take_changes())
+    partitions = topology.spec("inbox-scheduling").partitions
+    register_aggregate(app, topology, Aggregate(
+        stage=STAGE, agent="koord-scheduling", inbox="inbox-scheduling", table="scheduling-state",
+        core_of=lambda domain, event: domain,
+        partition_of=lambda domain: partition_for(partitions, domain),
+        keys=lambda domain: Prefixed(domain + SEPARATOR),
+        restore=_restore,
+        step=lambda state, event, value: Handled(handle_guarded(STAGE, event, state.handle), event),
+        stats=lambda state: [framework.stats for framework in state.frameworks.values()]))
 
 
 def _restore(domain: str, entries: dict) -> SchedulingDomain:

@@ -1,17 +1,18 @@
 """An aggregate's states, one pure core per key, each restored from the aggregate's journaled table.
 
-The scheduling and domain-router agents keep one core per key (a scheduling domain; a routing
-partition) and write each batch's changes to one Faust table behind a journal per key
-(``streams.agents.journal``). A core is restored from the table on first use and forgotten whenever
-partitions move, since the table may have moved under it.
+Every aggregate agent keeps one core per key (a scheduling domain; a routing or node-inbox partition)
+and writes each batch's changes to one Faust table behind a journal per key
+(``streams.agents.journal``). A core is restored from the table on first use and forgotten when its
+inbox partition moves at a rebalance, since the table may have moved under it.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Generic, Hashable, Iterable, TypeVar
 
-from streams.agents.inbox import forget_on_rebalance
-from streams.agents.journal import Journal
+from streams.agents.inbox import forget_moved
+from streams.agents.journal import JSON_PARTS, RAW_PARTS, Journal, Keys
+from streams.faustcompat.tables import raw_changelog
 from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 
 K = TypeVar("K", bound=Hashable)
@@ -20,16 +21,21 @@ S = TypeVar("S")
 
 class JournaledStates(Generic[K, S]):
     """The cores of the table ``name`` (``partitions`` changelog partitions, in ``batches``' transactions):
-    ``prefix(key)`` is a key's entry prefix, ``restore(key, entries)`` its core from its entries.
-    Values are JSON (Faust's table default): internal state, not a public contract."""
+    ``keys(key)`` lays a key's entries out in the table, ``restore(key, entries)`` is its core from its
+    entries and ``partition_of(key)`` its partition of the inbox ``topic``. Values are JSON (Faust's table
+    default: internal state, not a public contract), or raw bytes with ``raw_values``."""
 
-    def __init__(self, app, name: str, partitions: int, batches, prefix: Callable[[K], str],
-                 restore: Callable[[K, dict], S]) -> None:
+    def __init__(self, app, name: str, partitions: int, batches, keys: Callable[[K], Keys],
+                 restore: Callable[[K, dict], S], topic: str, partition_of: Callable[[K], int],
+                 raw_values: bool = False) -> None:
         self.table = app.Table(name, partitions=partitions)
+        if raw_values:
+            raw_changelog(self.table)
         batches.track_changelog(self.table)
-        self._prefix, self._restore = prefix, restore
+        self._keys, self._restore = keys, restore
+        self._parts = RAW_PARTS if raw_values else JSON_PARTS
         self._loaded: dict[K, tuple[S, Journal]] = {}
-        forget_on_rebalance(app, self._loaded)
+        forget_moved(app, topic, self._loaded, partition_of)
 
         @app.timer(interval=TABLE_SIZE_INTERVAL_S, name=f"{name}-size")
         async def table_size() -> None:
@@ -38,7 +44,7 @@ class JournaledStates(Generic[K, S]):
     def load(self, key: K) -> tuple[S, Journal]:
         """The core of ``key`` and the journal its changes are written behind."""
         if key not in self._loaded:
-            journal = Journal(self.table, self._prefix(key))
+            journal = Journal(self.table, self._keys(key), self._parts)
             self._loaded[key] = (self._restore(key, journal.restore()), journal)
         return self._loaded[key]
 

@@ -34,7 +34,7 @@ from typing import Iterator
 import numpy as np
 from aiokafka.structs import TopicPartition
 
-from node_agent.actuator.actuator import Actuator, OffsetStore, partition_for, run_actuator
+from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator
 from node_agent.actuator.cgroupv1 import CgroupV1Backend
 from node_agent.actuator.files import write_value
 from node_agent.actuator.sequences import SequenceStore
@@ -46,6 +46,7 @@ from streams.bench.harness import Harness
 from streams.koordinator.classes import QOS_BE, QOS_LS
 from streams.koordinator.labels import LABEL_POD_QOS
 from streams.objects import Document, to_record
+from streams.partitioning import partition_for
 from streams.schemas import codec
 
 NODE = "bench-actuation-node"
@@ -192,7 +193,7 @@ async def _measure(bootstrap: str, names: dict, events: int, rate: float, writes
     stop = asyncio.Event()
     try:
         topic = names["actuations"]
-        tp = TopicPartition(topic, partition_for(NODE, await kafka.partitions_for(consumer, topic)))
+        tp = TopicPartition(topic, partition_for(await kafka.partitions_for(consumer, topic), NODE))
         consumer.assign([tp])
         await consumer.seek_to_end(tp)
 

@@ -33,12 +33,11 @@ import random
 import time
 from datetime import datetime, timezone
 
-from aiokafka.partitioner import DefaultPartitioner
-
 from streams import kafka
 from streams.bench.harness import Harness, wait_through_scheduling
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.objects import Document, to_record
+from streams.partitioning import partition_for
 from streams.replay.reader import read_topic
 from streams.schemas import codec
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
@@ -181,10 +180,9 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
 
 def _first_node_per_partition(nodes: int, partitions: int) -> list[int]:
     """The first node of each node-inbox partition (the router's key partitioning, the producer default)."""
-    partitioner, every = DefaultPartitioner(), list(range(partitions))
     first: dict[int, int] = {}
     for node in range(nodes):
-        first.setdefault(partitioner(_node_name(node).encode(), every, every), node)
+        first.setdefault(partition_for(partitions, _node_name(node)), node)
         if len(first) == partitions:
             break
     return [first[p] for p in sorted(first)]

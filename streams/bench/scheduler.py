@@ -27,13 +27,13 @@ from datetime import datetime, timezone
 
 import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.partitioner import DefaultPartitioner
 
 from streams import kafka
 from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled, wait_through_scheduling
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
 from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME, LABEL_QUOTA_TREE_ID
 from streams.objects import Document, to_record
+from streams.partitioning import partition_for
 from streams.scheduler import bench as in_process
 from streams.schemas import codec
 
@@ -51,11 +51,10 @@ def _encode(manifest: dict, names: dict) -> tuple[str, str, bytes]:
 def domain_names(count: int, partitions: int) -> list[str]:
     """``count`` tree ids whose scheduling-inbox partitions (the producer's default partitioner) differ while
     partitions last, so that the domains can land on different workers."""
-    partitioner, all_partitions = DefaultPartitioner(), list(range(partitions))
     names, used, index = [], set(), 0
     while len(names) < count:
         name, index = f"bench-{index}", index + 1
-        partition = partitioner(name.encode(), all_partitions, all_partitions)
+        partition = partition_for(partitions, name)
         if partition not in used or len(used) == partitions:
             names.append(name)
             used.add(partition)

@@ -1,15 +1,14 @@
 """TLS and SASL for every Kafka client, from ``Settings``.
 
-One function builds Faust's credentials; the plain aiokafka clients (CLI,
-projection, node agent) get their settings from Faust's own translation of
-the same credentials, so both kinds of client always connect alike.
+One function, :func:`aiokafka_auth`, checks the settings and builds the keyword arguments of an
+aiokafka client; the plain clients (CLI, projection, node agent) take them as they are and the Faust
+worker translates the same arguments into its credentials (``streams.app``), so both kinds of client
+always connect alike.
 """
 
 from __future__ import annotations
 
-import faust
 from aiokafka.helpers import create_ssl_context
-from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
 from streams.settings import Settings
 
@@ -21,16 +20,16 @@ class SecurityConfigError(ValueError):
     """The Kafka security settings are inconsistent."""
 
 
-def credentials(settings: Settings):
-    """Faust credentials for ``settings`` (None for PLAINTEXT)."""
+def aiokafka_auth(settings: Settings) -> dict:
+    """Keyword arguments for aiokafka clients: security protocol, SASL and SSL context (left out without TLS)."""
     protocol = settings.security_protocol.upper()
     if protocol not in PROTOCOLS:
         raise SecurityConfigError(f"KOORD_KAFKA_SECURITY_PROTOCOL={settings.security_protocol!r}: "
                                   f"expected one of {', '.join(PROTOCOLS)}")
-    context = None
+    auth: dict = {"security_protocol": protocol}
     if protocol in ("SSL", "SASL_SSL"):
-        context = create_ssl_context(cafile=settings.ssl_cafile, certfile=settings.ssl_certfile,
-                                     keyfile=settings.ssl_keyfile)
+        auth["ssl_context"] = create_ssl_context(cafile=settings.ssl_cafile, certfile=settings.ssl_certfile,
+                                                 keyfile=settings.ssl_keyfile)
     if protocol.startswith("SASL"):
         mechanism = (settings.sasl_mechanism or "").upper()
         if mechanism not in MECHANISMS:
@@ -38,16 +37,6 @@ def credentials(settings: Settings):
                                       f"expected one of {', '.join(MECHANISMS)} with {protocol}")
         if not settings.sasl_username or settings.sasl_password is None:
             raise SecurityConfigError("SASL needs KOORD_KAFKA_SASL_USERNAME and KOORD_KAFKA_SASL_PASSWORD")
-        return faust.SASLCredentials(username=settings.sasl_username, password=settings.sasl_password,
-                                     ssl_context=context, mechanism=mechanism)
-    if context is not None:
-        return faust.SSLCredentials(context)
-    return None
-
-
-def aiokafka_auth(settings: Settings) -> dict:
-    """Keyword arguments for aiokafka clients: security protocol, SASL and SSL context."""
-    auth = dict(credentials_to_aiokafka_auth(credentials(settings)))
-    if auth.get("ssl_context") is None:
-        auth.pop("ssl_context", None)
+        auth.update(sasl_mechanism=mechanism, sasl_plain_username=settings.sasl_username,
+                    sasl_plain_password=settings.sasl_password)
     return auth

@@ -30,11 +30,11 @@ import time
 import click
 
 from streams import kafka, routing
-from streams.agents.inbox import InboxReader, inbox_incarnation
-from streams.agents.outputs import OUTPUT_TOPICS
 from streams.cli import context
+from streams.inbox import InboxReader, inbox_incarnation
 from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.objects import ManifestError
+from streams.outputs import OUTPUT_TOPICS
 from streams.replay import routes, run, whatif
 from streams.replay.compare import Report, compare_by_schema, total
 from streams.replay.reader import read_topic

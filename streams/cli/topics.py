@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from streams import acls as access
+from streams import roles
 from streams import topology as topo
 from streams.cli import context
 from streams.kafka import admin_client
@@ -27,10 +28,12 @@ def topics() -> None:
 @click.option("--acls", "acl_file", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
               help="Who may write what, applied when the broker has an authorizer "
                    "[default: acls.yaml beside the topology file, if there is one]")
-def apply_cmd(dry_run: bool, acl_file: Path | None) -> None:
+@click.option("--role", "role_name", type=click.Choice(list(roles.ROLES)), default=roles.ALL, show_default=True,
+              help="The worker role whose table changelogs to create (streams/roles.py).")
+def apply_cmd(dry_run: bool, acl_file: Path | None, role_name: str) -> None:
     """Create the missing topics and ACLs; report drift."""
     config = context.settings()
-    topology = context.topology(config)
+    topology = roles.role(role_name).topology(context.topology(config))
     acl_file = acl_file or access.beside(config.topology_file)
     want = None
     if acl_file.exists():

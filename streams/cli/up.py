@@ -2,7 +2,8 @@
 
 ``koord up`` starts, in order: the broker (unless KOORD_BROKER is set: the
 embedded Tansu, or with ``--broker kafka`` a local Apache Kafka from
-``streams.broker.kraft``), the topic topology, the Faust worker, the read-model
+``streams.broker.kraft``), the topic topology, the Faust workers (one per
+``--role``, ``streams.roles``; by default one running every agent), the read-model
 projection and the simulator; then prints the decision stream until Ctrl-C
 or SIGTERM, and stops everything in reverse order. ``--detach`` runs the
 same supervisor in the background with its state in KOORD_HOME.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from streams import supervision
+from streams import roles, supervision
 from streams.broker import embedded, kraft, local
 from streams.cli import context
 from streams.cli.get import print_decisions
@@ -50,8 +51,10 @@ CONSUMER_SAMPLE_S = 4.0
 @click.option("--bridge-mode", type=click.Choice(["observe", "active"]), default="active", show_default=True,
               help="With --kubeconfig: observe writes nothing (shadow mode); active binds the pods that name "
                    "koord-scheduler and publishes batch/mid allocatable.")
+@click.option("--role", "role_names", type=click.Choice(list(roles.ROLES)), multiple=True, default=[roles.ALL],
+              show_default=True, help="Worker roles to run, one worker each (repeatable; streams/roles.py).")
 def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str, kubeconfig: str | None,
-       bridge_mode: str) -> None:
+       bridge_mode: str, role_names: tuple[str, ...]) -> None:
     """Start the broker (embedded by default), worker, projection and a simulated cluster."""
     config = context.settings()
     home = config.home
@@ -65,19 +68,22 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str
         except kraft.MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
     bridge = (str(Path(kubeconfig).resolve()), bridge_mode) if kubeconfig else None
+    role_names = tuple(dict.fromkeys(role_names))
     if detach:
-        _detach(home, nodes, pods_per_node, seed, broker_kind, bridge)
+        _detach(home, nodes, pods_per_node, seed, broker_kind, bridge, role_names)
         return
-    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind, bridge))
+    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind, bridge, role_names))
 
 
-def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, bridge: tuple[str, str] | None) -> None:
+def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, bridge: tuple[str, str] | None,
+            role_names: tuple[str, ...]) -> None:
     (home / context.STATE_FILE).unlink(missing_ok=True)
     log = open(home / "up.log", "ab")
     bridge_args = ["--kubeconfig", bridge[0], "--bridge-mode", bridge[1]] if bridge else []
+    role_args = [arg for name in role_names for arg in ("--role", name)]
     proc = subprocess.Popen(
         supervision.koord_command("up", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed),
-                                  "--broker", broker_kind, *bridge_args),
+                                  "--broker", broker_kind, *bridge_args, *role_args),
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -98,7 +104,7 @@ def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, b
 
 
 def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: str,
-               bridge: tuple[str, str] | None) -> int:
+               bridge: tuple[str, str] | None, role_names: tuple[str, ...]) -> int:
     home = config.home
     stop = {"signal": None}
 
@@ -122,13 +128,16 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
                          for i, proc in enumerate(broker.processes)]
             logs.update({name: path for (name, _), path in zip(children, broker.logs)})
         topology = context.topology(config)
-        asyncio.run(_apply_topics(bootstrap, topology))
+        for name in role_names:
+            asyncio.run(_apply_topics(bootstrap, roles.role(name).topology(topology)))
         notice = _adopt_read_model(config, bootstrap, topology, embedded_broker)
         env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
-        metrics = {name: embedded.free_loopback_port() for name in ("worker", "projection", "simulator")}
-        managed = [supervision.Child.start("worker", supervision.koord_command(
-            "worker", "--metrics-port", str(metrics["worker"])), home / "worker.log", env)]
+        workers = {worker_name(name): name for name in role_names}
+        metrics = {name: embedded.free_loopback_port() for name in (*workers, "projection", "simulator")}
+        managed = [supervision.Child.start(child, supervision.koord_command(
+            "worker", "--role", name, "--metrics-port", str(metrics[child])), home / f"{child}.log", env)
+            for child, name in workers.items()]
         managed.append(supervision.Child.start("projection", supervision.koord_command(
             "project", "--metrics-port", str(metrics["projection"])), home / "projection.log", env))
         if bridge:
@@ -141,7 +150,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
                 "--metrics-port", str(metrics["simulator"])), home / "simulator.log", env))
         children += [(child.name, child.proc) for child in managed]
         state = {"pid": os.getpid(), "bootstrap": bootstrap, "embedded": embedded_broker, "broker_kind": broker_kind,
-                 "ready": True, "read_model_notice": notice,
+                 "ready": True, "read_model_notice": notice, "roles": list(role_names),
                  "database_url": config.resolved_database_url, "home": str(home.resolve()),
                  "processes": {name: {"pid": proc.pid, "log": str(Path(logs.get(name, home / f"{name}.log")).resolve())}
                                for name, proc in children}}
@@ -262,8 +271,8 @@ def status(output: str, interval: float) -> None:
               "database_url": (state or {}).get("database_url") or config.resolved_database_url,
               "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"]) and not proc.get("failed")}
                             for name, proc in ((state or {}).get("processes") or {}).items()} if running else {},
-              "consumers": _consumers(bootstrap, context.topology(config), interval) if running or config.broker
-              else {}}
+              "consumers": _consumers(bootstrap, context.topology(config), (state or {}).get("roles") or [roles.ALL],
+                                      interval) if running or config.broker else {}}
     if output == "json":
         click.echo(json.dumps(report, indent=2))
         return
@@ -282,12 +291,12 @@ def status(output: str, interval: float) -> None:
         click.echo(f"  consumers of {name:<11} {verdict}")
 
 
-def _consumers(bootstrap: str | None, topology, interval: float) -> dict[str, str]:
-    """Whether the worker's and the projection's consumer groups keep up (``streams.consumers``)."""
+def _consumers(bootstrap: str | None, topology, role_names: list[str], interval: float) -> dict[str, str]:
+    """Whether each worker's and the projection's consumer groups keep up (``streams.consumers``)."""
     from streams.agents.projection import GROUP_ID
     from streams.consumers import progress
 
-    groups = {"worker": topology.app_id, "projection": GROUP_ID}
+    groups = {**{worker_name(name): roles.role(name).app_id(topology) for name in role_names}, "projection": GROUP_ID}
     try:
         found = asyncio.run(asyncio.wait_for(progress(bootstrap, list(groups.values()), topology, interval), interval + 20))
     except Exception as error:
@@ -295,19 +304,25 @@ def _consumers(bootstrap: str | None, topology, interval: float) -> dict[str, st
     return {name: verdict.describe() for name, verdict in zip(groups, found)}
 
 
+def worker_name(role_name: str) -> str:
+    """The name ``koord up`` and ``koord status`` give the worker of a role."""
+    return "worker" if role_name == roles.ALL else f"worker-{role_name}"
+
+
 @click.command()
 @click.option("-l", "--loglevel", default="info", show_default=True)
+@click.option("--role", "role_name", type=click.Choice(list(roles.ROLES)), default=roles.ALL, show_default=True,
+              help="The agents to run (streams/roles.py): all of them, or one; its consumer group, changelogs and "
+                   "transactional ids are named after it.")
 @metrics_options
-def worker(loglevel: str, metrics_port: int | None, metrics_host: str) -> None:
-    """Run a Faust worker (routers and aggregates) against KOORD_BROKER."""
-    from faust.worker import Worker
-
-    from streams.app import create_app
+def worker(loglevel: str, role_name: str, metrics_port: int | None, metrics_host: str) -> None:
+    """Run a Faust worker (routers and aggregates, or the role's) against KOORD_BROKER."""
+    from streams.app import create_app, run_worker
 
     serve(metrics_port, metrics_host)
     config = context.settings()
-    app = create_app(context.bootstrap(config), context.topology(config))
-    Worker(app, loglevel=loglevel).execute_from_commandline()
+    app = create_app(context.bootstrap(config), context.topology(config), role=roles.role(role_name))
+    run_worker(app, loglevel)
 
 
 @click.command()

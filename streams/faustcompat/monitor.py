@@ -20,6 +20,9 @@ from time import monotonic
 from typing import Any
 
 from faust.sensors.prometheus import FaustMetrics, PrometheusMonitor
+from prometheus_client import REGISTRY
+
+from streams.metrics import FAUST_PREFIX
 
 
 class LeanMonitor(PrometheusMonitor):
@@ -84,3 +87,9 @@ class LeanMonitor(PrometheusMonitor):
 
     def track_tp_end_offset(self, tp, offset: int) -> None:
         self._series_of(self._metrics.topic_partition_end_offset, tp.topic, tp.partition).set(offset)
+
+
+def install_monitor(app) -> None:
+    """Attach Faust's Prometheus series to ``app`` (served by our HTTP server, not Faust's web), through
+    :class:`LeanMonitor`."""
+    app.monitor = LeanMonitor(metrics=FaustMetrics.create(REGISTRY, FAUST_PREFIX))

@@ -5,7 +5,7 @@ A *route* is one record the domain router sends to the scheduling inbox: the dom
 the source record it forwards (topic, partition, offset) and whether it carries no object (a deletion,
 or a node moving out of the domain). The replay applies every routing-inbox event the agent would
 (read and checked as the agent reads them, ``run.decode``), in inbox order, with the agent's own
-guarded step (``agents.domains.route_guarded``): an event the table refuses or fails on goes nowhere
+guarded step (``streams.domainrouter.route_guarded``): an event the table refuses or fails on goes nowhere
 and is a dead letter here too. The Ack request a copy carries is not compared: it says who
 acknowledges an event, not where it goes.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from streams.agents.domains import route_guarded
+from streams.domainrouter import route_guarded
 from streams.domains import DomainTable
 from streams.events import InboxEvent
 from streams.replay.run import in_inbox_order

@@ -4,7 +4,7 @@ The functions here take inbox records already read from the broker and
 return what the core emits for each, so they run without Kafka. They drive
 the core exactly as the live agents do:
 
-- records are read with the agents' own ``InboxReader`` and checks; one the
+- records are read with the agents' own ``InboxReader`` and checks (``streams.inbox``); one the
   agent dead-letters is reported and skipped, and an event the core fails on
   gives the same dead letter (``handle_guarded``);
 - scheduling: one fresh ``SchedulingDomain`` per inbox key (the domain),
@@ -27,8 +27,8 @@ import datetime
 from collections.abc import Callable, Iterable, Sequence
 
 from streams import validation
-from streams.agents.inbox import InboxReader, Rejected, handle_guarded
 from streams.events import InboxEvent
+from streams.inbox import InboxReader, Rejected, handle_guarded
 from streams.nodeaggregate.partition import NodePartition
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS, NodeAggregateSettings
 from streams.schemas import codec

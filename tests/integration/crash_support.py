@@ -19,10 +19,10 @@ import urllib.request
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.partitioner import DefaultPartitioner
 
 from streams import kafka, supervision
 from streams.broker import embedded, local
+from streams.partitioning import partition_for
 from streams.replay.reader import read_topic
 from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
@@ -35,10 +35,10 @@ TREE_QUOTA = "tree-root"
 
 def tree_id(prefix: str) -> str:
     """A tree id whose scheduling-inbox partition is not the default domain's."""
-    partitions = list(range(load_topology().spec("inbox-scheduling").partitions))
-    default = DefaultPartitioner()(DEFAULT_DOMAIN.encode(), partitions, partitions)
+    partitions = load_topology().spec("inbox-scheduling").partitions
+    default = partition_for(partitions, DEFAULT_DOMAIN)
     return next(name for name in (f"{prefix}-tree-{i}" for i in range(100))
-                if DefaultPartitioner()(name.encode(), partitions, partitions) != default)
+                if partition_for(partitions, name) != default)
 
 
 def profile_yaml(namespace: str, tree: str) -> str:

@@ -32,7 +32,6 @@ import time
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.partitioner import DefaultPartitioner
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -44,6 +43,7 @@ from streams import kafka
 from streams.agents.projection import GROUP_ID as PROJECTION_GROUP
 from streams.broker.kraft import NO_LEADER
 from streams.objects import load_and_validate
+from streams.partitioning import partition_for
 from streams.replay.reader import read_topic
 from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
@@ -166,8 +166,8 @@ def longest_gap(times: list[float], after: float) -> tuple[float, float]:
 
 def inbox_partition() -> int:
     """The scheduling-inbox partition of the default domain: where the producer's default partitioner puts its key."""
-    partitions = list(range(load_topology().spec("inbox-scheduling").partitions))
-    return DefaultPartitioner()(DEFAULT_DOMAIN.encode(), partitions, partitions)
+    partitions = load_topology().spec("inbox-scheduling").partitions
+    return partition_for(partitions, DEFAULT_DOMAIN)
 
 
 def roles(cluster: CrashCluster, inbox: int) -> dict[str, int]:

@@ -16,7 +16,6 @@ import asyncio
 import json
 
 import pytest
-from aiokafka.partitioner import DefaultPartitioner
 
 from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator
 from node_agent.actuator.sequences import SequenceStore
@@ -24,6 +23,7 @@ from node_agent.actuator.verify import Verifier
 from node_agent.publisher import Publisher
 from streams import kafka, supervision
 from streams.bench import hostile
+from streams.partitioning import partition_for
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.integration.conftest import Cluster, _wait_worker_ready, start_broker
@@ -45,7 +45,7 @@ def _pod_names(prefix: str) -> list[str]:
     names, covered, index = [], set(), 0
     while covered != set(partitions):
         name = f"{prefix}-{index}"
-        partition = DefaultPartitioner()(f"{hostile.NAMESPACE}/{name}".encode(), partitions, partitions)
+        partition = partition_for(partitions, f"{hostile.NAMESPACE}/{name}")
         if partition not in covered:
             covered.add(partition)
             names.append(name)

@@ -4,10 +4,9 @@ import asyncio
 import json
 import types
 
-from aiokafka.partitioner import DefaultPartitioner
 from prometheus_client import REGISTRY
 
-from node_agent.actuator.actuator import Actuator, OffsetStore, handle_record, partition_for
+from node_agent.actuator.actuator import Actuator, OffsetStore, handle_record
 from node_agent.actuator.sequences import SequenceStore
 from node_agent.actuator.verify import Verifier
 from node_agent.pods import PodDirectory
@@ -94,11 +93,6 @@ def test_handle_record_acks_and_dead_letters(v1_tree):
     assert (ack_topic, key, schema, ack["applied"]) == ("actuation-acks", NODE, "ActuationAck", True)
     assert (dead_topic, dead_schema, dead["sourceOffset"], dead["payload"]) == ("deadletters", "DeadLetter", 4,
                                                                                  b"\x00garbage")
-
-
-def test_partition_is_the_producers_partition():
-    for name in ("node-a", "compose-node", "fake-node", "n" * 63):
-        assert partition_for(name, [3, 0, 2, 1]) == DefaultPartitioner()(name.encode(), [0, 1, 2, 3], [0, 1, 2, 3])
 
 
 def test_offsets_persist(tmp_path):

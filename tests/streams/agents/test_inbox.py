@@ -1,14 +1,14 @@
 """``uncommitted_on_failure``: a batch the agent did not finish is not acknowledged by take_events.
-``DeliveryOrder``: a record handed over after later ones within one consumer generation is reported."""
+``forget_moved``: a rebalance forgets the in-memory cores of the partitions that moved, and only those."""
 
 from __future__ import annotations
 
+import asyncio
 import types
 
 import pytest
 
-from streams.agents.inbox import DeliveryOrder, uncommitted_on_failure
-from streams.metrics import INBOX_SKIPPED
+from streams.agents.inbox import forget_moved, uncommitted_on_failure
 
 
 def _events(n: int) -> list:
@@ -31,111 +31,22 @@ def test_a_failed_or_stopped_batch_is_marked_so_its_offsets_are_not_committed(er
     assert [e.message.acked for e in events] == [True] * 3
 
 
-def _message(partition: int, offset: int, generation: int):
-    return types.SimpleNamespace(topic="koord.inbox.scheduling", partition=partition, offset=offset,
-                                 generation_id=generation)
+class _Signals:
+    """The one signal ``forget_moved`` listens to, fired by hand."""
+
+    def __init__(self) -> None:
+        self.handlers = []
+        self.on_partitions_assigned = types.SimpleNamespace(connect=self.handlers.append)
+
+    def assign(self, *tps) -> None:
+        for handler in self.handlers:
+            asyncio.run(handler(None, [types.SimpleNamespace(topic=topic, partition=p) for topic, p in tps]))
 
 
-def test_in_order_delivery_and_reading_again_after_a_seek_are_not_skips():
-    order = DeliveryOrder("test-in-order")
-    offsets = [0, 1, 2, 3, 1, 2, 3, 4]
-    assert [order.check(_message(0, o, generation=5)) for o in offsets] == [0] * len(offsets)
-
-
-def test_a_jump_forward_within_a_generation_is_counted_per_partition():
-    order = DeliveryOrder("test-skip")
-    before = INBOX_SKIPPED.labels("test-skip")._value.get()
-    assert order.check(_message(0, 10, generation=5)) == 0
-    assert order.check(_message(1, 3, generation=5)) == 0
-    assert order.check(_message(0, 14, generation=5)) == 3
-    assert order.check(_message(1, 4, generation=5)) == 0
-    assert INBOX_SKIPPED.labels("test-skip")._value.get() - before == 3
-
-
-def test_a_new_generation_may_start_anywhere():
-    order = DeliveryOrder("test-generation")
-    order.check(_message(0, 10, generation=5))
-    assert order.check(_message(0, 40, generation=6)) == 0
-
-
-# -- reading an inbox: every record checked, whoever wrote it --------------------------------------
-
-from streams import validation  # noqa: E402
-from streams.agents.inbox import InboxReader, Rejected, handle_guarded  # noqa: E402
-from streams.events import decision_id  # noqa: E402
-from streams.schemas import codec  # noqa: E402
-from streams.topology import load_topology  # noqa: E402
-from tests.streams.replay.inbox import SCHEDULING_INBOX, pod, records  # noqa: E402
-
-SCHEDULING = InboxReader.of(load_topology(), "inbox-scheduling", incarnation="inc-1")
-
-
-def _forged(**changes) -> types.SimpleNamespace:
-    """A good inbox record of pod ``a`` with ``changes`` to its envelope (or ``key=`` to the record key)."""
-    record = records(SCHEDULING_INBOX, "default", pod("a"))[0]
-    name, envelope = codec.decode(record.value)
-    key = changes.pop("record_key", record.key)
-    return types.SimpleNamespace(**{**vars(record), "key": key,
-                                    "value": codec.encode("InboxEvent", {**envelope, **changes})})
-
-
-def test_a_good_record_reads_back_with_the_inbox_incarnation_in_its_causation():
-    key, event = SCHEDULING.read(_forged())
-    assert (key, event.kind, event.key) == ("default", "Pod", "default/a")
-    assert event.causation.incarnation == "inc-1"
-    other = SCHEDULING.__class__(**{**vars(SCHEDULING), "incarnation": "inc-2"}).read(_forged())[1]
-    assert decision_id(event.causation, 0) != decision_id(other.causation, 0)
-
-
-@pytest.mark.parametrize("changes, reason", [
-    ({"record_key": None}, "inbox record has no key"),
-    ({"record_key": b"\xff\xfe"}, "inbox record key is not UTF-8"),
-    ({"sourceTopic": "koord.elsewhere"}, "not a source topic of this topology"),
-    ({"sourcePartition": 99}, "cannot exist"),
-    ({"sourceOffset": -1}, "cannot exist"),
-    ({"key": ""}, "has no key"),
-    ({"payload": b"junk"}, "undecodable forwarded record"),
-    ({"key": "default/b"}, "does not name the object"),
-])
-def test_a_forged_or_broken_record_is_rejected_with_its_reason(changes, reason):
-    with pytest.raises(Rejected, match=reason):
-        SCHEDULING.read(_forged(**changes))
-
-
-def test_a_pod_with_negative_requests_is_rejected_as_the_router_rejects_it():
-    name, envelope = codec.decode(_forged().value)
-    kind, record = codec.decode(envelope["payload"])
-    record["requests"] = {**record["requests"], "cpu": -1000}
-    with pytest.raises(Rejected, match="quantity must not be negative"):
-        SCHEDULING.read(_forged(payload=codec.encode(kind, record)))
-
-
-def test_a_record_in_an_inbox_the_router_never_sends_it_to_is_rejected():
-    node_inbox = InboxReader.of(load_topology(), "inbox-node")
-    record = types.SimpleNamespace(**{**vars(_forged()), "topic": "koord.inbox.node"})
-    with pytest.raises(Rejected, match="never sends a Pod"):
-        node_inbox.read(record)
-
-
-def test_an_undecodable_envelope_is_rejected():
-    with pytest.raises(Rejected, match="undecodable inbox record"):
-        SCHEDULING.read(types.SimpleNamespace(**{**vars(_forged()), "value": b"\x00garbage"}))
-
-
-def test_a_claimed_offset_past_the_end_of_its_source_partition_cannot_be_real():
-    assert validation.beyond_end("koord.pods", 0, 5, 6) is None
-    assert "end before 6" in validation.beyond_end("koord.pods", 0, 6, 6)
-    assert validation.beyond_end("koord.pods", 0, 10**15, None) is None
-
-
-def test_a_failing_handler_dead_letters_its_event_and_returns():
-    _, event = SCHEDULING.read(_forged())
-
-    def broken(_event):
-        raise KeyError("missing")
-
-    [(schema, record)] = handle_guarded("scheduling", event, broken)
-    assert schema == "DeadLetter"
-    assert record["reason"] == "the scheduling aggregate failed on this event: KeyError: 'missing'"
-    assert (record["sourceTopic"], record["sourceOffset"]) == (SCHEDULING_INBOX, event.causation.inbox_offset)
-    assert handle_guarded("scheduling", event, lambda e: [("X", {})]) == [("X", {})]
+def test_a_rebalance_forgets_only_the_cores_of_partitions_that_moved():
+    app, cores = _Signals(), {}
+    forget_moved(app, "inbox", cores, lambda key: key // 10)
+    app.assign(("inbox", 0), ("inbox", 1), ("other", 2))
+    cores.update({0: "a", 1: "b", 10: "c", 20: "d"})
+    app.assign(("inbox", 1), ("inbox", 2), ("other", 0))
+    assert cores == {10: "c"}, "partition 1 was held throughout; 0 left, 2 is new"

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 import streams.agents.journal as journal_module
-from streams.agents.journal import Journal
+from streams.agents.journal import Journal, Prefixed
 
 PREFIX = "default|"
+KEYS = Prefixed(PREFIX)
 
 
 class Changelog(dict):
@@ -57,14 +58,14 @@ def after(before: dict, changes: dict) -> dict:
 def test_every_prefix_of_the_changelog_restores_the_state_before_or_after_the_batch(monkeypatch, part_bytes):
     monkeypatch.setattr(journal_module, "PART_BYTES", part_bytes)
     table = Changelog()
-    Journal(table, PREFIX).write({**BEFORE, "pod/gone": {"node": "n3"}})
+    Journal(table, KEYS).write({**BEFORE, "pod/gone": {"node": "n3"}})
     first = table.records[:]
-    journal = Journal(recovered(first), PREFIX)
+    journal = Journal(recovered(first), KEYS)
     journal.table = table
     journal.write(BATCH)
     states = set()
     for cut in range(len(first), len(table.records) + 1):
-        restored = Journal(recovered(table.records[:cut]), PREFIX).restore()
+        restored = Journal(recovered(table.records[:cut]), KEYS).restore()
         assert restored in ({**BEFORE, "pod/gone": {"node": "n3"}}, after(BEFORE, BATCH)), cut
         states.add(repr(sorted(restored)))
     assert len(states) == 2
@@ -74,43 +75,48 @@ def test_every_prefix_of_the_changelog_restores_the_state_before_or_after_the_ba
 def test_a_smaller_journal_removes_the_parts_a_larger_one_left(monkeypatch):
     monkeypatch.setattr(journal_module, "PART_BYTES", 40)
     table = Changelog()
-    journal = Journal(table, PREFIX)
+    journal = Journal(table, KEYS)
     journal.write(BATCH)
     assert journal.parts > 1
     journal.write({"meta": {"seq": 3}})
     assert sorted(key for key in table if "journal/" in key) == [PREFIX + "journal/0"]
-    assert Journal(table, PREFIX).restore()["meta"] == {"seq": 3}
+    assert Journal(table, KEYS).restore()["meta"] == {"seq": 3}
 
 
 def test_a_new_worker_numbers_its_journals_after_the_ones_in_the_table():
     table = Changelog()
-    Journal(table, PREFIX).write(BEFORE)
-    Journal(table, PREFIX).write(BATCH)
-    assert Journal(table, PREFIX).seq == 2
-    assert Journal(table, PREFIX).restore() == after(BEFORE, BATCH)
+    Journal(table, KEYS).write(BEFORE)
+    Journal(table, KEYS).write(BATCH)
+    assert Journal(table, KEYS).seq == 2
+    assert Journal(table, KEYS).restore() == after(BEFORE, BATCH)
 
 
 def test_other_prefixes_are_left_alone():
     table = Changelog()
-    Journal(table, PREFIX).write(BEFORE)
-    Journal(table, "other|").write({"meta": {"seq": 9}})
-    assert Journal(table, PREFIX).restore() == BEFORE
-    assert Journal(table, "other|").restore() == {"meta": {"seq": 9}}
+    Journal(table, KEYS).write(BEFORE)
+    Journal(table, Prefixed("other|")).write({"meta": {"seq": 9}})
+    assert Journal(table, KEYS).restore() == BEFORE
+    assert Journal(table, Prefixed("other|")).restore() == {"meta": {"seq": 9}}
 
 
 def test_what_a_restore_completed_is_written_again_before_the_next_journal_replaces_it():
     """A killed worker left the journal of its last batch and only some of its entries; the survivor restores
     the whole batch, and the entries the table lacked go out with its own next batch."""
     table = Changelog()
-    Journal(table, PREFIX).write(BEFORE)
-    killed = Journal(recovered(table.records), PREFIX)
+    Journal(table, KEYS).write(BEFORE)
+    killed = Journal(recovered(table.records), KEYS)
     killed.table = table
     killed.write(BATCH)
     cut = next(i for i, (key, _) in enumerate(table.records) if key == PREFIX + "pod/c")
     left = recovered(table.records[:cut])
-    survivor = Journal(left, PREFIX)
+    survivor = Journal(left, KEYS)
     assert survivor.restore() == after(BEFORE, BATCH)
     survivor.write({"pod/d": {"node": "n2"}})
-    assert Journal(left, PREFIX).restore() == {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}
+    assert Journal(left, KEYS).restore() == {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}
     assert {key: value for key, value in left.items() if "journal/" not in key} == {
         PREFIX + key: value for key, value in {**after(BEFORE, BATCH), "pod/d": {"node": "n2"}}.items()}
+
+
+def test_raw_parts_keep_bytes_values_and_removals_whatever_the_keys_hold():
+    part = {"seq": 3, "part": 0, "parts": 1, "changes": {"n1": b"\x00\n{}", "odd\nkey": b"", "gone": None}}
+    assert journal_module.RAW_PARTS.decode(journal_module.RAW_PARTS.encode(part)) == part

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 
-from streams.agents.inbox import InboxReader
+from streams.inbox import InboxReader
 from streams.objects import load_and_validate
 from streams.schemas import codec
 from streams.topology import load_topology

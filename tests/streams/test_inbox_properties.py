@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams import routing, validation
-from streams.agents.inbox import InboxReader, Rejected
+from streams.inbox import InboxReader, Rejected
 from streams.events import InboxEvent
 from streams.schemas import codec
 from streams.topology import load_topology

@@ -1,0 +1,123 @@
+"""The one shell every aggregate agent runs in: its inbox in batches, each event through the core of its
+key, the outputs delivered, then the state written behind a journal.
+
+An aggregate (the domain router, the scheduling domains, the node partitions) is declared by an
+:class:`Aggregate` and registered by :func:`register_aggregate`, which owns the loop:
+
+1. a batch of checked inbox events (``streams.agents.inbox.inbox_batches``);
+2. each event to the core of its key (``core_of``), restored from the aggregate's table on first use
+   (``streams.agents.states.JournaledStates``), through ``step``, which guards the core
+   (``streams.inbox.handle_guarded``: a failure becomes the event's dead letter);
+3. the records a step forwards (the domain router's) sent, then every event's outputs and the Acks asked
+   for (``streams.agents.outputs.send_outputs``), all delivered;
+4. the changes of each core the batch touched written behind its journal (``streams.agents.journal``),
+   with one of that core's events current: Faust sends a table write to the changelog partition of the
+   current event.
+
+Outputs are delivered before the table is written: after a crash the events are processed again and
+re-emit the same outputs (same ids), which readers deduplicate. The cores of one batch are written as the
+batch touched them, not loaded again: a rebalance during the sends may forget a core, and one loaded again
+would have none of the batch's changes to write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Generic, Hashable, Iterable, NamedTuple, Sequence, TypeVar
+
+import faust
+
+from streams.agents.inbox import inbox_batches, write_as
+from streams.agents.journal import Keys
+from streams.agents.outputs import send_outputs
+from streams.agents.states import JournaledStates
+from streams.agents.topics import raw_topic
+from streams.agents.transactions import Batches
+from streams.events import InboxEvent
+from streams.metrics import PLUGIN_STATS_INTERVAL_S, export_plugin_stats
+from streams.outputs import OUTPUT_TOPICS
+from streams.pluginstats import PluginStats
+from streams.topology import Topology
+
+K = TypeVar("K", bound=Hashable)
+S = TypeVar("S")
+
+
+class Handled(NamedTuple):
+    """What one event did: its outputs, the event as its Ack is decided (the domain router leaves an Ack to the
+    domain it forwards the request to) and the (key, value) records to forward."""
+
+    outputs: list[tuple[str, dict]]
+    event: InboxEvent
+    forwards: Sequence[tuple[bytes, bytes]] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate(Generic[K, S]):
+    """One aggregate agent, declared."""
+
+    stage: str
+    """Its name in dead letters and metrics."""
+    agent: str
+    """The Faust agent's name."""
+    inbox: str
+    """Topology id of the inbox it reads."""
+    table: str
+    """Name of its state table (its changelog is named after it)."""
+    core_of: Callable[[str, InboxEvent], K]
+    """The key of the core an event goes to, from the inbox record's key and the event."""
+    partition_of: Callable[[K], int]
+    """The inbox partition a core's events come from (a rebalance that moves it forgets the core)."""
+    keys: Callable[[K], Keys]
+    """Where a core's entries sit in the table."""
+    restore: Callable[[K, dict], S]
+    """A core from its table entries."""
+    step: Callable[[S, InboxEvent, bytes], Handled]
+    """An event (and its inbox record's value) through a core."""
+    outputs: tuple[str, ...] = tuple(OUTPUT_TOPICS)
+    """The output schemas it sends."""
+    forward_to: str | None = None
+    """Topology id of the topic ``Handled.forwards`` go to."""
+    raw_values: bool = False
+    """Whether the table's values are raw bytes (else JSON)."""
+    stats: Callable[[S], Iterable[PluginStats]] = lambda core: ()
+    """The plugin counts a core keeps, exported every ``PLUGIN_STATS_INTERVAL_S``."""
+
+
+def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate) -> JournaledStates:
+    """Register ``aggregate``'s agent, table and timers on ``app``; its states."""
+    inbox = topology.spec(aggregate.inbox)
+    outputs = {schema: raw_topic(app, topology.name(OUTPUT_TOPICS[schema])) for schema in aggregate.outputs}
+    forward = raw_topic(app, topology.name(aggregate.forward_to)) if aggregate.forward_to else None
+    batches = Batches(app)
+    states = JournaledStates(app, aggregate.table, inbox.partitions, batches, aggregate.keys, aggregate.restore,
+                             inbox.name, aggregate.partition_of, raw_values=aggregate.raw_values)
+
+    @app.timer(interval=PLUGIN_STATS_INTERVAL_S, name=f"{aggregate.table}-plugin-stats")
+    async def plugin_stats() -> None:
+        for core in states.cores():
+            for stats in aggregate.stats(core):
+                export_plugin_stats(stats)
+
+    @app.agent(raw_topic(app, inbox.name), name=aggregate.agent)
+    async def run(stream):
+        async for batch in inbox_batches(app, topology, aggregate.inbox, stream, outputs["DeadLetter"],
+                                         aggregate.stage, batches):
+            caused, touched, pending = [], {}, []
+            for record_key, event, faust_event in batch:
+                message = faust_event.message
+                key = aggregate.core_of(record_key, event)
+                core, journal = states.load(key)
+                handled = aggregate.step(core, event, message.value)
+                for forward_key, value in handled.forwards:
+                    pending.append(await batches.send(forward, forward_key, value, (message.topic, message.partition)))
+                caused.append((handled.event, handled.outputs))
+                touched[key] = (core, journal, faust_event)
+            for future in pending:
+                await future
+            await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused)
+            for core, journal, faust_event in touched.values():
+                write_as(faust_event)
+                journal.write(core.take_changes())
+
+    return states

@@ -1,0 +1,56 @@
+"""What the aggregates emit, as a contract without Faust: the topic of each output schema, the key each
+record is sent under and the Ack an event asking for one gets.
+
+The live agents send by it (``streams.agents.outputs``); the replay, the CLI and the ACLs read the same
+tables to know where an output went and under which key.
+"""
+
+from __future__ import annotations
+
+from streams import deadletter
+from streams.events import DELETES, InboxEvent
+
+OUTPUT_TOPICS = {
+    "SchedulingDecision": "decisions",
+    "Eviction": "decisions",
+    "NodeResource": "noderesources",
+    "NodeUsage": "nodeusages",
+    "ElasticQuotaStatus": "quotastatus",
+    "Actuation": "actuations",
+    "DeadLetter": "deadletters",
+    "Ack": "acks",
+    "PodMigrationJob": "podmigrationjobs",
+    "Reservation": "reservations",
+}
+"""Topology id of the topic each output schema goes to."""
+
+
+def output_key(schema: str, record: dict) -> str:
+    if DELETES in record:
+        return record[DELETES]
+    if schema in ("SchedulingDecision", "Eviction"):
+        return f"{record['pod']['namespace']}/{record['pod']['name']}"
+    if schema == "ElasticQuotaStatus":
+        return record["name"]
+    if schema == "Ack":
+        return f"{record['causation']['sourceTopic']}/{record['causation']['sourcePartition']}"
+    if schema == "DeadLetter":
+        return deadletter.reference_key(record)
+    if schema in ("PodMigrationJob", "Reservation"):
+        return record["metadata"]["name"]
+    return record["nodeName"]
+
+
+ACKED_OUTPUTS = ("SchedulingDecision", "NodeResource", "ElasticQuotaStatus", "NodeUsage")
+"""Outputs an Ack lists: ``koord apply --wait`` waits until each is in the read model or, for a NodeUsage
+(which only the scheduling domains read), until the scheduling domain's Ack names it as its ``eventId``."""
+FORWARDED = ("NodeUsage",)
+"""Outputs another aggregate acknowledges when their cause asked for an Ack: they carry the ack header."""
+
+
+def ack(inbox: str, event: InboxEvent, outputs: list[tuple[str, dict]]) -> tuple[str, dict]:
+    """The Ack saying the aggregate of ``inbox`` processed ``event`` and caused ``outputs``."""
+    forwarded = event.record.get("decisionId") if event.kind in FORWARDED and event.record is not None else None
+    return "Ack", {"aggregate": inbox, "causation": event.causation.to_record(), "timestamp": event.timestamp_ms,
+                   "outputIds": [record["decisionId"] for schema, record in outputs if schema in ACKED_OUTPUTS],
+                   "eventId": forwarded}
