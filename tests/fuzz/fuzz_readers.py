@@ -16,7 +16,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 with atheris.instrument_imports():
-    from streams.agents.inbox import InboxReader, Rejected
+    from streams.inbox import InboxReader, Rejected
     from streams.objects import ManifestError, load_and_validate
     from streams.schemas import codec
     from streams.topology import load_topology

@@ -11,7 +11,7 @@ import pytest
 from node_agent.actuator.actuator import ACKS_TOPIC, ACTUATIONS_TOPIC
 from streams import acls
 from streams.agents import projection
-from streams.agents.outputs import OUTPUT_TOPICS
+from streams.outputs import OUTPUT_TOPICS
 from streams.bridge.config import BridgeConfig
 from streams.bridge.resources import WATCHED
 from streams.objects.kinds import KINDS

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from aiokafka.partitioner import DefaultPartitioner
 
-from streams.agents.inbox import InboxReader
-from streams.agents.outputs import OUTPUT_TOPICS, output_key
+from streams.inbox import InboxReader
+from streams.outputs import OUTPUT_TOPICS, output_key
 from streams.replay import routes, run
 from streams.replay.compare import compare_by_schema
 from streams.routing import ACK_HEADERS
