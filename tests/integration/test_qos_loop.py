@@ -40,7 +40,7 @@ from state.models import ActuationAck
 from tests.integration.manifests import pre_bound_node
 from tests.node_agent.real_cgroups import ROOT, busy_pod_cgroup, require_root, require_writable
 
-pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups, pytest.mark.scenario]
+pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups, pytest.mark.scenario, pytest.mark.measures]
 
 
 NODE = "qos-e2e-node"
