@@ -49,6 +49,10 @@ class Harness:
     """Stop the workers, start one new one and wait until it logs ready, at most the seconds given (its table
     recovery is part of it); returns the ``time.monotonic()`` of the start. None when the worker is not the
     harness's (KOORD_BROKER)."""
+    workers_cpu_s: Callable[[], float] | None = None
+    """CPU seconds (user and system, the kernel's accounting) the harness's running workers have used so far;
+    the difference over a phase divided by its events is the machine-independent figure, the worker's CPU per
+    event. None when the workers are not the harness's (KOORD_BROKER)."""
 
     def describe(self) -> str:
         if self.broker_origin == "fresh":
@@ -80,17 +84,39 @@ def running(broker_kind: str, settings: Settings | None = None, workers: int = 1
             _wait_ready(*spawn(), ready_timeout_s)
             return started
 
+        def workers_cpu_s() -> float:
+            return sum(process_cpu_s(process.pid) for process in processes if process.poll() is None)
+
         try:
             # The clients of this process (producers, consumers) pick their settings from the broker kind too.
             os.environ.update(broker.env())
             for worker, log in [spawn() for _ in range(workers)]:
                 _wait_ready(worker, log, READY_TIMEOUT_S)
-            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh", workers, start_worker)
+            yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh", workers, start_worker,
+                          workers_cpu_s)
         finally:
             supervision.stop(processes)
             broker.stop()
             for name in broker.env():
                 os.environ.pop(name, None)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of process ``pid`` and of its children it has waited for
+    (``/proc/<pid>/stat`` fields 14-17, in clock ticks); 0 when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_us_per_event(harness: "Harness", before_s: float | None, events: int) -> float | None:
+    """The workers' CPU microseconds per event since ``before_s`` (a ``workers_cpu_s()`` reading)."""
+    if harness.workers_cpu_s is None or before_s is None or not events:
+        return None
+    return round((harness.workers_cpu_s() - before_s) * 1e6 / events, 1)
 
 
 def _wait_ready(worker, log: Path, timeout_s: float) -> None:

@@ -34,7 +34,7 @@ import time
 from datetime import datetime, timezone
 
 from streams import kafka
-from streams.bench.harness import Harness, wait_through_scheduling
+from streams.bench.harness import Harness, cpu_us_per_event, wait_through_scheduling
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.objects import Document, to_record
 from streams.partitioning import partition_for
@@ -155,10 +155,12 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
 
     metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
+    cpu_before = harness.workers_cpu_s() if harness.workers_cpu_s else None
     started = time.monotonic()
     await _send(harness.bootstrap, metrics)
     produced_s = time.monotonic() - started
     caught_up, both = await wait_through_scheduling(harness, timeout_s=600 + len(metrics) / 100)
+    cpu_us = cpu_us_per_event(harness, cpu_before, len(metrics))
     elapsed = caught_up - started
     changelog = harness.topology.name("changelog-node")
     try:
@@ -173,6 +175,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
         restart_s = await _restart(harness, probes, timeout_s=setup_timeout_s)
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
+            "worker_cpu_us_per_event": cpu_us,
             "through_scheduler_per_s": round(len(metrics) / (both - started), 1),
             "produce_seconds": round(produced_s, 2), "setup_seconds": round(setup_s, 1),
             "state_bytes_per_node": round(state_bytes, 1), "restart_seconds": round(restart_s, 1)}

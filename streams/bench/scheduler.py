@@ -29,7 +29,8 @@ import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
-from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled, wait_through_scheduling
+from streams.bench.harness import (
+    Harness, cpu_us_per_event, fetch_highwaters, wait_scheduled, wait_through_scheduling)
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
 from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME, LABEL_QUOTA_TREE_ID
 from streams.objects import Document, to_record
@@ -185,10 +186,12 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
                     if ANNOTATION_RESERVATION_ALLOCATED in (decision.get("annotations") or {}):
                         on_reservation.add(name)
 
+    cpu_before = harness.workers_cpu_s() if harness.workers_cpu_s else None
     try:
         await asyncio.gather(submit(), collect())
     finally:
         await consumer.stop()
+    cpu_us_per_pod = cpu_us_per_event(harness, cpu_before, len(seen))
     latencies = np.array([seen[name] - sent[name] for name in seen]) * 1000
     to_output = np.array([produced_wall[name] - sent_wall[name] for name in seen]) * 1000
     elapsed = max(seen.values()) - min(sent.values()) if seen else float("nan")
@@ -197,6 +200,7 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
             "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
             "submit_to_decision_sent": {"p50_ms": round(float(np.percentile(to_output, 50)), 1),
                                         "p99_ms": round(float(np.percentile(to_output, 99)), 1)} if seen else None,
+            "worker_cpu_us_per_pod": cpu_us_per_pod,
             "offered_rate": rate, "workload": workload, "domains": domains, "workers": harness.workers,
             **({"on_their_reservation": len(on_reservation)} if workload == "reservations" else {})}
 

@@ -102,13 +102,13 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
     click.echo(f"end to end, {nodes} nodes, {'offered ' + str(rate) + '/s' if rate else 'saturated'}, "
                f"workload {workload}:")
     click.echo(f"{'pods':>6} {'domains':>7} {'workers':>7} {'decided':>7} {'pods/s':>7} {'p50 ms':>8} {'p99 ms':>8} "
-               f"{'sent p50':>8} {'sent p99':>8} {'in process pods/s':>17}")
+               f"{'sent p50':>8} {'sent p99':>8} {'worker CPU µs/pod':>17} {'in process pods/s':>17}")
     for run in runs:
         e2e, core = run["end_to_end"], run["in_process"]
         stage = e2e["submit_to_decision_sent"] or {"p50_ms": "-", "p99_ms": "-"}
         click.echo(f"{e2e['pods']:>6} {e2e['domains']:>7} {e2e['workers'] or '-':>7} {e2e['decided']:>7} "
                    f"{e2e['pods_per_s']:>7} {e2e['p50_ms']:>8} {e2e['p99_ms']:>8} {stage['p50_ms']:>8} {stage['p99_ms']:>8} "
-                   f"{core['pods_per_s']:>17.1f}")
+                   f"{e2e['worker_cpu_us_per_pod'] or '-':>17} {core['pods_per_s']:>17.1f}")
         if "on_their_reservation" in e2e:
             click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
     click.echo("sent: submit -> decision sent by the worker")
@@ -178,14 +178,15 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output:
     runs = []
     if output != "json":
         click.echo(f"{'nodes':>6} {'pods/node':>9} {'NodeMetrics':>11} {'B/event':>7} {'events/s':>9} {'seconds':>8} "
-                   f"{'+ scheduler/s':>13} {'produced s':>10} {'state B/node':>12} {'restart s':>9} {'setup s':>8}  broker")
+                   f"{'+ scheduler/s':>13} {'worker CPU µs/event':>19} {'produced s':>10} {'state B/node':>12} "
+                   f"{'restart s':>9} {'setup s':>8}  broker")
     for run, running in _each_size(sizes, broker_kind, output,
                                    lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed)):
         runs.append(run)
         if output != "json":
             click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
                        f"{run['events_per_s']:>9} {run['seconds']:>8} {run['through_scheduler_per_s']:>13} "
-                       f"{run['produce_seconds']:>10} "
+                       f"{run['worker_cpu_us_per_event'] or '-':>19} {run['produce_seconds']:>10} "
                        f"{run['state_bytes_per_node']:>12} {run['restart_seconds']:>9} {run['setup_seconds']:>8}  "
                        f"{running.describe()}")
     if output == "json":

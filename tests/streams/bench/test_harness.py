@@ -96,3 +96,22 @@ def test_a_group_whose_offsets_stop_moving_is_stalled(broker):
     with pytest.raises(TimeoutError, match=r"stalled stalled on stalled-up, stalled-down: its committed offsets "
                                            r"did not move for 1s \(1 records behind"):
         asyncio.run(run())
+
+
+def test_process_cpu_counts_a_busy_child_and_nothing_for_a_gone_one():
+    """The per-event CPU figure reads the kernel's accounting of the worker: a child that spins for 0.3 s of
+    CPU shows at least that much (clock ticks are 10 ms), a process that is gone shows 0."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+                              "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while harness.process_cpu_s(child.pid) < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 0.3 <= harness.process_cpu_s(child.pid) < 30
+    finally:
+        child.communicate(b"")
+    assert harness.process_cpu_s(child.pid) == 0.0
