@@ -8,13 +8,14 @@ concurrent first uses with a file lock and marks a finished entry, so an interru
 from __future__ import annotations
 
 import fcntl
-import os
 from pathlib import Path
 from typing import Callable
 
+from streams.settings import Settings
+
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("KOORD_CACHE_DIR") or Path.home() / ".cache" / "koordstream")
+    return Settings.from_env().cache_dir
 
 
 def build_once(entry: str, build: Callable[[Path], None]) -> Path:

@@ -14,11 +14,10 @@ Per-node series (allocatable) can be numerous on a large fleet:
 
 from __future__ import annotations
 
-import os
-
 from prometheus_client import Counter, Gauge, Histogram
 
 from streams.deadletter import DEAD_LETTERS
+from streams.settings import Settings
 
 __all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "NODE_USAGE", "QUOTA", "CONSUMER_LAG",
            "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "PLUGIN_RUNS", "PLUGIN_SECONDS", "PLUGIN_STATS_INTERVAL_S",
@@ -55,7 +54,7 @@ CONSUMER_LAG = Gauge(
     "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
     ["consumer", "topic", "partition"])
 
-PER_NODE_ENABLED = os.environ.get("KOORD_METRICS_PER_NODE", "1") != "0"
+PER_NODE_ENABLED = Settings.from_env().metrics_per_node != "0"
 
 
 def export_plugin_stats(stats) -> None:

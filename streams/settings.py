@@ -10,10 +10,8 @@ one of its values or fails naming the variable and the values allowed; a
 ``Secret`` (the SASL password, the actuation key) never shows in ``repr`` or
 ``str`` of the settings.
 
-Outside these dataclasses, ``streams.metrics`` reads ``KOORD_METRICS_PER_NODE``
-(at import) and ``streams.cache`` reads ``KOORD_CACHE_DIR``; child processes
-inherit the environment as it is (``streams.supervision``,
-``streams.kube.controlplane``).
+Nothing else reads a ``KOORD_`` variable; child processes inherit the
+environment as it is (``streams.supervision``, ``streams.kube.controlplane``).
 """
 
 from __future__ import annotations
@@ -175,6 +173,15 @@ class Settings:
     actuation_key: Secret | None = dataclasses.field(default=None, metadata=from_env("KOORD_ACTUATION_KEY"))
     """``KOORD_ACTUATION_KEY``: the shared HMAC key Actuation records are signed with by the worker and
     verified with by the node agents (``streams.actuation``). Unset: actuations are not signed."""
+
+    metrics_per_node: str = dataclasses.field(default="1", metadata=from_env("KOORD_METRICS_PER_NODE"))
+    """``KOORD_METRICS_PER_NODE``: ``0`` drops the per-node Prometheus series (allocatable, usage), whose
+    count grows with the fleet; anything else keeps them (``streams.metrics.PER_NODE_ENABLED``)."""
+
+    cache_dir: Path = dataclasses.field(default=Path.home() / ".cache" / "koordstream",
+                                        metadata=from_env("KOORD_CACHE_DIR"))
+    """``KOORD_CACHE_DIR``: downloads and builds kept outside the checkout (the Kafka jars, the Kubernetes
+    binaries; ``streams.cache``)."""
 
     def __post_init__(self) -> None:
         check_choices(self)

@@ -8,12 +8,14 @@ always connect alike.
 
 from __future__ import annotations
 
+import typing
+
 from aiokafka.helpers import create_ssl_context
 
-from streams.settings import Settings
+from streams.settings import SaslMechanism, SecurityProtocol, Settings
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+PROTOCOLS = typing.get_args(SecurityProtocol)
+MECHANISMS = typing.get_args(SaslMechanism)
 
 
 class SecurityConfigError(ValueError):

@@ -31,7 +31,7 @@ from streams.events import InboxEvent
 from streams.inbox import InboxReader, Rejected, handle_guarded
 from streams.nodeaggregate.partition import NodePartition
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS, NodeAggregateSettings
-from streams.schemas import codec
+from streams.records import decoded
 from streams.scheduler.domain import SchedulingDomain
 
 SCHEDULING, NODE = "scheduling", "node"
@@ -248,16 +248,7 @@ def compared_schemas(aggregate: str, output_topics: dict[str, str]) -> dict[str,
             if schema not in SCHEDULING_ONLY and schema not in NOT_COMPARED}
 
 
-def decode_outputs(records: Iterable, schemas: Iterable[str]) -> list[tuple[str, dict]]:
+def decode_outputs(recorded: Iterable, schemas: Iterable[str]) -> list[tuple[str, dict]]:
     """(schema, record) of the recorded records of the given schemas; anything else is skipped."""
-    wanted, out = set(schemas), []
-    for record in records:
-        if record.value is None:
-            continue
-        try:
-            schema, value = codec.decode(record.value)
-        except codec.CodecError:
-            continue
-        if schema in wanted:
-            out.append((schema, value))
-    return out
+    wanted = set(schemas)
+    return [(item.schema, item.value) for item in decoded(recorded) if item.schema in wanted]
