@@ -36,10 +36,10 @@ def pod(name: str) -> bytes:
                             "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "i"}]}})[1].value
 
 
-async def produce(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
+async def produce(bootstrap: str, records: list[tuple[str, bytes, bytes]]) -> None:
     async with kafka.producer(bootstrap) as producer:
-        for key, value in records:
-            await producer.send_and_wait(NAMES["pods"], value, key=key)
+        for topic_id, key, value in records:
+            await producer.send_and_wait(NAMES[topic_id], value, key=key)
 
 
 async def dead_letters(bootstrap: str, count: int, timeout_s: float = 30.0) -> list[dict]:
@@ -57,7 +57,7 @@ async def dead_letters(bootstrap: str, count: int, timeout_s: float = 30.0) -> l
     return found
 
 
-def test_wrong_schema_and_non_utf8_key_on_pods_are_dead_letters_and_the_next_pod_is_seen(broker, caplog,
+def test_wrong_schema_and_non_utf8_key_records_are_dead_letters_and_the_next_pod_is_seen(broker, caplog,
                                                                                           monkeypatch):
     bootstrap, env = broker
     for name, value in env.items():
@@ -66,14 +66,20 @@ def test_wrong_schema_and_non_utf8_key_on_pods_are_dead_letters_and_the_next_pod
     tick = codec.encode("Tick", {"timestamp": 0})
 
     async def scenario():
-        await produce(bootstrap, [(b"shop/wrong-schema", tick), (b"shop/\xff\xfe", pod("bad-key")),
-                               (b"shop/good", pod("good"))])
+        await produce(bootstrap, [("pods", b"shop/wrong-schema", tick), ("pods", b"shop/\xff\xfe", pod("bad-key")),
+                                  ("decisions", b"shop/pod-as-decision", pod("pod-as-decision")),
+                                  ("pods", b"shop/good", pod("good"))])
         stop = asyncio.Event()
         publisher = Publisher(bootstrap, NAMES)
+        submitted = []
+        submit = publisher.submit_record
+        monkeypatch.setattr(publisher, "submit_record", lambda *args, **kwargs: (submitted.append(args),
+                                                                                submit(*args, **kwargs)))
         tasks = [asyncio.create_task(publisher.run(stop)),
                  asyncio.create_task(follow_pods(agent, bootstrap, NAMES, stop, publisher))]
         deadline = time.monotonic() + 30
-        while agent.pods.lookup("uid-good", "Burstable").name != "good" and time.monotonic() < deadline:
+        while (agent.pods.lookup("uid-good", "Burstable").name != "good" or len(submitted) < 3) \
+                and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         assert await publisher.flushed(timeout_s=30)
         stop.set()
@@ -83,7 +89,8 @@ def test_wrong_schema_and_non_utf8_key_on_pods_are_dead_letters_and_the_next_pod
         asyncio.run(scenario())
     assert agent.pods.lookup("uid-good", "Burstable").namespace == "shop"
     assert "reading pods failed" not in caplog.text
-    letters = asyncio.run(dead_letters(bootstrap, 2))
-    assert sorted(letter["key"] for letter in letters) == [b"shop/wrong-schema", b"shop/\xff\xfe"]
-    reasons = " ".join(letter["reason"] for letter in letters)
-    assert "expected Pod on koord.pods, got Tick" in reasons and "UnicodeDecodeError" in reasons
+    letters = {letter["key"]: letter["reason"] for letter in asyncio.run(dead_letters(bootstrap, 3))}
+    assert letters.keys() == {b"shop/wrong-schema", b"shop/\xff\xfe", b"shop/pod-as-decision"}
+    assert "expected Pod on koord.pods, got Tick" in letters[b"shop/wrong-schema"]
+    assert "UnicodeDecodeError" in letters[b"shop/\xff\xfe"]
+    assert "got Pod" in letters[b"shop/pod-as-decision"]

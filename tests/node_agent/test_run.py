@@ -85,13 +85,19 @@ def follow(monkeypatch, messages, publisher=None):
     return seen
 
 
-def test_follow_pods_feeds_pods_tombstones_and_decisions(monkeypatch):
+def test_follow_pods_feeds_pods_tombstones_and_decisions_and_passes_over_evictions(monkeypatch):
     _, pod = encode_manifest(POD)
     placed = codec.encode("SchedulingDecision", decision("a"))
+    placed_record = codec.decode(placed)[1]
+    eviction = codec.encode("Eviction", {key: placed_record[key] for key in
+                                         ("decisionId", "nodeName", "pod", "causation", "timestamp")}
+                            | {"reason": "Preempted", "message": ""})
+    letters = Letters()
     seen = follow(monkeypatch, [message("pods", 0, pod.value, b"ns/a"), message("pods", 1, None, b"ns/b"),
-                                message("decisions", 0, placed), message("decisions", 1, None)])
-    assert seen == [("pod", "ns/a", codec.decode(pod.value)[1]), ("pod", "ns/b", None),
-                    ("decision", codec.decode(placed)[1])]
+                                message("decisions", 0, placed), message("decisions", 1, None),
+                                message("decisions", 2, eviction)], letters)
+    assert seen == [("pod", "ns/a", codec.decode(pod.value)[1]), ("pod", "ns/b", None), ("decision", placed_record)]
+    assert letters.records == []
 
 
 @pytest.mark.parametrize("bad, reason", [
