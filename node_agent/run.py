@@ -5,7 +5,8 @@
 the next), then at each report the slow refresh, a NodeMetric, and the Node,
 NodeResourceTopology and Device objects when they differ from the last ones sent. ``follow_pods``
 reads the pods and decisions topics so pods are reported with their
-namespace and name. A failed round is logged and the loop goes on.
+namespace and name; a record it cannot take is a dead letter, never a restart.
+A failed round is logged and the loop goes on.
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ import time
 
 from node_agent.agent import NodeAgent
 from node_agent.publisher import RETRY_S, Publisher, wait_or_stop
-from streams import kafka, records
+from streams import deadletter, kafka, records
+from streams.routing import KIND_BY_SOURCE
 
 log = logging.getLogger(__name__)
+
+STAGE = "node-agent-pods"
+"""The dead letters' stage: the follower of the pods and decisions topics."""
 
 
 async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event) -> None:
@@ -64,17 +69,41 @@ def _publish_changed(agent: NodeAgent, publisher: Publisher, sent: dict[str, dic
         sent["Device"] = device
 
 
-async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, str], stop: asyncio.Event) -> None:
-    """Feed the pods and decisions topics into the agent's pod directory until ``stop``; retries on errors."""
-    pods_topic, decisions_topic = topic_names["pods"], topic_names["decisions"]
+async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, str], stop: asyncio.Event,
+                      publisher: Publisher | None = None) -> None:
+    """Feed the pods and decisions topics into the agent's pod directory until ``stop``; retries on errors.
+
+    Each record is guarded: one the directory cannot take (it does not decode, its schema is not one its
+    topic carries, its key is not UTF-8, applying it raises) is a dead letter with the reason, sent through
+    ``publisher`` (logged without one), and reading goes on past it, so no record can hold the follower
+    in a restart loop."""
+    source_of = {topic_names["pods"]: "pods", topic_names["decisions"]: "decisions"}
+
+    def bad(message, reason: str) -> None:
+        log.warning("%s/%s/%s skipped: %s", message.topic, message.partition, message.offset, reason)
+        if publisher is None:
+            return
+        letter = records.dead_letter_of(STAGE, message, reason)
+        try:
+            publisher.submit_record("deadletters", deadletter.reference_key(letter), "DeadLetter", letter)
+        except Exception:
+            log.exception("could not queue the dead letter of %s", deadletter.reference_key(letter))
+
+    def handle(item: records.Decoded) -> None:
+        try:
+            reason = _apply(agent, source_of[item.message.topic], item)
+        except Exception as err:
+            reason = f"{type(err).__name__}: {err}"
+        if reason is not None:
+            bad(item.message, reason)
+
     while not stop.is_set():
-        consumer = kafka.consumer(bootstrap, [pods_topic, decisions_topic], group_id=None, from_beginning=True)
+        consumer = kafka.consumer(bootstrap, list(source_of), group_id=None, from_beginning=True)
         try:
             await consumer.start()
             while not stop.is_set():
                 batches = await consumer.getmany(timeout_ms=1000)
-                await records.dispatch(records.in_order(batches), lambda item: _apply(agent, pods_topic, item),
-                                       tombstones=True)
+                await records.dispatch(records.in_order(batches), handle, bad, tombstones=True)
         except Exception as err:
             log.warning("reading pods failed (%s); retrying", err)
             await wait_or_stop(stop, RETRY_S)
@@ -82,9 +111,14 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
             await consumer.stop()
 
 
-def _apply(agent: NodeAgent, pods_topic: str, item: records.Decoded) -> None:
-    """A pod (or its tombstone) into the pod directory, a decision's binding onto its pod."""
-    if item.message.topic == pods_topic:
-        agent.pods.update(item.message.key.decode() if item.message.key else "", item.value)
-    elif item.value is not None:
+def _apply(agent: NodeAgent, source: str, item: records.Decoded) -> str | None:
+    """A pod (or its tombstone) into the pod directory, a decision's binding onto its pod; why not, for a
+    record its topic does not carry. Evictions share the decisions topic and change nothing here."""
+    if item.schema is not None and item.schema not in KIND_BY_SOURCE[source]:
+        return f"expected {' or '.join(KIND_BY_SOURCE[source])} on {item.message.topic}, got {item.schema}"
+    if source == "pods":
+        key = item.message.key
+        agent.pods.update(key.decode() if key else "", item.value)
+    elif item.schema == "SchedulingDecision":
         agent.pods.apply_decision(item.value)
+    return None

@@ -4,7 +4,7 @@ The node agent, the simulator and the bridge read topics with an aiokafka
 consumer and do the same with each record of a poll, in order: a tombstone is
 skipped (or handed on as such), a value is decoded with ``streams.schemas.codec``,
 one that does not decode goes to the reader's dead-letter path with the reason
-(or is skipped), and a good one goes to the reader's handler. ``dispatch`` is
+(``dead_letter_of`` makes its DeadLetter) or is skipped, and a good one goes to the reader's handler. ``dispatch`` is
 that (``in_order`` flattens one ``getmany``), ``decoded`` the same for a
 synchronous reader; each reader keeps its own loop around it: where it starts
 reading, how it retries, and when it commits. Faust-free, so the node agent
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from streams import deadletter
 from streams.schemas import codec
 
 
@@ -50,6 +52,12 @@ def decode(message: Any) -> Decoded | str:
     except codec.CodecError as error:
         return f"{type(error).__name__}: {error}"
     return Decoded(message, schema, value)
+
+
+def dead_letter_of(stage: str, message: Any, reason: str) -> dict:
+    """The DeadLetter of one consumed record that ``reason`` says is bad (counted; ``streams.deadletter``)."""
+    return deadletter.dead_letter(stage, message.topic, message.partition, message.offset, message.key,
+                                  message.value, reason, int(time.time() * 1000))
 
 
 def decoded(messages: Iterable, on_bad: Callable[[Any, str], None] | None = None,

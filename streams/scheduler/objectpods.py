@@ -4,7 +4,8 @@ A watched object (``framework.WatchesObjects``: PodGroup, Reservation, Device, .
 webhooks, kept in ``Cluster.objects``, observed, and raises the cluster event named after its kind; an object
 that overlays its node (``NodeOverlay``: a Device) reads its node again. For an object of a plugin's
 ``ObjectPods.pod_kinds`` the domain keeps the pod the plugin gives for it under "<kind>/<name>" and schedules it
-like any pod, without a SchedulingDecision; ``refresh`` gives the object pods time or the cluster changed.
+like any pod, without a SchedulingDecision (the plugin hears why an attempt failed, ``unschedulable``);
+``refresh`` gives the object pods time or the cluster changed.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ class ObjectPodEvents:
         if record is not None and held is not None and held.record == record:
             return
         self._pod_event(key, record, record is None, out)
+
+    def _object_pod_unschedulable(self, key: str, message: str) -> None:
+        """Tell the plugin of object pod ``key`` why its attempt failed (a Reservation's status shows it)."""
+        kind, _, name = key.partition("/")
+        for source in self._enabled(ObjectPods):
+            if kind in source.pod_kinds:
+                source.unschedulable(name, message)
 
     def is_object_pod(self, key: str) -> bool:
         return key.partition("/")[0] in self.object_pod_kinds

@@ -10,6 +10,11 @@ has passed; a retry is emitted only when its outcome changed. A pod preempted by
 ``Preempted`` decision (its node in ``nodeName``) and an ``Eviction`` decision (carried out like every
 eviction: the simulator ends the pod, the bridge calls the Eviction API), releases its resources and goes back
 to the queue until its pod ends.
+
+An object pod's nodeName (a Reservation's ``template.spec.nodeName``) is not a binding: it pins the pod to
+that node through the NodeName Filter, and the pod passes every other Filter there like any pod, as
+Koordinator's reserve pod goes through the scheduling cycle; one that does not fit, or names an unknown
+node, stays pending.
 """
 
 from __future__ import annotations
@@ -127,7 +132,7 @@ class PodScheduling:
         else:
             cluster.pods[key] = info
             self._observe(PodChanged(key, old, info))
-        bound_to = info.node_name
+        bound_to = None if self.is_object_pod(key) else info.node_name
         if bound_to and state.node is not None and state.node != bound_to:
             self._bound_elsewhere(key, info, bound_to, out)
         if bound_to and state.node is None:
@@ -180,6 +185,8 @@ class PodScheduling:
         else:
             self.queue.failed(key, cluster.now_ms, outcome.rejected_by)
             state.last_result, state.last_message = UNSCHEDULABLE, outcome.message
+            if self.is_object_pod(key):
+                self._object_pod_unschedulable(key, outcome.message)
         self._dirty.add(f"pod/{key}")
         self._carry_out_verdicts(out)
         if with_siblings and key in cluster.waiting:

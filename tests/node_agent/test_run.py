@@ -3,12 +3,15 @@ round survived."""
 
 import asyncio
 
+import pytest
+
 from node_agent.agent import NodeAgent
 from node_agent.collectors.gpu import NVML
-from node_agent.run import follow_pods, run_agent
+from node_agent.publisher import encode_manifest
+from node_agent.run import STAGE, follow_pods, run_agent
 from streams.schemas import codec
 from tests.streams.fakeconsumer import OnePollConsumer, message
-from tests.streams.noderesource.support import configmap
+from tests.streams.noderesource.support import configmap, decision
 
 
 class Recorder:
@@ -52,19 +55,85 @@ def test_a_failing_round_does_not_stop_the_loop(fake_host, monkeypatch):
     assert calls["n"] > 5 and "NodeMetric" in kinds
 
 
-def test_follow_pods_feeds_pods_tombstones_and_decisions_and_skips_what_does_not_decode(monkeypatch):
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ns", "uid": "u-a"},
+       "spec": {"containers": [{"name": "c", "image": "i"}]}}
+
+
+class Letters:
+    """A publisher that keeps what is submitted to it."""
+
+    def __init__(self):
+        self.records = []
+
+    def submit_record(self, topic_id, key, schema, record, **kwargs):
+        self.records.append((topic_id, key, schema, record))
+
+
+def follow(monkeypatch, messages, publisher=None):
+    """What ``follow_pods`` hands a pod directory from one poll of ``messages``."""
     seen = []
     pods = type("Pods", (), {"update": lambda self, key, value: seen.append(("pod", key, value)),
                              "apply_decision": lambda self, value: seen.append(("decision", value))})()
-    good = codec.encode("ConfigMap", configmap())
-    value = codec.decode(good)[1]
-    messages = [message("pods", 0, good, b"ns/a"), message("pods", 1, None, b"ns/b"), message("pods", 2, b"bad"),
-                message("decisions", 0, good), message("decisions", 1, None)]
 
     async def main():
         stop = asyncio.Event()
         monkeypatch.setattr("streams.kafka.consumer", lambda *args, **kwargs: OnePollConsumer(messages, stop))
-        await follow_pods(type("Agent", (), {"pods": pods})(), "b:9", {"pods": "pods", "decisions": "decisions"}, stop)
+        await follow_pods(type("Agent", (), {"pods": pods})(), "b:9", {"pods": "pods", "decisions": "decisions"},
+                          stop, publisher)
 
     asyncio.run(main())
-    assert seen == [("pod", "ns/a", value), ("pod", "ns/b", None), ("decision", value)]
+    return seen
+
+
+def test_follow_pods_feeds_pods_tombstones_and_decisions_and_passes_over_evictions(monkeypatch):
+    _, pod = encode_manifest(POD)
+    placed = codec.encode("SchedulingDecision", decision("a"))
+    placed_record = codec.decode(placed)[1]
+    eviction = codec.encode("Eviction", {key: placed_record[key] for key in
+                                         ("decisionId", "nodeName", "pod", "causation", "timestamp")}
+                            | {"reason": "Preempted", "message": ""})
+    letters = Letters()
+    seen = follow(monkeypatch, [message("pods", 0, pod.value, b"ns/a"), message("pods", 1, None, b"ns/b"),
+                                message("decisions", 0, placed), message("decisions", 1, None),
+                                message("decisions", 2, eviction)], letters)
+    assert seen == [("pod", "ns/a", codec.decode(pod.value)[1]), ("pod", "ns/b", None), ("decision", placed_record)]
+    assert letters.records == []
+
+
+@pytest.mark.parametrize("bad, reason", [
+    (message("pods", 0, b"garbage", b"ns/x"), "CodecError"),
+    (message("pods", 0, codec.encode("ConfigMap", configmap()), b"ns/x"), "expected Pod on pods, got ConfigMap"),
+    (message("decisions", 0, codec.encode("ConfigMap", configmap())), "expected SchedulingDecision or Eviction"),
+    (message("pods", 0, None, b"\xff\xfe"), "UnicodeDecodeError"),
+], ids=["undecodable", "wrong-schema-on-pods", "wrong-schema-on-decisions", "non-utf8-key"])
+def test_a_record_the_pod_follower_cannot_take_is_a_dead_letter_and_the_next_is_read(monkeypatch, bad, reason):
+    _, pod = encode_manifest(POD)
+    letters = Letters()
+    seen = follow(monkeypatch, [bad, message(bad.topic, 1, pod.value if bad.topic == "pods" else None, b"ns/a")],
+                  letters)
+    assert [kind for kind, *_ in seen] == (["pod"] if bad.topic == "pods" else [])
+    [(topic_id, key, schema, letter)] = letters.records
+    assert (topic_id, key, schema) == ("deadletters", f"{bad.topic}/0/0", "DeadLetter")
+    assert reason in letter["reason"] and letter["stage"] == STAGE and letter["key"] == bad.key
+
+
+def test_a_pod_record_the_directory_cannot_take_is_a_dead_letter(monkeypatch):
+    letters = Letters()
+    seen = []
+
+    def update(self, key, value):
+        if key == "ns/broken":
+            raise KeyError("metadata")
+        seen.append(key)
+    pods = type("Pods", (), {"update": update, "apply_decision": lambda self, value: None})()
+    _, pod = encode_manifest(POD)
+    messages = [message("pods", 0, pod.value, b"ns/broken"), message("pods", 1, pod.value, b"ns/a")]
+
+    async def main():
+        stop = asyncio.Event()
+        monkeypatch.setattr("streams.kafka.consumer", lambda *args, **kwargs: OnePollConsumer(messages, stop))
+        await follow_pods(type("Agent", (), {"pods": pods})(), "b:9", {"pods": "pods", "decisions": "decisions"},
+                          stop, letters)
+
+    asyncio.run(main())
+    assert seen == ["ns/a"] and "KeyError" in letters.records[0][3]["reason"]

@@ -3,13 +3,13 @@
 import asyncio
 from types import SimpleNamespace
 
-from streams.records import Decoded, decoded, dispatch, in_order
+from streams.records import Decoded, dead_letter_of, decoded, dispatch, in_order
 from streams.schemas import codec
 from tests.streams.noderesource.support import configmap
 
 
-def message(offset, value, topic="t"):
-    return SimpleNamespace(topic=topic, partition=0, offset=offset, key=b"k", value=value, timestamp=0)
+def message(offset, value, topic="t", key=b"k"):
+    return SimpleNamespace(topic=topic, partition=0, offset=offset, key=key, value=value, timestamp=0)
 
 
 GOOD = codec.encode("ConfigMap", configmap())
@@ -56,3 +56,11 @@ def test_a_synchronous_reader_gets_the_same_records():
     assert [item.message.offset for item in decoded(MESSAGES, lambda msg, reason: bad.append(msg.offset))] == [0, 3]
     assert bad == [2]
     assert [item.message.offset for item in decoded(MESSAGES, tombstones=True)] == [0, 1, 3]
+
+
+def test_a_bad_record_becomes_a_dead_letter_with_its_coordinates_key_payload_and_reason():
+    letter = dead_letter_of("reader", message(7, b"garbage", "pods", b"\xff"), "CodecError: no")
+    assert {field: letter[field] for field in ("sourceTopic", "sourceOffset", "key", "payload", "reason", "stage")} \
+        == {"sourceTopic": "pods", "sourceOffset": 7, "key": b"\xff", "payload": b"garbage",
+            "reason": "CodecError: no", "stage": "reader"}
+    assert codec.decode(codec.encode("DeadLetter", letter))[0] == "DeadLetter"

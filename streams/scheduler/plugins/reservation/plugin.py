@@ -2,8 +2,10 @@
 
 - **The reserve pod.** Each Reservation is scheduled as a pod ("Reservation/<name>", ``ObjectPods``) through
   the same cycle: its template's requests, nodeSelector and tolerations, ``spec.template.spec.nodeName``
-  pinning it, priority the template's or MaxInt32 (never a preemption victim). Placed, the reservation is
-  Available and holds its resources on the node.
+  pinning it (the NodeName Filter; every other Filter still runs there), priority the template's or MaxInt32
+  (never a preemption victim). Placed, the reservation is Available and holds its resources on the node;
+  not placed, it is Pending and its Scheduled condition (reason Unschedulable) carries the cycle's message
+  ("0/2 nodes are available: 1 Insufficient cpu, ..."), as koord-scheduler writes it.
 - **Owners use it first.** PreFilter finds, per node, the Available reservations the pod may use
   (``objects``: owners, affinity by name, taints, selector, exact match; with ``allocatePolicy: Restricted``
   the pod must fit what is left of it and its pod-count limit, template request ``pods``); one per node is
@@ -77,6 +79,8 @@ class Reservation:
         self._dirty: set[str] = set()
         self._ended: dict[str, tuple[str, str]] = {}
         """Reservations ended this worker's lifetime, until their written-back status says so."""
+        self._unschedulable: dict[str, str] = {}
+        """reservation -> why its reserve pod's last attempt failed."""
         self._owners: dict[str, set[str]] = {}
         """reservation -> assigned pods allocated to it (``reservation-allocated``)."""
         for key in cluster.assignment:
@@ -171,6 +175,12 @@ class Reservation:
 
     # -- the reserve pod (ObjectPods) ----------------------------------------------------------
 
+    def unschedulable(self, name: str, message: str) -> None:
+        """The reserve pod of ``name`` failed an attempt, for ``message``: its status shows it while Pending."""
+        if self._unschedulable.get(name) != message:
+            self._unschedulable[name] = message
+            self._dirty.add(name)
+
     def object_pod(self, kind: str, name: str, record: dict | None) -> dict | None:
         if record is None or self.info(name) is None:
             return None
@@ -235,15 +245,18 @@ class Reservation:
                 continue
             info = self.info(name)
             phase, reason = self.phase(name)
-            node = self.node_of(name) or (info.manifest.get("status") or {}).get("nodeName")
+            written = info.manifest.get("status") or {}
+            node = self.node_of(name) or written.get("nodeName")
+            condition = {"type": "Ready" if phase != "Pending" else "Scheduled",
+                         "status": "True" if phase in ("Available", "Succeeded") else "False", "reason": reason}
+            if phase == "Pending" and reason:
+                condition["message"] = self._unschedulable.get(name, _written_message(written))
             status = {"phase": phase, "nodeName": node,
                       "allocatable": {**info.requests, **({"pods": info.pods_limit} if info.pods_limit else {})},
                       "allocated": self.allocated(name),
                       "currentOwners": [{"namespace": key.partition("/")[0], "name": key.partition("/")[2]}
                                         for key in self.owners(name)],
-                      "conditions": [{"type": "Ready" if phase != "Pending" else "Scheduled",
-                                      "status": "True" if phase in ("Available", "Succeeded") else "False",
-                                      "reason": reason}]}
+                      "conditions": [condition]}
             if info.manifest.get("status") == status:
                 continue
             manifest = {**info.manifest, "status": status}
@@ -260,6 +273,7 @@ class Reservation:
             self._dirty.add(change.name)
             if change.new is None or parse(change.name, change.new).terminal_phase:
                 self._ended.pop(change.name, None)
+                self._unschedulable.pop(change.name, None)
         elif isinstance(change, (PodAssigned, PodUnassigned)):
             kind, _, name = change.key.partition("/")
             if kind == KIND:
@@ -342,3 +356,11 @@ class Reservation:
             return {}
         return {ANNOTATION_RESERVATION_ALLOCATED: json.dumps({"name": name, "uid": self.info(name).uid},
                                                              separators=(",", ":"))}
+
+
+def _written_message(status: Mapping) -> str:
+    """The message of the status last written back (a restored domain shows it until the next attempt)."""
+    conditions = status.get("conditions")
+    first = conditions[0] if isinstance(conditions, list) and conditions else None
+    message = first.get("message") if isinstance(first, dict) else None
+    return message if isinstance(message, str) else ""
