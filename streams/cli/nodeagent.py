@@ -90,7 +90,7 @@ async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuat
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     publisher = Publisher(bootstrap, names, max_buffered_metrics=agent.settings.max_buffered_metrics)
-    tasks = [publisher.run(stop), run_agent(agent, publisher, stop), follow_pods(agent, bootstrap, names, stop)]
+    tasks = [publisher.run(stop), run_agent(agent, publisher, stop), follow_pods(agent, bootstrap, names, stop, publisher)]
     if actuator is not None:
         offsets = OffsetStore(agent.settings.state_dir)
         protection = None

@@ -351,6 +351,10 @@ class ObjectPods(Protocol):
 
     def object_outputs(self) -> list[tuple[str, dict]]: ...
 
+    def unschedulable(self, name: str, message: str) -> None:
+        """Why the object pod of ``name`` failed its last attempt (the cycle's message), for its status."""
+        ...
+
 
 @runtime_checkable
 class NodeOverlay(Protocol):

@@ -2,8 +2,10 @@
 
 Filter: with ``spec.nodeName`` set, every other node fails with "node(s)
 didn't match the requested node name" (UnschedulableAndUnresolvable). The
-domain binds such pods directly (result Bound), so this only decides when a
-profile schedules a named pod through the cycle.
+domain binds such pods directly (result Bound); this decides for object pods,
+whose nodeName pins them without binding them (a Reservation's
+``template.spec.nodeName``), and when a profile schedules a named pod through
+the cycle.
 """
 
 from __future__ import annotations
