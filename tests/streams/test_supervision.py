@@ -3,6 +3,7 @@
 import sys
 
 from streams import supervision
+from tests.integration.fullhome import fill, small_filesystem
 
 
 def _failing(tmp_path) -> supervision.Child:
@@ -39,3 +40,19 @@ def test_exits_far_apart_never_add_up_to_giving_up(tmp_path):
         child.restart_or_give_up(now)
     assert child.failed is None
     child.proc.wait()
+
+
+def test_a_child_writing_to_a_full_disk_neither_dies_nor_blocks_and_its_log_says_what_was_lost(tmp_path):
+    with small_filesystem(tmp_path / "home", "4m") as home:
+        filler = fill(home)
+        child = supervision.spawn([sys.executable, "-c", "print('x' * 100000)"], home / "worker.log")
+        assert child.wait(timeout=30) == 0
+        child.log_complete()
+        assert child.log.failure.describe().startswith("No space left on device since ")
+        filler.unlink()
+        with open(home / "worker.log", "ab", buffering=0) as log:
+            child.log.failure.append(log.fileno(), b"next\n")
+        logged = (home / "worker.log").read_text()
+        assert logged.startswith("[100001 bytes of output dropped since ")
+        assert logged.endswith(": No space left on device]\nnext\n")
+        assert child.log.failure.describe() is None
