@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import click
@@ -13,6 +15,10 @@ from streams.settings import Settings
 from streams.topology import Topology, load_topology
 
 STATE_FILE = "up.json"
+STATE_RESERVE_BYTES = 16384
+"""Space the state file of ``koord up`` keeps (its JSON padded with spaces), so that the supervisor can
+still record what happens, a full KOORD_HOME included, by writing in place."""
+STATE_READ_ATTEMPTS = 5
 
 
 def settings() -> Settings:
@@ -20,10 +26,31 @@ def settings() -> Settings:
 
 
 def up_state(home: Path) -> dict | None:
+    """The state ``koord up`` records, or None; read again when caught in the middle of an update."""
     path = home / STATE_FILE
-    if not path.exists():
-        return None
-    return json.loads(path.read_text())
+    for attempt in range(STATE_READ_ATTEMPTS):
+        try:
+            return json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError:
+            if attempt == STATE_READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05)
+    return None
+
+
+def write_up_state(path: Path, state: dict) -> None:
+    """Write the state in place, within the space it reserved (:data:`STATE_RESERVE_BYTES`)."""
+    data = json.dumps(state, indent=2).encode().ljust(STATE_RESERVE_BYTES)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, data[written:], written)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def bootstrap(config: Settings | None = None) -> str:

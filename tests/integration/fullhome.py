@@ -25,7 +25,8 @@ def small_filesystem(mount_point: Path, size: str = "64m"):
 
 
 def fill(directory: Path) -> Path:
-    """Fill the filesystem of ``directory`` with one file, until a write fails with ENOSPC."""
+    """Fill the filesystem of ``directory`` with one file until a write fails with ENOSPC, then the rest of
+    the last block of every log in it (with newlines), so that the next write to any of those logs fails."""
     filler = directory / "filler"
     with open(filler, "wb", buffering=0) as out:
         try:
@@ -33,10 +34,10 @@ def fill(directory: Path) -> Path:
                 out.write(b"\0" * (1 << 20))
         except OSError as error:
             assert error.errno == errno.ENOSPC, error
-    with open(filler, "ab", buffering=0) as out:
-        with contextlib.suppress(OSError):
+    for path in [filler, *directory.glob("*.log")]:
+        with open(path, "ab", buffering=0) as out, contextlib.suppress(OSError):
             while True:
-                out.write(b"\0")
+                out.write(b"\n" * 64 if path.suffix == ".log" else b"\0")
     return filler
 
 
