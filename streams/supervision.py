@@ -27,6 +27,7 @@ import ctypes
 import dataclasses
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -219,6 +220,8 @@ class Child:
     """Monotonic times of its exits within the window."""
     failed: str | None = None
     """Why it was given up on, once it was."""
+    last_exit: str | None = None
+    """How it last exited: the exit code and the last error of its log."""
 
     @classmethod
     def start(cls, name: str, args: list[str], log_path: Path, env: dict[str, str]) -> "Child":
@@ -233,7 +236,7 @@ class Child:
         self.proc.log_complete()
         self.exits = [t for t in self.exits if now - t < RESTART_WINDOW_S] + [now]
         last = last_error(self.log_path)
-        why = f"{self.name} exited with code {code}" + (f" ({last})" if last else "")
+        why = self.last_exit = f"{self.name} exited with code {code}" + (f" ({last})" if last else "")
         if len(self.exits) >= RESTARTS:
             self.failed = f"{why}; {len(self.exits)} exits within {RESTART_WINDOW_S:.0f}s"
             return (f"{self.failed}: not starting it again; see {self.log_path}. The broker and the other "
@@ -243,16 +246,29 @@ class Child:
                f"within {RESTART_WINDOW_S:.0f}s)"
 
 
+GENERIC_ERRORS = ("We experienced a crash!",)
+"""Lines that say a child failed but not why (mode's worker logs this one after the crash reason)."""
+LOG_LEVELS = ("[CRITICAL]", "[ERROR]", "Error:")
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?::\s.*)?$")
+"""The last line of a Python traceback: the exception's (qualified) type, then its message."""
+
+
 def last_error(log_path: Path, tail_bytes: int = 65536) -> str | None:
-    """The last CRITICAL or ERROR line of a child's log, without its timestamp prefix."""
+    """The last meaningful error of a child's log: the exception (type and message) ending a traceback, or
+    a CRITICAL or ERROR line without its timestamp prefix; lines that only say that it crashed are skipped."""
     try:
         with open(log_path, "rb") as log:
             log.seek(max(0, log.seek(0, os.SEEK_END) - tail_bytes))
             lines = log.read().decode(errors="replace").splitlines()
     except OSError:
         return None
-    for line in reversed(lines):
-        for level in ("[CRITICAL]", "[ERROR]", "Error:"):
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if any(generic in line for generic in GENERIC_ERRORS):
+            continue
+        if index and lines[index - 1].startswith(" ") and EXCEPTION_LINE.match(line):
+            return line.strip()[:300]
+        for level in LOG_LEVELS:
             if level in line:
                 return line[line.index(level):].strip()[:300]
     return None

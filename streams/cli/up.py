@@ -227,7 +227,7 @@ def _run_until_stopped(bootstrap, topology, brokers, managed, stop, state: dict,
                         click.echo(child.restart_or_give_up(time.monotonic()), err=True)
                         state["processes"][child.name].update(
                             pid=child.proc.pid, restarts=state["processes"][child.name].get("restarts", 0)
-                            + (child.failed is None), failed=child.failed)
+                            + (child.failed is None), failed=child.failed, last_exit=child.last_exit)
                         _record(state, state_path)
                 failures = _log_failures(brokers, managed, own_output)
                 if failures != state.get("log_failures", {}):
@@ -321,8 +321,8 @@ def status(output: str, interval: float) -> None:
         health = "FAILED" if proc.get("failed") else "alive" if proc["alive"] else "DEAD"
         restarts = f" (restarted {proc['restarts']}x)" if proc.get("restarts") else ""
         click.echo(f"  {name:<11} pid {proc['pid']:<8} {health}{restarts}  log {proc['log']}{metrics}")
-        if proc.get("failed"):
-            click.echo(f"    {proc['failed']}")
+        if proc.get("failed") or proc.get("last_exit"):
+            click.echo(f"    {proc.get('failed') or 'last exit: ' + proc['last_exit']}")
     for name, failure in report["log_failures"].items():
         click.echo(f"  log writes failing for {name}: {failure}; its output is dropped")
     for name, verdict in report["consumers"].items():
