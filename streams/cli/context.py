@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
 import click
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from state.db import create_all, open_database
 from streams.settings import Settings
@@ -72,7 +75,42 @@ def topology(config: Settings | None = None) -> Topology:
 
 
 def read_model(config: Settings | None = None) -> Engine:
+    """The read model, its tables created or checked; a SQLite file that cannot be opened is an error
+    message naming the file and, when its folder cannot be written, the OS error."""
     config = config or settings()
-    engine = open_database(config.resolved_database_url)
-    create_all(engine)
+    url = make_url(config.resolved_database_url)
+    try:
+        engine = open_database(url)
+        create_all(engine)
+    except OperationalError as error:
+        if url.get_backend_name() != "sqlite" or not url.database:
+            raise
+        path = Path(url.database)
+        problem = write_problem(path.parent)
+        raise click.ClickException(f"cannot open the read model {path}: {error.orig}"
+                                   + (f" ({path.parent}: {problem.strerror})" if problem else "")) from None
     return engine
+
+
+def write_problem(directory: Path) -> OSError | None:
+    """Why a file cannot be written in ``directory`` (created if missing): a read-only or full file system,
+    no permission; None when a small file can be written there."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".koord-probe-")
+        try:
+            os.write(fd, b"koord")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as error:
+        return error
+    return None
+
+
+def writable_home(config: Settings) -> Path:
+    """KOORD_HOME, created; an error message naming it and the OS error when a file cannot be written in it."""
+    problem = write_problem(config.home)
+    if problem:
+        raise click.ClickException(f"cannot write to KOORD_HOME {config.home.resolve()}: {problem.strerror}")
+    return config.home

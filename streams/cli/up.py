@@ -57,8 +57,7 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str
        bridge_mode: str, role_names: tuple[str, ...]) -> None:
     """Start the broker (embedded by default), worker, projection and a simulated cluster."""
     config = context.settings()
-    home = config.home
-    home.mkdir(parents=True, exist_ok=True)
+    home = context.writable_home(config)
     state = context.up_state(home)
     if state and supervision.pid_alive(state["pid"]):
         raise click.ClickException(f"koordstream is already running (pid {state['pid']}); `koord down` stops it")
