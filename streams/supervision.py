@@ -92,22 +92,27 @@ class LogPump(threading.Thread):
     def __init__(self, pipe: int, log_path: Path) -> None:
         super().__init__(name=f"log {Path(log_path).name}", daemon=True)
         self.pipe, self.log_path, self.failure = pipe, Path(log_path), LogFailure()
+        self.log = self._open(dropping=0)
+
+    def _open(self, dropping: int) -> int | None:
+        """The log's file descriptor; None (and ``dropping`` bytes recorded as dropped) when it cannot be opened."""
+        try:
+            return os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as error:
+            self.failure.failed(error, dropping)
+            return None
 
     def run(self) -> None:
-        log = None
         try:
             while chunk := os.read(self.pipe, 65536):
-                if log is None:
-                    try:
-                        log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                    except OSError as error:
-                        self.failure.failed(error, len(chunk))
-                        continue
-                self.failure.append(log, chunk)
+                if self.log is None:
+                    self.log = self._open(dropping=len(chunk))
+                if self.log is not None:
+                    self.failure.append(self.log, chunk)
         finally:
             os.close(self.pipe)
-            if log is not None:
-                os.close(log)
+            if self.log is not None:
+                os.close(self.log)
 
 
 class Supervised(subprocess.Popen):
