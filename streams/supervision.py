@@ -47,7 +47,7 @@ def child_preexec() -> None:
         pass
 
 
-class LogFailure:
+class LogWriter:
     """Appends to a log, recording instead of raising when a write fails: since when, the OS error and
     how much was dropped, until a write succeeds again (it then starts with a line saying what was lost)."""
 
@@ -71,7 +71,7 @@ class LogFailure:
             self.since, self.error = time.time(), error.strerror or str(error)
         self.dropped += dropped
 
-    def describe(self) -> str | None:
+    def failing(self) -> str | None:
         """``"No space left on device since 2026-...Z"`` while writes fail, else None."""
         return None if self.since is None else f"{self.error} since {_utc(self.since)}"
 
@@ -91,7 +91,7 @@ class LogPump(threading.Thread):
 
     def __init__(self, pipe: int, log_path: Path) -> None:
         super().__init__(name=f"log {Path(log_path).name}", daemon=True)
-        self.pipe, self.log_path, self.failure = pipe, Path(log_path), LogFailure()
+        self.pipe, self.log_path, self.writer = pipe, Path(log_path), LogWriter()
         self.log = self._open(dropping=0)
 
     def _open(self, dropping: int) -> int | None:
@@ -99,7 +99,7 @@ class LogPump(threading.Thread):
         try:
             return os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
-            self.failure.failed(error, dropping)
+            self.writer.failed(error, dropping)
             return None
 
     def run(self) -> None:
@@ -108,7 +108,7 @@ class LogPump(threading.Thread):
                 if self.log is None:
                     self.log = self._open(dropping=len(chunk))
                 if self.log is not None:
-                    self.failure.append(self.log, chunk)
+                    self.writer.append(self.log, chunk)
         finally:
             os.close(self.pipe)
             if self.log is not None:
@@ -153,7 +153,7 @@ class TolerantStream(io.TextIOBase):
 
     def __init__(self, fd: int) -> None:
         super().__init__()
-        self.fd, self.failure = fd, LogFailure()
+        self.fd, self.writer = fd, LogWriter()
 
     def fileno(self) -> int:
         return self.fd
@@ -165,7 +165,7 @@ class TolerantStream(io.TextIOBase):
         return os.isatty(self.fd)
 
     def write(self, text: str) -> int:
-        self.failure.append(self.fd, text.encode(self.encoding, self.errors))
+        self.writer.append(self.fd, text.encode(self.encoding, self.errors))
         return len(text)
 
 

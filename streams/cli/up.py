@@ -192,10 +192,10 @@ def _tolerant_output() -> list[supervision.TolerantStream]:
 
 def _log_failures(brokers, managed, own_output) -> dict[str, str]:
     """The processes whose log writes fail, with the error and since when."""
-    failures = {"supervisor": next(filter(None, (stream.failure.describe() for stream in own_output)), None)}
-    failures.update((name, proc.log.failure.describe()) for name, proc in brokers
+    failures = {"supervisor": next(filter(None, (stream.writer.failing() for stream in own_output)), None)}
+    failures.update((name, proc.log.writer.failing()) for name, proc in brokers
                     if isinstance(proc, supervision.Supervised))
-    failures.update((child.name, child.proc.log.failure.describe()) for child in managed)
+    failures.update((child.name, child.proc.log.writer.failing()) for child in managed)
     return {name: failure for name, failure in failures.items() if failure}
 
 

@@ -48,14 +48,14 @@ def test_a_child_writing_to_a_full_disk_neither_dies_nor_blocks_and_its_log_says
         child = supervision.spawn([sys.executable, "-c", "print('x' * 100000)"], home / "worker.log")
         assert child.wait(timeout=30) == 0
         child.log_complete()
-        assert child.log.failure.describe().startswith("No space left on device since ")
+        assert child.log.writer.failing().startswith("No space left on device since ")
         filler.unlink()
         with open(home / "worker.log", "ab", buffering=0) as log:
-            child.log.failure.append(log.fileno(), b"next\n")
+            child.log.writer.append(log.fileno(), b"next\n")
         logged = (home / "worker.log").read_text()
         assert logged.startswith("[100001 bytes of output dropped since ")
         assert logged.endswith(": No space left on device]\nnext\n")
-        assert child.log.failure.describe() is None
+        assert child.log.writer.failing() is None
 
 
 CHANGELOG_CRASH = """

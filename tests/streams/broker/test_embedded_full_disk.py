@@ -17,7 +17,7 @@ def test_tansu_survives_a_full_disk_under_its_log(tmp_path):
             embedded.wait_for_metadata(f"127.0.0.1:{port}", timeout=20, proc=proc)
             time.sleep(0.5)
             assert proc.poll() is None
-            assert proc.log.failure.describe().startswith("No space left on device since ")
+            assert proc.log.writer.failing().startswith("No space left on device since ")
             filler.unlink()
             embedded.wait_for_metadata(f"127.0.0.1:{port}", timeout=20, proc=proc)
         finally:
