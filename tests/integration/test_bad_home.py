@@ -43,3 +43,12 @@ def test_a_read_only_or_full_home_gives_one_line_not_a_traceback(tmp_path, broke
     if code:
         [line] = result.stderr.splitlines()
         assert str(home) in line and OS_ERRORS[condition] in line, line
+
+
+def test_down_on_a_read_only_home_names_the_file_it_cannot_remove(tmp_path):
+    with small_filesystem(tmp_path / "home", "4m") as home:
+        (home / "up.json").write_text('{"pid": 2147483647}')
+        remount_read_only(home)
+        result = koord(fresh_env(home), "down", check=False)
+    assert result.returncode == 1
+    assert result.stderr == f"Error: {home / 'up.json'}: Read-only file system\n"
