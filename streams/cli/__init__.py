@@ -4,11 +4,15 @@
 instruction: importing the commands takes seconds, and a supervisor (``koord up``, Kubernetes,
 Ctrl-C) may stop a process at any point. A long-running command replaces these handlers with
 its event loop's, which stop it gracefully (``loop.add_signal_handler``).
+
+A file that cannot be read or written (a read-only or full KOORD_HOME) ends a command with one line
+naming the file and the OS error, as click prints its own errors, not a traceback.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 
 
 def _stop_quietly(signum: int, frame: object) -> None:
@@ -20,7 +24,13 @@ def main() -> None:
         signal.signal(signum, _stop_quietly)
     from streams.cli.commands import cli
 
-    cli()
+    try:
+        cli()
+    except OSError as error:
+        if error.filename is None:
+            raise
+        print(f"Error: {error.filename}: {error.strerror}", file=sys.stderr)
+        sys.exit(1)
 
 
 def __getattr__(name: str) -> object:

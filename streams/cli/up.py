@@ -57,8 +57,7 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str
        bridge_mode: str, role_names: tuple[str, ...]) -> None:
     """Start the broker (embedded by default), worker, projection and a simulated cluster."""
     config = context.settings()
-    home = config.home
-    home.mkdir(parents=True, exist_ok=True)
+    home = context.writable_home(config)
     state = context.up_state(home)
     if state and supervision.pid_alive(state["pid"]):
         raise click.ClickException(f"koordstream is already running (pid {state['pid']}); `koord down` stops it")
@@ -107,6 +106,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
                bridge: tuple[str, str] | None, role_names: tuple[str, ...]) -> int:
     home = config.home
     stop = {"signal": None}
+    own_output = _tolerant_output()
 
     def on_signal(signum, _frame):
         stop["signal"] = signum
@@ -157,10 +157,10 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
         for name, port in metrics.items():
             if name in state["processes"]:
                 state["processes"][name]["metrics"] = f"http://127.0.0.1:{port}/metrics"
-        state_path.write_text(json.dumps(state, indent=2))
+        context.write_up_state(state_path, state)
         _banner(state)
         brokers = [(name, proc) for name, proc in children if name.startswith("broker")]
-        return _run_until_stopped(bootstrap, topology, brokers, managed, stop, state, state_path)
+        return _run_until_stopped(bootstrap, topology, brokers, managed, stop, state, state_path, own_output)
     finally:
         supervision.stop([child.proc for child in reversed(managed)])
         if broker is not None:
@@ -178,9 +178,39 @@ def _banner(state: dict) -> None:
     click.echo(f"logs in {state['home']}; Ctrl-C stops everything. Decisions follow:", err=True)
 
 
-def _run_until_stopped(bootstrap, topology, brokers, managed, stop, state: dict, state_path: Path) -> int:
+def _tolerant_output() -> list[supervision.TolerantStream]:
+    """Make this process's stdout and stderr drop what they cannot write (``supervision.TolerantStream``):
+    the supervisor of a full KOORD_HOME must keep the broker and the children up."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    sys.stdout, sys.stderr = supervision.TolerantStream(1), supervision.TolerantStream(2)
+    return [sys.stdout, sys.stderr]
+
+
+def _log_failures(brokers, managed, own_output) -> dict[str, str]:
+    """The processes whose log writes fail, with the error and since when."""
+    failures = {"supervisor": next(filter(None, (stream.writer.failing() for stream in own_output)), None)}
+    failures.update((name, proc.log.writer.failing()) for name, proc in brokers
+                    if isinstance(proc, supervision.Supervised))
+    failures.update((child.name, child.proc.log.writer.failing()) for child in managed)
+    return {name: failure for name, failure in failures.items() if failure}
+
+
+def _record(state: dict, state_path: Path) -> None:
+    try:
+        context.write_up_state(state_path, state)
+    except OSError as error:
+        click.echo(f"cannot update {state_path}: {error.strerror or error}", err=True)
+
+
+def _run_until_stopped(bootstrap, topology, brokers, managed, stop, state: dict, state_path: Path,
+                       own_output) -> int:
     """Print decisions until a signal; start again a child that exits (``supervision.Child``), recording
-    its new pid, restarts and failure in the state file; stop everything if a broker process exits."""
+    its new pid, restarts and failure in the state file, and which logs cannot be written; stop everything
+    if a broker process exits."""
 
     async def loop() -> int:
         stopped = asyncio.Event()
@@ -196,8 +226,12 @@ def _run_until_stopped(bootstrap, topology, brokers, managed, stop, state: dict,
                         click.echo(child.restart_or_give_up(time.monotonic()), err=True)
                         state["processes"][child.name].update(
                             pid=child.proc.pid, restarts=state["processes"][child.name].get("restarts", 0)
-                            + (child.failed is None), failed=child.failed)
-                        state_path.write_text(json.dumps(state, indent=2))
+                            + (child.failed is None), failed=child.failed, last_exit=child.last_exit)
+                        _record(state, state_path)
+                failures = _log_failures(brokers, managed, own_output)
+                if failures != state.get("log_failures", {}):
+                    state["log_failures"] = failures
+                    _record(state, state_path)
                 await asyncio.sleep(0.3)
             return 0
         finally:
@@ -271,6 +305,7 @@ def status(output: str, interval: float) -> None:
               "database_url": (state or {}).get("database_url") or config.resolved_database_url,
               "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"]) and not proc.get("failed")}
                             for name, proc in ((state or {}).get("processes") or {}).items()} if running else {},
+              "log_failures": (state or {}).get("log_failures", {}) if running else {},
               "consumers": _consumers(bootstrap, context.topology(config), (state or {}).get("roles") or [roles.ALL],
                                       interval) if running or config.broker else {}}
     if output == "json":
@@ -285,8 +320,10 @@ def status(output: str, interval: float) -> None:
         health = "FAILED" if proc.get("failed") else "alive" if proc["alive"] else "DEAD"
         restarts = f" (restarted {proc['restarts']}x)" if proc.get("restarts") else ""
         click.echo(f"  {name:<11} pid {proc['pid']:<8} {health}{restarts}  log {proc['log']}{metrics}")
-        if proc.get("failed"):
-            click.echo(f"    {proc['failed']}")
+        if proc.get("failed") or proc.get("last_exit"):
+            click.echo(f"    {proc.get('failed') or 'last exit: ' + proc['last_exit']}")
+    for name, failure in report["log_failures"].items():
+        click.echo(f"  log writes failing for {name}: {failure}; its output is dropped")
     for name, verdict in report["consumers"].items():
         click.echo(f"  consumers of {name:<11} {verdict}")
 
