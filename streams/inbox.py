@@ -15,8 +15,8 @@ from typing import Callable
 
 from streams import kafka, routing, validation
 from streams.deadletter import dead_letter_record
-from streams.events import Causation, InboxEvent
-from streams.metrics import INBOX_SKIPPED
+from streams.events import MAX_AHEAD_MS, Causation, InboxEvent, too_far_ahead
+from streams.metrics import FUTURE_TIMES, INBOX_SKIPPED
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -122,6 +122,19 @@ class SourceEnds:
     async def close(self) -> None:
         if self.client is not None:
             await self.client.stop()
+
+
+def from_the_future(stage: str, event: InboxEvent, now_ms: int) -> str | None:
+    """Why an inbox event read at ``now_ms`` cannot have been forwarded: its time, or a Tick's, lies more
+    than twice ``MAX_AHEAD_MS`` past the clock (the router clamps to once; the other once is for the clocks
+    of two hosts). The event time only grows, so one such record would expire every TTL and wait at once."""
+    latest = now_ms + 2 * MAX_AHEAD_MS
+    problem = too_far_ahead("the record's time", event.timestamp_ms, latest)
+    if problem is None and event.kind == "Tick" and event.record is not None:
+        problem = too_far_ahead("the Tick's timestamp", int(event.record.get("timestamp") or 0), latest)
+    if problem is not None:
+        FUTURE_TIMES.labels(stage, "refused").inc()
+    return problem
 
 
 async def inbox_incarnation(bootstrap: str, inbox: str) -> str:
