@@ -66,6 +66,25 @@ def decision_id(causation: Causation, index: int, subject: str = "") -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+MAX_AHEAD_MS = 60_000
+"""How far past the router's clock a source record's time may lie: a producer whose clock runs ahead (a node
+with a bad clock) gets its records' times clamped to it, so one record cannot move the aggregates' event time,
+and with it every Reservation TTL, gang wait and expiry, into the future. A minute is far more than clock skew
+under NTP and far less than the shortest wait a user sets (a gang's default wait is 600 s)."""
+
+
+def bounded_time(timestamp_ms: int, now_ms: int) -> int:
+    """A source record's time as the router forwards it: at most ``MAX_AHEAD_MS`` past its clock ``now_ms``."""
+    return min(timestamp_ms, now_ms + MAX_AHEAD_MS)
+
+
+def too_far_ahead(what: str, timestamp_ms: int, latest_ms: int) -> str | None:
+    """Why a time is refused: past ``latest_ms``, the latest one the reader allows. None when it is not."""
+    if timestamp_ms > latest_ms:
+        return f"{what} {timestamp_ms} lies {timestamp_ms - latest_ms} ms past the latest allowed ({latest_ms})"
+    return None
+
+
 DELETES = "deletes"
 """The one field of an output record that deletes an object: ``{DELETES: key}`` goes to the schema's topic
 as a tombstone (no value) under ``key``, as a controller deletes the objects it owns."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable
+from typing import Callable, Iterable
 
-from streams import kafka, routing, validation
+from streams import kafka, limits, routing, validation
 from streams.deadletter import dead_letter_record
-from streams.events import Causation, InboxEvent
-from streams.metrics import INBOX_SKIPPED
+from streams.domains import profile_domains
+from streams.events import MAX_AHEAD_MS, Causation, InboxEvent, too_far_ahead
+from streams.metrics import FUTURE_TIMES, INBOX_SKIPPED
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -122,6 +123,80 @@ class SourceEnds:
     async def close(self) -> None:
         if self.client is not None:
             await self.client.stop()
+
+
+class KnownDomains:
+    """The scheduling domains a scheduling-inbox record may create: ``default`` and the tree of every
+    ElasticQuotaProfile on the quotas topic (``streams.domains.profile_domains``). The domain router names
+    only the domains of profiles it has read, after they were written there, so a domain a fresh read of
+    the topic does not define cannot be real: one forged record cannot make a SchedulingDomain. The topic
+    (compacted, a few records) is read again only when a batch names a domain not known yet."""
+
+    def __init__(self, bootstrap: str, quotas_topic: str) -> None:
+        self.bootstrap, self.topic = bootstrap, quotas_topic
+        self.domains = {routing.DEFAULT_DOMAIN}
+
+    async def problems(self, domains: Iterable[str]) -> dict[str, str]:
+        """The reason each of ``domains`` is not one an ElasticQuotaProfile defines."""
+        unknown = set(domains) - self.domains
+        if unknown:
+            self.domains = profile_domains(await self._profiles())
+        return {domain: f"names the scheduling domain {domain!r}, which no ElasticQuotaProfile defines"
+                for domain in sorted(unknown - self.domains)}
+
+    async def _profiles(self) -> list[tuple[str, str | None, dict | None]]:
+        """(key, kind, record) of every record of the quotas topic the router would forward."""
+        found = []
+        for message in await _read_topic(self.bootstrap, self.topic):
+            key, problem = validation.text_key(message.key)
+            if problem or limits.too_big(message.value, message.key, message.headers):
+                continue
+            if message.value is None:
+                found.append((key, None, None))
+                continue
+            try:
+                kind, record = codec.decode(message.value)
+            except codec.CodecError:
+                continue
+            if not validation.problems("quotas", key, kind, record):
+                found.append((key, kind, record))
+        return found
+
+
+async def _read_topic(bootstrap: str, topic: str) -> list:
+    """Every record of ``topic`` up to its end offsets, in partition then offset order."""
+    from aiokafka.structs import TopicPartition
+
+    client = kafka.consumer(bootstrap, [], None, from_beginning=True)
+    await client.start()
+    try:
+        partitions = await kafka.partitions_for(client, topic)
+        ends = await kafka.end_offsets(client, [(topic, p) for p in partitions])
+        pending = {TopicPartition(topic, p) for p in partitions if ends[(topic, p)] > 0}
+        client.assign(sorted(pending))
+        if pending:
+            await client.seek_to_beginning(*pending)
+        records: dict[int, list] = {p: [] for p in partitions}
+        while pending:
+            for tp, messages in (await client.getmany(*pending, timeout_ms=200)).items():
+                records[tp.partition].extend(messages)
+            pending = {tp for tp in pending if await client.position(tp) < ends[(topic, tp.partition)]}
+        return [record for p in partitions for record in records[p]]
+    finally:
+        await client.stop()
+
+
+def from_the_future(stage: str, event: InboxEvent, now_ms: int) -> str | None:
+    """Why an inbox event read at ``now_ms`` cannot have been forwarded: its time, or a Tick's, lies more
+    than twice ``MAX_AHEAD_MS`` past the clock (the router clamps to once; the other once is for the clocks
+    of two hosts). The event time only grows, so one such record would expire every TTL and wait at once."""
+    latest = now_ms + 2 * MAX_AHEAD_MS
+    problem = too_far_ahead("the record's time", event.timestamp_ms, latest)
+    if problem is None and event.kind == "Tick" and event.record is not None:
+        problem = too_far_ahead("the Tick's timestamp", int(event.record.get("timestamp") or 0), latest)
+    if problem is not None:
+        FUTURE_TIMES.labels(stage, "refused").inc()
+    return problem
 
 
 async def inbox_incarnation(bootstrap: str, inbox: str) -> str:

@@ -20,6 +20,7 @@ from streams.deadletter import DEAD_LETTERS
 from streams.settings import Settings
 
 __all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "NODE_USAGE", "QUOTA", "CONSUMER_LAG",
+           "FUTURE_TIMES",
            "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "PLUGIN_RUNS", "PLUGIN_SECONDS", "PLUGIN_STATS_INTERVAL_S",
            "export_plugin_stats"]
 
@@ -50,6 +51,10 @@ PLUGIN_STATS_INTERVAL_S = 5.0
 INBOX_SKIPPED = Counter(
     "koord_inbox_skipped", "Inbox records the consumer passed over within one consumer generation: each is "
     "processed late, out of inbox order, so this worker's decisions may differ from replay's", ["aggregate"])
+FUTURE_TIMES = Counter(
+    "koord_future_times", "Record times more than streams.events.MAX_AHEAD_MS past the reader's clock: clamped "
+    "(the router forwards the record at its clock plus that limit) or refused (dead-lettered)",
+    ["stage", "action"])
 CONSUMER_LAG = Gauge(
     "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
     ["consumer", "topic", "partition"])

@@ -1,7 +1,8 @@
 """Router: forwards source events into the aggregates' inboxes.
 
 Each source record is decoded and checked once here; a good one is wrapped
-unchanged in an InboxEvent (with its topic, partition, offset and timestamp)
+unchanged in an InboxEvent (with its topic, partition, offset and timestamp,
+the latter at most ``streams.events.MAX_AHEAD_MS`` past the router's clock)
 and sent to every inbox that needs it (``streams.routing``); a bad one goes
 to the dead-letter topic with its reason (one over the record size limit,
 ``streams.limits``, too: forwarded in its envelope it would be too big to
@@ -24,6 +25,7 @@ only what no ``read_committed`` reader saw.
 from __future__ import annotations
 
 import logging
+import time
 
 import faust
 
@@ -32,6 +34,8 @@ from streams.agents.deadletters import send_dead_letter
 from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
+from streams.events import MAX_AHEAD_MS, bounded_time, too_far_ahead
+from streams.metrics import FUTURE_TIMES
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -54,12 +58,12 @@ def register(app: faust.App, topology: Topology) -> None:
                 await _forward(events)
 
     async def _forward(events) -> None:
-        pending = []
+        pending, now_ms = [], int(time.time() * 1000)
         for event in events:
             message = event.message
             source_id = ids[message.topic]
             try:
-                key, kind, record, reason = _check(source_id, message)
+                key, kind, record, reason = _check(source_id, message, now_ms)
                 targets = [] if reason else routing.routes(source_id, key, kind, record, partitions)
             except Exception as error:
                 log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,
@@ -68,9 +72,15 @@ def register(app: faust.App, topology: Topology) -> None:
             if reason is not None:
                 await send_dead_letter(batches, dead_letters, STAGE, message, reason)
                 continue
+            timestamp_ms = int(message.timestamp * 1000)
+            forwarded_ms = bounded_time(timestamp_ms, now_ms)
+            if forwarded_ms < timestamp_ms:
+                FUTURE_TIMES.labels(STAGE, "clamped").inc()
+                log.warning("%s[%d]@%d is timed %d ms ahead of the router's clock; forwarded at %d ms ahead",
+                            message.topic, message.partition, message.offset, timestamp_ms - now_ms, MAX_AHEAD_MS)
             envelope = codec.encode("InboxEvent", {
                 "sourceTopic": message.topic, "sourcePartition": message.partition,
-                "sourceOffset": message.offset, "timestamp": int(message.timestamp * 1000),
+                "sourceOffset": message.offset, "timestamp": forwarded_ms,
                 "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
             })
             for target in targets:
@@ -85,8 +95,9 @@ def _asks_ack(headers) -> bool:
     return any(name == routing.ACK_HEADER for name, _ in items)
 
 
-def _check(source_id: str, message) -> tuple[str | None, str | None, dict | None, str | None]:
-    """(key, kind, record, None) of a good source record, or a reason as the last item."""
+def _check(source_id: str, message, now_ms: int) -> tuple[str | None, str | None, dict | None, str | None]:
+    """(key, kind, record, None) of a good source record, or a reason as the last item; a Tick is the time
+    itself, so one past the router's clock ``now_ms`` by more than ``MAX_AHEAD_MS`` is refused, not clamped."""
     key, problem = validation.text_key(message.key)
     problem = problem or limits.too_big(message.value, message.key, message.headers)
     if problem:
@@ -98,4 +109,9 @@ def _check(source_id: str, message) -> tuple[str | None, str | None, dict | None
     except codec.CodecError as error:
         return key, None, None, f"undecodable record: {error}"
     found = validation.problems(source_id, key, kind, record)
+    if not found and kind == "Tick":
+        ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
+        if ahead:
+            FUTURE_TIMES.labels(STAGE, "refused").inc()
+            found = [ahead]
     return key, kind, record, "; ".join(found) if found else None

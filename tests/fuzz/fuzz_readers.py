@@ -1,8 +1,9 @@
 """Coverage-guided fuzzing (atheris) of the readers of hostile bytes, beside the property tests.
 
 Run by hand, not by pytest: ``.venv/bin/python tests/fuzz/fuzz_readers.py -runs=100000``. Each input is
-split by its first byte into one reader: the codec, the manifest reader, the inbox reader. Any exception
-other than the reader's own refusal is a crash that atheris reports with the input that caused it.
+split by its first byte into one reader: the codec, the manifest reader, the inbox reader (and, for a
+record it reads, the clock check: a time past the bound is always refused). Any exception other than the
+reader's own refusal is a crash that atheris reports with the input that caused it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 with atheris.instrument_imports():
-    from streams.inbox import InboxReader, Rejected
+    from streams.events import MAX_AHEAD_MS
+    from streams.inbox import InboxReader, Rejected, from_the_future
     from streams.objects import ManifestError, load_and_validate
     from streams.schemas import codec
     from streams.topology import load_topology
 
 READER = InboxReader.of(load_topology(), "inbox-scheduling")
+NOW_MS = 1_700_000_000_000
 
 
 def one_input(data: bytes) -> None:
@@ -43,9 +46,12 @@ def one_input(data: bytes) -> None:
         message = types.SimpleNamespace(topic="koord.inbox.scheduling", partition=0, offset=0,
                                         key=body[1:1 + split] or None, value=body[1 + split:])
         try:
-            READER.read(message)
+            _, event = READER.read(message)
         except Rejected:
-            pass
+            return
+        refused = from_the_future("fuzz", event, NOW_MS)
+        if event.timestamp_ms > NOW_MS + 2 * MAX_AHEAD_MS and refused is None:
+            raise AssertionError(f"a record timed {event.timestamp_ms} was not refused at {NOW_MS}")
 
 
 if __name__ == "__main__":

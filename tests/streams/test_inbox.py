@@ -118,3 +118,40 @@ def test_a_failing_handler_dead_letters_its_event_and_returns():
     assert record["reason"] == "the scheduling aggregate failed on this event: KeyError: 'missing'"
     assert (record["sourceTopic"], record["sourceOffset"]) == (SCHEDULING_INBOX, event.causation.inbox_offset)
     assert handle_guarded("scheduling", event, lambda e: [("X", {})]) == [("X", {})]
+
+
+# -- event time: a record's time cannot lie far ahead of the clock ----------------------------------
+
+def _timed(timestamp_ms: int, kind: str = "Pod", record: dict | None = None):
+    from streams.events import Causation, InboxEvent
+
+    return InboxEvent(Causation("koord.inbox.scheduling", 0, 0, "koord.pods", 0, 0), timestamp_ms, "a", kind, record)
+
+
+def test_a_record_timed_a_month_ahead_is_refused_and_counted():
+    from streams.events import MAX_AHEAD_MS
+    from streams.inbox import from_the_future
+    from streams.metrics import FUTURE_TIMES
+
+    now = 1_700_000_000_000
+    before = FUTURE_TIMES.labels("test-future", "refused")._value.get()
+    assert from_the_future("test-future", _timed(now + 2 * MAX_AHEAD_MS), now) is None
+    assert from_the_future("test-future", _timed(now - 10**9), now) is None
+    assert "ms past the latest allowed" in from_the_future("test-future", _timed(now + 30 * 86_400_000), now)
+    assert FUTURE_TIMES.labels("test-future", "refused")._value.get() - before == 1
+
+
+def test_a_tick_whose_timestamp_lies_a_month_ahead_is_refused():
+    from streams.inbox import from_the_future
+
+    now = 1_700_000_000_000
+    assert from_the_future("test-future", _timed(now, "Tick", {"timestamp": now}), now) is None
+    ahead = _timed(now, "Tick", {"timestamp": now + 86_400_000})
+    assert "the Tick's timestamp" in from_the_future("test-future", ahead, now)
+
+
+def test_the_router_forwards_a_time_at_most_max_ahead_past_its_clock():
+    from streams.events import MAX_AHEAD_MS, bounded_time
+
+    assert bounded_time(1_000, 5_000) == 1_000
+    assert bounded_time(5_000 + 30 * 86_400_000, 5_000) == 5_000 + MAX_AHEAD_MS
