@@ -54,8 +54,11 @@ class InboxReader:
                    {topology.name(source): topology.spec(source).partitions for source in routing.KIND_BY_SOURCE},
                    incarnation)
 
-    def read(self, message) -> tuple[str, InboxEvent]:
-        """(inbox key, event) of a consumer record of the inbox."""
+    def read(self, message, written_ms: int | None = None) -> tuple[str, InboxEvent]:
+        """(inbox key, event) of a consumer record of the inbox. ``written_ms``: the record's own Kafka
+        timestamp in milliseconds, when its writer sent it (default ``message.timestamp``, as an aiokafka
+        ``ConsumerRecord`` has it; Faust's messages carry seconds). The event's time is checked against it
+        (``from_the_future``), not against a clock, so a replay of the inbox refuses what the aggregate did."""
         inbox_key, problem = validation.text_key(message.key, "inbox record")
         if problem:
             raise Rejected(problem)
@@ -88,7 +91,11 @@ class InboxReader:
             raise Rejected("; ".join(found))
         cause = Causation(message.topic, message.partition, message.offset, source_topic, partition, offset,
                           self.incarnation)
-        return inbox_key, InboxEvent(cause, envelope["timestamp"], key, kind, record, envelope["ack"])
+        event = InboxEvent(cause, envelope["timestamp"], key, kind, record, envelope["ack"])
+        future = from_the_future(self.inbox_id, event, message.timestamp if written_ms is None else written_ms)
+        if future:
+            raise Rejected(future)
+        return inbox_key, event
 
 
 class SourceEnds:
@@ -186,11 +193,12 @@ async def _read_topic(bootstrap: str, topic: str) -> list:
         await client.stop()
 
 
-def from_the_future(stage: str, event: InboxEvent, now_ms: int) -> str | None:
-    """Why an inbox event read at ``now_ms`` cannot have been forwarded: its time, or a Tick's, lies more
-    than twice ``MAX_AHEAD_MS`` past the clock (the router clamps to once; the other once is for the clocks
-    of two hosts). The event time only grows, so one such record would expire every TTL and wait at once."""
-    latest = now_ms + 2 * MAX_AHEAD_MS
+def from_the_future(stage: str, event: InboxEvent, written_ms: int) -> str | None:
+    """Why an inbox event whose record was written at ``written_ms`` cannot have been forwarded: its time, or
+    a Tick's, lies more than twice ``MAX_AHEAD_MS`` past that (the router clamps to once past its clock and
+    writes at its clock; the other once is for the clocks of two hosts). The event time only grows, so one
+    such record would expire every TTL and wait at once."""
+    latest = written_ms + 2 * MAX_AHEAD_MS
     problem = too_far_ahead("the record's time", event.timestamp_ms, latest)
     if problem is None and event.kind == "Tick" and event.record is not None:
         problem = too_far_ahead("the Tick's timestamp", int(event.record.get("timestamp") or 0), latest)

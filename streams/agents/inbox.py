@@ -8,12 +8,11 @@ a table write goes with, and forgetting the in-memory cores of partitions that m
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import AsyncIterator, Callable, Hashable, Iterator
 
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import make_current, mark_acked
-from streams.inbox import DeliveryOrder, InboxReader, Rejected, SourceEnds, from_the_future, inbox_incarnation
+from streams.inbox import DeliveryOrder, InboxReader, Rejected, SourceEnds, inbox_incarnation
 from streams.topology import Topology
 
 
@@ -61,8 +60,8 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
     """Yield batches of (record key, event, Faust event) for the good records of ``inbox_id``'s stream;
     a batch is acknowledged once the consumer has processed it, and only then, inside
     ``batches.scope`` (a ``streams.agents.transactions.Batches``). Every other record is dead-lettered:
-    read by an :class:`InboxReader` of the inbox's incarnation and checked against the clock
-    (``from_the_future``) and :class:`SourceEnds`."""
+    read by an :class:`InboxReader` of the inbox's incarnation (which also refuses an event timed too far past
+    its record's own timestamp) and checked against :class:`SourceEnds`."""
     bootstrap = bootstrap_of(app)
     reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap, topology.name(inbox_id)))
     ends = SourceEnds(bootstrap, lambda topic, partition: consumer_highwater(app, topic, partition))
@@ -70,20 +69,16 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
     try:
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
             async with batches.scope(events):
-                read, now_ms = [], int(time.time() * 1000)
+                read = []
                 for faust_event in events:
                     message = faust_event.message
                     order.check(message)
                     try:
-                        inbox_key, event = reader.read(message)
+                        inbox_key, event = reader.read(message, written_ms=int(message.timestamp * 1000))
                     except Rejected as error:
                         await send_dead_letter(batches, dead_letters, stage, message, str(error))
                         continue
-                    problem = from_the_future(stage, event, now_ms)
-                    if problem is None:
-                        read.append((inbox_key, event, faust_event))
-                    else:
-                        await send_dead_letter(batches, dead_letters, stage, message, problem)
+                    read.append((inbox_key, event, faust_event))
                 batch = []
                 for item, problem in zip(read, await ends.problems([event for _, event, _ in read])):
                     if problem is None:

@@ -9,6 +9,7 @@ does. Tests talk to it through the ``koord`` CLI.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -17,6 +18,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -75,7 +77,22 @@ class Cluster:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory, broker_kind) -> Cluster:
-    home = tmp_path_factory.mktemp(f"koord-home-{broker_kind}")
+    """The session's cluster, shared by the integration tests of one broker kind; ``test_replay`` audits
+    everything they did to it."""
+    with _running_cluster(tmp_path_factory.mktemp(f"koord-home-{broker_kind}"), broker_kind) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory, broker_kind) -> Cluster:
+    """A cluster of the module's own, for tests that write what no pipeline would (forged inbox records,
+    huge nodes): on the shared one they would change other tests' placements and the session's replay."""
+    with _running_cluster(tmp_path_factory.mktemp(f"own-home-{broker_kind}"), broker_kind) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def _running_cluster(home: Path, broker_kind: str) -> Iterator[Cluster]:
     topology = load_topology()
     broker = start_broker(broker_kind, home, topology)
     env = {**broker.env(), "KOORD_HOME": str(home), "KOORD_DATABASE_URL": f"sqlite:///{home / 'readmodel.sqlite'}"}

@@ -17,6 +17,14 @@ from streams.schemas import codec
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture(scope="module")
+def cluster(own_cluster):
+    """A cluster of this module's own (``own_cluster``): what these tests write would change the shared one's
+    placements and its session replay."""
+    return own_cluster
+
+
 DOMAIN = "forged-tree"
 
 

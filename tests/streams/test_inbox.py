@@ -9,7 +9,7 @@ import types
 import pytest
 
 from streams import validation
-from streams.events import decision_id
+from streams.events import MAX_AHEAD_MS, decision_id
 from streams.inbox import DeliveryOrder, InboxReader, Rejected, handle_guarded
 from streams.metrics import INBOX_SKIPPED
 from streams.schemas import codec
@@ -155,3 +155,13 @@ def test_the_router_forwards_a_time_at_most_max_ahead_past_its_clock():
 
     assert bounded_time(1_000, 5_000) == 1_000
     assert bounded_time(5_000 + 30 * 86_400_000, 5_000) == 5_000 + MAX_AHEAD_MS
+
+
+def test_an_event_timed_far_past_its_own_record_is_refused_by_the_reader_live_and_in_replay():
+    """The bound is the inbox record's own timestamp, which the topic keeps, not a clock: the worker and a
+    replay of the same inbox refuse the same records."""
+    written = codec.decode(_forged().value)[1]["timestamp"]
+    with pytest.raises(Rejected, match="past the latest allowed"):
+        SCHEDULING.read(_forged(timestamp=written + 86_400_000))
+    assert SCHEDULING.read(_forged(timestamp=written + MAX_AHEAD_MS))[1].timestamp_ms == written + MAX_AHEAD_MS
+    assert SCHEDULING.read(_forged(timestamp=written + 86_400_000), written_ms=written + 86_400_000)[1]

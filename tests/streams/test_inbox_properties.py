@@ -33,7 +33,8 @@ ENVELOPES = st.builds(
 
 
 def _read(inbox_id: str, partition: int, key: bytes | None, value: bytes | None) -> InboxEvent | None:
-    message = types.SimpleNamespace(topic=TOPOLOGY.name(inbox_id), partition=partition, offset=7, key=key, value=value)
+    message = types.SimpleNamespace(topic=TOPOLOGY.name(inbox_id), partition=partition, offset=7, key=key, value=value,
+                                    timestamp=2**62)
     try:
         inbox_key, event = InboxReader.of(TOPOLOGY, inbox_id).read(message)
     except Rejected as rejection:

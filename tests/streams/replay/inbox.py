@@ -73,5 +73,5 @@ def records(inbox: str, inbox_key: str | None, *manifests: str, partition: int =
                     "payload": codec.encode(record.schema, record.record), "ack": False}
         out.append(types.SimpleNamespace(
             topic=inbox, partition=partition, offset=start_offset + index, key=(inbox_key or record.key).encode(),
-            value=codec.encode("InboxEvent", envelope)))
+            value=codec.encode("InboxEvent", envelope), timestamp=envelope["timestamp"]))
     return out

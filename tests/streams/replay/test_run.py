@@ -71,7 +71,8 @@ def test_only_the_asked_domain_is_replayed():
 
 def test_an_undecodable_record_is_reported_and_skipped():
     good = records(SCHEDULING_INBOX, "default", node("n1"))[0]
-    bad = types.SimpleNamespace(topic=SCHEDULING_INBOX, partition=0, offset=1, key=b"default", value=b"junk")
+    bad = types.SimpleNamespace(topic=SCHEDULING_INBOX, partition=0, offset=1, key=b"default", value=b"junk",
+                                timestamp=0)
     events, undecodable = run.decode([good, bad], READERS[SCHEDULING_INBOX])
     assert [e.kind for _, e in events] == ["Node"]
     assert [(u.partition, u.offset) for u in undecodable] == [(0, 1)]
