@@ -27,3 +27,16 @@ status:
   capacity: {{cpu: "{cpu}", memory: {memory}, pods: "110"}}
   allocatable: {{cpu: "{cpu}", memory: {memory}, pods: "110"}}
 """
+
+
+def scenario_node(name: str, scenario: str, cpu: str, memory: str, pods: str = "110") -> str:
+    """A Node of one scenario: labelled and tainted with it, so that only that scenario's pods, which tolerate
+    the taint, land on it in the shared cluster."""
+    resources = f'{{cpu: "{cpu}", memory: {memory}, pods: "{pods}"}}'
+    return f"""\
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {{e2e-scenario: {scenario}}}}}
+spec: {{taints: [{{key: e2e-scenario, value: {scenario}, effect: NoSchedule}}]}}
+status: {{capacity: {resources}, allocatable: {resources}}}
+"""

@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from tests.integration.manifests import scenario_node
+
 pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 SCENARIO = "deschedule"
@@ -38,14 +40,7 @@ profiles:
 
 
 def node(name: str) -> str:
-    resources = '{cpu: "8", memory: 32Gi, pods: "110"}'
-    return f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{e2e-scenario: {SCENARIO}}}}}
-spec: {{taints: [{{key: e2e-scenario, value: {SCENARIO}, effect: NoSchedule}}]}}
-status: {{capacity: {resources}, allocatable: {resources}}}
-"""
+    return scenario_node(name, SCENARIO, cpu="8", memory="32Gi")
 
 
 def pod(name: str, node_name: str) -> str:

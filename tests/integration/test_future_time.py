@@ -14,6 +14,7 @@ from streams import kafka
 from streams.objects.documents import load_documents
 from streams.objects.records import to_record
 from streams.schemas import codec
+from tests.integration.manifests import scenario_node
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +31,7 @@ AHEAD_MS = 50 * 60 * 1000
 
 
 def node(name: str) -> str:
-    resources = '{cpu: "4", memory: 16Gi, pods: "110"}'
-    return f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{e2e-scenario: {SCENARIO}}}}}
-spec: {{taints: [{{key: e2e-scenario, value: {SCENARIO}, effect: NoSchedule}}]}}
-status: {{capacity: {resources}, allocatable: {resources}}}
-"""
+    return scenario_node(name, SCENARIO, cpu="4", memory="16Gi")
 
 
 RESERVATION = f"""\

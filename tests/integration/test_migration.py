@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from tests.integration.manifests import scenario_node
+
 pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 SCENARIO = "migrate"
@@ -33,14 +35,7 @@ profiles:
 
 
 def node(name: str) -> str:
-    resources = '{cpu: "64", memory: 256Gi, pods: "200"}'
-    return f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{e2e-scenario: {SCENARIO}}}}}
-spec: {{taints: [{{key: e2e-scenario, value: {SCENARIO}, effect: NoSchedule}}]}}
-status: {{capacity: {resources}, allocatable: {resources}}}
-"""
+    return scenario_node(name, SCENARIO, cpu="64", memory="256Gi", pods="200")
 
 
 def pod(name: str, workload: str, node_name: str | None, phase: str | None = None) -> str:

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.integration.manifests import scenario_node
+
 pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NAMESPACE = "e2e-reserve"
@@ -17,14 +19,7 @@ SCENARIO = "reserve"
 
 
 def node(name: str) -> str:
-    resources = '{cpu: "4", memory: 16Gi, pods: "110"}'
-    return f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{e2e-scenario: {SCENARIO}}}}}
-spec: {{taints: [{{key: e2e-scenario, value: {SCENARIO}, effect: NoSchedule}}]}}
-status: {{capacity: {resources}, allocatable: {resources}}}
-"""
+    return scenario_node(name, SCENARIO, cpu="4", memory="16Gi")
 
 
 RESERVATION = f"""\

@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from tests.integration.manifests import scenario_node
+
 pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 
 NAMESPACE = "e2e-pinned"
@@ -16,14 +18,7 @@ NODE = "pinned-a"
 
 
 def node(name: str) -> str:
-    resources = '{cpu: "4", memory: 16Gi, pods: "110"}'
-    return f"""\
-apiVersion: v1
-kind: Node
-metadata: {{name: {name}, labels: {{e2e-scenario: {SCENARIO}}}}}
-spec: {{taints: [{{key: e2e-scenario, value: {SCENARIO}, effect: NoSchedule}}]}}
-status: {{capacity: {resources}, allocatable: {resources}}}
-"""
+    return scenario_node(name, SCENARIO, cpu="4", memory="16Gi")
 
 
 def pinned(name: str, node_name: str, cpu: str) -> str:
