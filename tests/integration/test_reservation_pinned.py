@@ -51,11 +51,16 @@ spec:
 """
 
 
-def status_of(cluster, name: str, phase: str, timeout: float = 30) -> dict:
+def status_of(cluster, name: str, phase: str, message: str = "", timeout: float = 30) -> dict:
+    """The reservation's status once it shows ``phase`` (Pending: with a condition whose message holds
+    ``message``). A reserve pod attempted before its node arrived is Pending for want of nodes until the
+    node's event retries it, so a Pending reservation is waited for with the Filter's reason, not taken at once."""
     deadline, status = time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         status = cluster.koord_json("get", "reservations", name).get("status") or {}
-        if status.get("phase") == phase and (phase != "Pending" or status.get("conditions")):
+        conditions = status.get("conditions") or []
+        explained = bool(conditions) and message in conditions[0].get("message", "")
+        if status.get("phase") == phase and (phase != "Pending" or explained):
             return status
         time.sleep(0.3)
     return status
@@ -67,10 +72,10 @@ def test_pinned_reservations_that_do_not_fit_or_name_no_node_stay_pending_and_ho
         pinned("pinned-fits", NODE, "1")]))
     fits = status_of(cluster, "pinned-fits", "Available")
     assert (fits.get("phase"), fits.get("nodeName")) == ("Available", NODE), fits
-    huge = status_of(cluster, "pinned-huge", "Pending")
+    huge = status_of(cluster, "pinned-huge", "Pending", "Insufficient cpu")
     assert huge["phase"] == "Pending" and not huge.get("nodeName"), huge
     assert "Insufficient cpu" in huge["conditions"][0]["message"], huge
-    ghost = status_of(cluster, "pinned-ghost", "Pending")
+    ghost = status_of(cluster, "pinned-ghost", "Pending", "didn't match the requested node name")
     assert ghost["phase"] == "Pending" and not ghost.get("nodeName"), ghost
     assert "didn't match the requested node name" in ghost["conditions"][0]["message"], ghost
     cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=POD)
