@@ -7,7 +7,6 @@ import pytest
 
 from streams.quotas import DEFAULT
 from streams.scheduler.framework import CycleState
-from streams.scheduler.plugins.elasticquota import objects
 from streams.scheduler.plugins.elasticquota.plugin import NAME, check_non_preemptible, check_parent, check_quota
 from streams.scheduler.state import PodChanged
 from tests.streams.scheduler.support import (
