@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Callable, Iterable
+from typing import Callable
 
-from streams import kafka, limits, routing, validation
+from streams import kafka, routing, validation
 from streams.deadletter import dead_letter_record
-from streams.domains import profile_domains
 from streams.events import MAX_AHEAD_MS, Causation, InboxEvent, too_far_ahead
 from streams.metrics import FUTURE_TIMES, INBOX_SKIPPED
 from streams.schemas import codec
+from streams.signing import Signer
 from streams.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -30,10 +30,14 @@ class Rejected(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class InboxReader:
-    """Reads one aggregate's inbox records back into events, checking each as the router checks a source
-    record (``streams.validation``) and that it is one the router would have written: its source topic,
-    partition and route. Nothing read is trusted for who wrote it (anyone with write access to the inbox
-    could forge a record); a record that fails raises :class:`Rejected`.
+    """Reads one aggregate's inbox records back into events, checking that each is one the router wrote: signed
+    with the deployment's record key (``streams.signing``; without a ``signer``, as a replay of a recording
+    from another home reads, unverified), then as the router checks a source record (``streams.validation``),
+    and its source topic, partition and route. A record that fails raises :class:`Rejected`.
+
+    The signature is what makes a forward's claims safe to act on: its source offset moves the aggregate's
+    dedupe (the highest source offset seen per source partition), so one forged claim below a partition's
+    end would skip every record of it not yet forwarded; its domain makes a scheduling domain.
 
     ``incarnation`` is the inbox topic's incarnation token, carried into every event's causation and so
     into every decision id."""
@@ -46,13 +50,14 @@ class InboxReader:
     source_partitions: dict[str, int]
     """Source topic name -> partition count."""
     incarnation: str = ""
+    signer: Signer | None = None
 
     @classmethod
-    def of(cls, topology: Topology, inbox_id: str, incarnation: str = "") -> "InboxReader":
+    def of(cls, topology: Topology, inbox_id: str, incarnation: str = "", signer: Signer | None = None) -> "InboxReader":
         return cls(inbox_id, {name: topic_id for topic_id, name in topology.names().items()},
                    {inbox: topology.spec(inbox).partitions for inbox in routing.INBOXES},
                    {topology.name(source): topology.spec(source).partitions for source in routing.KIND_BY_SOURCE},
-                   incarnation)
+                   incarnation, signer)
 
     def read(self, message, written_ms: int | None = None) -> tuple[str, InboxEvent]:
         """(inbox key, event) of a consumer record of the inbox. ``written_ms``: the record's own Kafka
@@ -62,6 +67,10 @@ class InboxReader:
         inbox_key, problem = validation.text_key(message.key, "inbox record")
         if problem:
             raise Rejected(problem)
+        if self.signer is not None:
+            problem = self.signer.problem(self.inbox_id, message.key, message.value, message.headers)
+            if problem:
+                raise Rejected(problem)
         try:
             name, envelope = codec.decode(message.value)
         except codec.CodecError as error:
@@ -96,101 +105,6 @@ class InboxReader:
         if future:
             raise Rejected(future)
         return inbox_key, event
-
-
-class SourceEnds:
-    """The end offset of every source partition, as far as an aggregate knows it: a claimed source offset
-    at or past it cannot be real (``validation.beyond_end``), so one forged record cannot move the
-    aggregates' dedupe (the highest source offset seen per source partition) past records still to come.
-
-    First from ``local`` (the high watermark this worker's own consumer has for the partition, known when
-    its router reads it: it read every record it forwarded, so that bound costs nothing), then from what
-    was last asked of the broker, and only for a claim past both from the broker, once per batch."""
-
-    def __init__(self, bootstrap: str, local: Callable[[str, int], int | None] = lambda topic, partition: None) -> None:
-        self.bootstrap, self.local = bootstrap, local
-        self.ends: dict[tuple[str, int], int] = {}
-        self.client = None
-
-    def known(self, topic: str, partition: int) -> int:
-        return max(self.ends.get((topic, partition), 0), self.local(topic, partition) or 0)
-
-    async def problems(self, events: list[InboxEvent]) -> list[str | None]:
-        claims = [(e.causation.source_topic, e.causation.source_partition, e.causation.source_offset) for e in events]
-        stale = sorted({(topic, partition) for topic, partition, offset in claims
-                        if offset >= self.known(topic, partition)})
-        if stale:
-            if self.client is None:
-                self.client = kafka.consumer(self.bootstrap, [], None, from_beginning=True)
-                await self.client.start()
-            self.ends.update(await kafka.end_offsets(self.client, stale))
-        return [validation.beyond_end(topic, partition, offset, self.known(topic, partition))
-                for topic, partition, offset in claims]
-
-    async def close(self) -> None:
-        if self.client is not None:
-            await self.client.stop()
-
-
-class KnownDomains:
-    """The scheduling domains a scheduling-inbox record may create: ``default`` and the tree of every
-    ElasticQuotaProfile on the quotas topic (``streams.domains.profile_domains``). The domain router names
-    only the domains of profiles it has read, after they were written there, so a domain a fresh read of
-    the topic does not define cannot be real: one forged record cannot make a SchedulingDomain. The topic
-    (compacted, a few records) is read again only when a batch names a domain not known yet."""
-
-    def __init__(self, bootstrap: str, quotas_topic: str) -> None:
-        self.bootstrap, self.topic = bootstrap, quotas_topic
-        self.domains = {routing.DEFAULT_DOMAIN}
-
-    async def problems(self, domains: Iterable[str]) -> dict[str, str]:
-        """The reason each of ``domains`` is not one an ElasticQuotaProfile defines."""
-        unknown = set(domains) - self.domains
-        if unknown:
-            self.domains = profile_domains(await self._profiles())
-        return {domain: f"names the scheduling domain {domain!r}, which no ElasticQuotaProfile defines"
-                for domain in sorted(unknown - self.domains)}
-
-    async def _profiles(self) -> list[tuple[str, str | None, dict | None]]:
-        """(key, kind, record) of every record of the quotas topic the router would forward."""
-        found = []
-        for message in await _read_topic(self.bootstrap, self.topic):
-            key, problem = validation.text_key(message.key)
-            if problem or limits.too_big(message.value, message.key, message.headers):
-                continue
-            if message.value is None:
-                found.append((key, None, None))
-                continue
-            try:
-                kind, record = codec.decode(message.value)
-            except codec.CodecError:
-                continue
-            if not validation.problems("quotas", key, kind, record):
-                found.append((key, kind, record))
-        return found
-
-
-async def _read_topic(bootstrap: str, topic: str) -> list:
-    """Every record of ``topic`` up to its end offsets, in partition then offset order."""
-    from aiokafka.structs import TopicPartition
-
-    client = kafka.consumer(bootstrap, [], None, from_beginning=True)
-    await client.start()
-    try:
-        partitions = await kafka.partitions_for(client, topic)
-        ends = await kafka.end_offsets(client, [(topic, p) for p in partitions])
-        pending = {TopicPartition(topic, p) for p in partitions if ends[(topic, p)] > 0}
-        client.assign(sorted(pending))
-        if pending:
-            await client.seek_to_beginning(*pending)
-        records: dict[int, list] = {p: [] for p in partitions}
-        while pending:
-            for tp, messages in (await client.getmany(*pending, timeout_ms=200)).items():
-                records[tp.partition].extend(messages)
-            pending = {tp for tp in pending if await client.position(tp) < ends[(topic, tp.partition)]}
-        return [record for p in partitions for record in records[p]]
-    finally:
-        await client.stop()
 
 
 def from_the_future(stage: str, event: InboxEvent, written_ms: int) -> str | None:

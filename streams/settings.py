@@ -174,6 +174,11 @@ class Settings:
     """``KOORD_ACTUATION_KEY``: the shared HMAC key Actuation records are signed with by the worker and
     verified with by the node agents (``streams.actuation``). Unset: actuations are not signed."""
 
+    record_key: Secret | None = dataclasses.field(default=None, metadata=from_env("KOORD_RECORD_KEY"))
+    """``KOORD_RECORD_KEY``: the shared HMAC key the pipeline signs its inbox records and decisions with and
+    verifies them with (``streams.signing``). Unset: the key in ``KOORD_HOME/record.key``, created by the
+    first worker of the home; workers on several hosts must share one ``KOORD_RECORD_KEY``."""
+
     metrics_per_node: str = dataclasses.field(default="1", metadata=from_env("KOORD_METRICS_PER_NODE"))
     """``KOORD_METRICS_PER_NODE``: ``0`` drops the per-node Prometheus series (allocatable, usage), whose
     count grows with the fleet; anything else keeps them (``streams.metrics.PER_NODE_ENABLED``)."""

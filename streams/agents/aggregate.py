@@ -23,12 +23,11 @@ would have none of the batch's changes to write.
 from __future__ import annotations
 
 import dataclasses
-from typing import Awaitable, Callable, Generic, Hashable, Iterable, NamedTuple, Sequence, TypeVar
+from typing import Callable, Generic, Hashable, Iterable, NamedTuple, Sequence, TypeVar
 
 import faust
 
-from streams.agents.deadletters import send_dead_letter
-from streams.agents.inbox import bootstrap_of, inbox_batches, write_as
+from streams.agents.inbox import inbox_batches, write_as
 from streams.agents.journal import Keys
 from streams.agents.outputs import send_outputs
 from streams.agents.states import JournaledStates
@@ -38,6 +37,7 @@ from streams.events import InboxEvent
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, export_plugin_stats
 from streams.outputs import OUTPUT_TOPICS
 from streams.pluginstats import PluginStats
+from streams.signing import signer
 from streams.topology import Topology
 
 K = TypeVar("K", bound=Hashable)
@@ -83,10 +83,6 @@ class Aggregate(Generic[K, S]):
     """Whether the table's values are raw bytes (else JSON)."""
     stats: Callable[[S], Iterable[PluginStats]] = lambda core: ()
     """The plugin counts a core keeps, exported every ``PLUGIN_STATS_INTERVAL_S``."""
-    new_keys: Callable[[str, Topology], Callable[[set[K]], Awaitable[dict[K, str]]]] | None = None
-    """From the bootstrap servers and the topology, the check of keys that have no core yet: the reason each
-    may not get one, its events then dead letters (a record cannot make a core the pipeline never would).
-    None: any key may."""
 
 
 def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate) -> JournaledStates:
@@ -106,30 +102,23 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
 
     @app.agent(raw_topic(app, inbox.name), name=aggregate.agent)
     async def run(stream):
-        new_keys = aggregate.new_keys(bootstrap_of(app), topology) if aggregate.new_keys else None
+        sign = signer()
         async for batch in inbox_batches(app, topology, aggregate.inbox, stream, outputs["DeadLetter"],
                                          aggregate.stage, batches):
             caused, touched, pending = [], {}, []
-            refused = {}
-            fresh = {key for key in (aggregate.core_of(record_key, event) for record_key, event, _ in batch)
-                     if not states.loaded(key)}
-            if new_keys is not None and fresh:
-                refused = {key: reason for key, reason in (await new_keys(fresh)).items() if not states.stored(key)}
             for record_key, event, faust_event in batch:
                 message = faust_event.message
                 key = aggregate.core_of(record_key, event)
-                if key in refused:
-                    await send_dead_letter(batches, outputs["DeadLetter"], aggregate.stage, message, refused[key])
-                    continue
                 core, journal = states.load(key)
                 handled = aggregate.step(core, event, message.value)
                 for forward_key, value in handled.forwards:
-                    pending.append(await batches.send(forward, forward_key, value, (message.topic, message.partition)))
+                    pending.append(await batches.send(forward, forward_key, value, (message.topic, message.partition),
+                                                      headers=[sign.header(aggregate.forward_to, forward_key, value)]))
                 caused.append((handled.event, handled.outputs))
                 touched[key] = (core, journal, faust_event)
             for future in pending:
                 await future
-            await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused)
+            await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused, sign)
             for core, journal, faust_event in touched.values():
                 write_as(faust_event)
                 journal.write(core.take_changes())

@@ -12,18 +12,9 @@ from typing import AsyncIterator, Callable, Hashable, Iterator
 
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import make_current, mark_acked
-from streams.inbox import DeliveryOrder, InboxReader, Rejected, SourceEnds, inbox_incarnation
+from streams.inbox import DeliveryOrder, InboxReader, Rejected, inbox_incarnation
+from streams.signing import signer
 from streams.topology import Topology
-
-
-def consumer_highwater(app, topic: str, partition: int) -> int | None:
-    """The high watermark this worker's consumer has for a partition it is assigned, else None."""
-    from faust.types import TP
-
-    try:
-        return app.consumer.highwater(TP(topic, partition))
-    except (AssertionError, AttributeError, KeyError):
-        return None
 
 
 def bootstrap_of(app) -> str:
@@ -60,35 +51,25 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
     """Yield batches of (record key, event, Faust event) for the good records of ``inbox_id``'s stream;
     a batch is acknowledged once the consumer has processed it, and only then, inside
     ``batches.scope`` (a ``streams.agents.transactions.Batches``). Every other record is dead-lettered:
-    read by an :class:`InboxReader` of the inbox's incarnation (which also refuses an event timed too far past
-    its record's own timestamp) and checked against :class:`SourceEnds`."""
-    bootstrap = bootstrap_of(app)
-    reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap, topology.name(inbox_id)))
-    ends = SourceEnds(bootstrap, lambda topic, partition: consumer_highwater(app, topic, partition))
+    read by an :class:`InboxReader` of the inbox's incarnation that verifies the records' signatures (and
+    refuses an event timed too far past its record's own timestamp)."""
+    reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap_of(app), topology.name(inbox_id)),
+                            signer())
     order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
-    try:
-        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
-            async with batches.scope(events):
-                read = []
-                for faust_event in events:
-                    message = faust_event.message
-                    order.check(message)
-                    try:
-                        inbox_key, event = reader.read(message, written_ms=int(message.timestamp * 1000))
-                    except Rejected as error:
-                        await send_dead_letter(batches, dead_letters, stage, message, str(error))
-                        continue
-                    read.append((inbox_key, event, faust_event))
-                batch = []
-                for item, problem in zip(read, await ends.problems([event for _, event, _ in read])):
-                    if problem is None:
-                        batch.append(item)
-                    else:
-                        await send_dead_letter(batches, dead_letters, stage, item[2].message, problem)
-                if batch:
-                    yield batch
-    finally:
-        await ends.close()
+    async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+        async with batches.scope(events):
+            batch = []
+            for faust_event in events:
+                message = faust_event.message
+                order.check(message)
+                try:
+                    inbox_key, event = reader.read(message, written_ms=int(message.timestamp * 1000))
+                except Rejected as error:
+                    await send_dead_letter(batches, dead_letters, stage, message, str(error))
+                    continue
+                batch.append((inbox_key, event, faust_event))
+            if batch:
+                yield batch
 
 
 def write_as(faust_event) -> None:

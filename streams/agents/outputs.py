@@ -18,26 +18,30 @@ import time
 from streams import deadletter
 from streams.events import DELETES, InboxEvent
 from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
-from streams.outputs import FORWARDED, ack, output_key
+from streams.outputs import FORWARDED, OUTPUT_TOPICS, ack, output_key
 from streams.routing import ACK_HEADERS
 from streams.schemas import codec
+from streams.signing import PIPELINE_SOURCES, Signer
 
 
 async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
-                       caused: list[tuple[InboxEvent, list[tuple[str, dict]]]]) -> None:
+                       caused: list[tuple[InboxEvent, list[tuple[str, dict]]]], signer: Signer | None = None) -> None:
     """Send every event's outputs (schema, record) to ``topics`` (schema -> Faust topic) through
     ``batches`` (a ``streams.agents.transactions.Batches``), each followed by the Ack of ``inbox``'s
-    aggregate when the event asked for one, and wait until all are delivered."""
+    aggregate when the event asked for one, and wait until all are delivered. With a ``signer``, an output
+    to a topic only the pipeline writes (``streams.signing.PIPELINE_SOURCES``) carries its signature."""
     pending, now = [], time.time()
     for event, outputs in caused:
         if event.ack:
             outputs = [*outputs, ack(inbox, event, outputs)]
         source = (event.causation.inbox_topic, event.causation.inbox_partition)
         for schema, record in outputs:
+            key = output_key(schema, record).encode()
             value = None if DELETES in record else codec.encode(schema, record)
-            headers = ACK_HEADERS if event.ack and schema in FORWARDED else None
-            pending.append(await batches.send(topics[schema], output_key(schema, record).encode(), value, source,
-                                              headers=headers))
+            headers = list(ACK_HEADERS) if event.ack and schema in FORWARDED else []
+            if signer is not None and OUTPUT_TOPICS[schema] in PIPELINE_SOURCES:
+                headers.append(signer.header(OUTPUT_TOPICS[schema], key, value))
+            pending.append(await batches.send(topics[schema], key, value, source, headers=headers or None))
             _observe(aggregate, schema, record)
         if outputs:
             DECISION_LATENCY.labels(aggregate).observe(max(0.0, now - event.timestamp_ms / 1000))

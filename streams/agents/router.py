@@ -17,6 +17,10 @@ order without gaps from wherever it starts: copies from two instances may
 interleave, but a record is never first seen after a later one. Faust broke
 that after rebalances; ``streams.faustcompat.seek`` is what restores it.
 
+Every forward is signed (``streams.signing``): the aggregates act on what a forward claims, its source
+offset and domain, so they take only signed ones. A source record only the worker writes (a decision, a
+node resource or usage) is forwarded only if its own signature verifies.
+
 Under exactly-once the forwards of a source record join the transaction its
 offset commits in (``streams.agents.transactions``), so a crash re-forwards
 only what no ``read_committed`` reader saw.
@@ -37,6 +41,7 @@ from streams.agents.transactions import Batches
 from streams.events import MAX_AHEAD_MS, bounded_time, too_far_ahead
 from streams.metrics import FUTURE_TIMES
 from streams.schemas import codec
+from streams.signing import PIPELINE_SOURCES, signer
 from streams.topology import Topology
 
 STAGE = "router"
@@ -53,17 +58,21 @@ def register(app: faust.App, topology: Topology) -> None:
 
     @app.agent(sources, name="koord-router")
     async def route(stream):
+        sign = signer()
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
             async with batches.scope(events):
-                await _forward(events)
+                await _forward(events, sign)
 
-    async def _forward(events) -> None:
+    async def _forward(events, sign) -> None:
         pending, now_ms = [], int(time.time() * 1000)
         for event in events:
             message = event.message
             source_id = ids[message.topic]
             try:
-                key, kind, record, reason = _check(source_id, message, now_ms)
+                reason = (sign.problem(source_id, message.key, message.value, message.headers)
+                          if source_id in PIPELINE_SOURCES else None)
+                if reason is None:
+                    key, kind, record, reason = _check(source_id, message, now_ms)
                 targets = [] if reason else routing.routes(source_id, key, kind, record, partitions)
             except Exception as error:
                 log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,
@@ -84,8 +93,10 @@ def register(app: faust.App, topology: Topology) -> None:
                 "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
             })
             for target in targets:
-                pending.append(await batches.send(inboxes[target.inbox], target.key.encode(), envelope,
-                                                  (message.topic, message.partition), partition=target.partition))
+                forward_key = target.key.encode()
+                pending.append(await batches.send(inboxes[target.inbox], forward_key, envelope,
+                                                  (message.topic, message.partition), partition=target.partition,
+                                                  headers=[sign.header(target.inbox, forward_key, envelope)]))
         for future in pending:
             await future
 

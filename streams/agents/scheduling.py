@@ -3,8 +3,8 @@
 Reads the scheduling inbox in batches and hands each event to its domain's pure core
 (``streams.scheduler.domain``), in the shell every aggregate runs in (``streams.agents.aggregate``):
 outputs delivered, then the changed entries written to the ``scheduling-state`` table under the
-domain's prefix, behind its journal. A domain is made only for a name an ElasticQuotaProfile defines
-(``streams.inbox.KnownDomains``): a record naming any other is a dead letter.
+domain's prefix, behind its journal. A domain is made for any name its inbox records carry: they are signed
+by the domain router (``streams.signing``), which names only the domains of the ElasticQuotaProfiles it read.
 
 After a core is rebuilt from the table, the long-lived objects are moved out of the garbage collector's
 way (``gc.freeze``), which the scheduler's benchmark shows is worth ~15 %.
@@ -18,7 +18,7 @@ import faust
 
 from streams.agents.aggregate import Aggregate, Handled, register_aggregate
 from streams.agents.journal import Prefixed
-from streams.inbox import KnownDomains, handle_guarded
+from streams.inbox import handle_guarded
 from streams.partitioning import partition_for
 from streams.scheduler.domain import SchedulingDomain
 from streams.topology import Topology
@@ -36,8 +36,7 @@ def register(app: faust.App, topology: Topology) -> None:
         keys=lambda domain: Prefixed(domain + SEPARATOR),
         restore=_restore,
         step=lambda state, event, value: Handled(handle_guarded(STAGE, event, state.handle), event),
-        stats=lambda state: [framework.stats for framework in state.frameworks.values()],
-        new_keys=lambda bootstrap, topology: KnownDomains(bootstrap, topology.name("quotas")).problems))
+        stats=lambda state: [framework.stats for framework in state.frameworks.values()]))
 
 
 def _restore(domain: str, entries: dict) -> SchedulingDomain:

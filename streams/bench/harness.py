@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from streams import kafka, routing, supervision
+from streams import kafka, routing, signing, supervision
 from streams.broker import local
 from streams.broker.tansu_workarounds import true_highwaters
 from streams.settings import Settings
@@ -71,11 +72,13 @@ def running(broker_kind: str, settings: Settings | None = None, workers: int = 1
     with tempfile.TemporaryDirectory(prefix="koord-bench-") as tmp:
         logs = Path(tmp)
         broker = local.start(broker_kind, logs / "broker", topology)
+        # The broker, and a record key of this run's own: the workers and this process's writers share it.
+        env = {**broker.env(), signing.KEY_ENV: secrets.token_hex(32)}
         processes = []
 
         def spawn() -> tuple:
             log = logs / f"worker-{len(processes)}.log"
-            processes.append(supervision.spawn(supervision.koord_command("worker"), log, broker.env()))
+            processes.append(supervision.spawn(supervision.koord_command("worker"), log, env))
             return processes[-1], log
 
         def start_worker(ready_timeout_s: float = READY_TIMEOUT_S) -> float:
@@ -89,7 +92,7 @@ def running(broker_kind: str, settings: Settings | None = None, workers: int = 1
 
         try:
             # The clients of this process (producers, consumers) pick their settings from the broker kind too.
-            os.environ.update(broker.env())
+            os.environ.update(env)
             for worker, log in [spawn() for _ in range(workers)]:
                 _wait_ready(worker, log, READY_TIMEOUT_S)
             yield Harness(broker.bootstrap, topology, logs, broker_kind, "fresh", workers, start_worker,
@@ -97,7 +100,7 @@ def running(broker_kind: str, settings: Settings | None = None, workers: int = 1
         finally:
             supervision.stop(processes)
             broker.stop()
-            for name in broker.env():
+            for name in env:
                 os.environ.pop(name, None)
 
 

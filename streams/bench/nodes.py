@@ -40,6 +40,7 @@ from streams.objects import Document, to_record
 from streams.partitioning import partition_for
 from streams.replay.reader import read_topic
 from streams.schemas import codec
+from streams.signing import PIPELINE_SOURCES, signer
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
 
 GI = 1 << 30
@@ -121,9 +122,17 @@ def _metric_record(node: int, pods: int, ts: int, rng: random.Random, names: dic
     return names[record.topic], record.key, codec.encode(record.schema, record.record), ts
 
 
-async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]]) -> None:
+async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]], names: dict[str, str]) -> None:
+    """Send the records; the decisions signed as the worker signs them (``streams.signing``), for they stand
+    for decisions the worker made."""
+    sign, ids = signer(), {name: topic_id for topic_id, name in names.items()}
+
+    def headers(topic: str, key: bytes, value: bytes) -> list | None:
+        return [sign.header(ids[topic], key, value)] if ids.get(topic) in PIPELINE_SOURCES else None
+
     async with kafka.producer(bootstrap) as producer:
-        futures = [await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts)
+        futures = [await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts,
+                                       headers=headers(topic, key.encode(), value))
                    for topic, key, value, ts in records]
         for future in futures:
             await future
@@ -147,7 +156,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     names = harness.topology.names()
     start_ms = (int(time.time() * 1000) // MINUTE_MS) * MINUTE_MS - (rounds + 1) * MINUTE_MS
     setup = setup_records(nodes, pods, start_ms, names)
-    await _send(harness.bootstrap, setup)
+    await _send(harness.bootstrap, setup, names)
     setup_started = time.monotonic()
     setup_timeout_s = 600 + nodes * pods / 100
     await wait_through_scheduling(harness, timeout_s=setup_timeout_s)
@@ -157,7 +166,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
     cpu_before = harness.workers_cpu_s() if harness.workers_cpu_s else None
     started = time.monotonic()
-    await _send(harness.bootstrap, metrics)
+    await _send(harness.bootstrap, metrics, names)
     produced_s = time.monotonic() - started
     caught_up, both = await wait_through_scheduling(harness, timeout_s=600 + len(metrics) / 100)
     cpu_us = cpu_us_per_event(harness, cpu_before, len(metrics))
@@ -195,7 +204,7 @@ async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], 
     """Seconds from a new worker's start (the old one stopped first) until it has taken ``probes`` (a NodeMetric on
     each node-inbox partition) through both aggregates: its tables of every node recovered first."""
     started = await asyncio.to_thread(harness.replace_worker, timeout_s)
-    await _send(harness.bootstrap, probes)
+    await _send(harness.bootstrap, probes, harness.topology.names())
     _, scheduled = await wait_through_scheduling(harness, timeout_s=timeout_s)
     return scheduled - started
 

@@ -18,7 +18,8 @@ scheduling inbox (``streams.replay.routes``).
 
 The node aggregate is configured from the environment as the worker is
 (``NodeAggregateSettings.from_environment``): replaying signed actuations
-needs the worker's ``KOORD_ACTUATION_KEY``.
+needs the worker's ``KOORD_ACTUATION_KEY``. Inbox records are verified with the record key of the home
+(``streams.signing``), as the worker verified them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 
 import click
 
-from streams import kafka, routing
+from streams import routing
 from streams.cli import context
 from streams.inbox import InboxReader, inbox_incarnation
 from streams.nodeaggregate.settings import NodeAggregateSettings
@@ -38,6 +39,7 @@ from streams.outputs import OUTPUT_TOPICS
 from streams.replay import routes, run, whatif
 from streams.replay.compare import Report, compare_by_schema, total
 from streams.replay.reader import read_topic
+from streams.signing import signer
 
 SETTLE_POLL_S = 1.0
 
@@ -125,7 +127,8 @@ def _replay_routing(domain: str | None, settle: float, show: int, output: str) -
     inbox, scheduling = topology.name(routing.ROUTING_INBOX), topology.name(routing.SCHEDULING_INBOX)
     events, undecodable = asyncio.run(_read_inbox(bootstrap, topology, routing.ROUTING_INBOX))
     replayed = routes.replay(events, domain)
-    reader = InboxReader.of(topology, routing.SCHEDULING_INBOX, asyncio.run(inbox_incarnation(bootstrap, scheduling)))
+    reader = InboxReader.of(topology, routing.SCHEDULING_INBOX, asyncio.run(inbox_incarnation(bootstrap, scheduling)),
+                            signer(config, create=False))
     deadline = time.monotonic() + settle
     while True:
         held = run.decode(asyncio.run(read_topic(bootstrap, scheduling)), reader)[0]
@@ -162,13 +165,12 @@ def _replay_routing(domain: str | None, settle: float, show: int, output: str) -
 
 async def _read_inbox(bootstrap: str, topology, inbox_id: str) -> tuple[list, list]:
     """The inbox's events and undecodable records, decoded as the live aggregates decode them: with the
-    inbox's incarnation token (part of every decision id) and the end offsets of the source partitions."""
+    inbox's incarnation token (part of every decision id) and the signatures verified with the home's record
+    key (``streams.signing``; read unverified where the home has none)."""
     inbox = topology.name(inbox_id)
-    sources = [(topology.name(source), partition) for source in sorted(routing.KIND_BY_SOURCE)
-               for partition in range(topology.spec(source).partitions)]
     records = await read_topic(bootstrap, inbox)
-    incarnation, ends = await inbox_incarnation(bootstrap, inbox), await kafka.read_end_offsets(bootstrap, sources)
-    return run.decode(records, InboxReader.of(topology, inbox_id, incarnation), ends)
+    reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap, inbox), signer(create=False))
+    return run.decode(records, reader)
 
 
 def _print_audit(header: dict, reports: dict[str, Report], overall: Report, replayed: dict[str, list[dict]],

@@ -26,7 +26,6 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Iterable, Sequence
 
-from streams import validation
 from streams.events import InboxEvent
 from streams.inbox import InboxReader, Rejected, handle_guarded
 from streams.nodeaggregate.partition import NodePartition
@@ -118,26 +117,15 @@ class Window:
         return f"from {start} to {end}"
 
 
-def decode(records: Iterable, reader: InboxReader,
-           ends: dict[tuple[str, int], int] | None = None) -> tuple[list[tuple[str, InboxEvent]], list[Undecodable]]:
+def decode(records: Iterable, reader: InboxReader) -> tuple[list[tuple[str, InboxEvent]], list[Undecodable]]:
     """(inbox key, event) of every record the agent would apply, in the given order, and the ones it
-    dead-letters: read and checked by the agents' own ``InboxReader``, then against the source partitions'
-    end offsets ``ends`` when given (as the agents' ``SourceEnds`` does; ends only grow, so a record the
-    agent took is taken here too). ``records`` are Kafka consumer records."""
+    dead-letters: read and checked by the agents' own ``InboxReader``. ``records`` are Kafka consumer records."""
     events, bad = [], []
     for record in records:
         try:
-            key, event = reader.read(record)
+            events.append(reader.read(record))
         except Rejected as error:
             bad.append(Undecodable(record.partition, record.offset, str(error)))
-            continue
-        cause = event.causation
-        problem = validation.beyond_end(cause.source_topic, cause.source_partition, cause.source_offset,
-                                        (ends or {}).get((cause.source_topic, cause.source_partition)))
-        if problem:
-            bad.append(Undecodable(record.partition, record.offset, problem))
-        else:
-            events.append((key, event))
     return events, bad
 
 

@@ -1,7 +1,7 @@
 """Issue 37 failure 9, its first half, on both brokers: a scheduling-inbox record keyed by a domain no
 ElasticQuotaProfile defines made a new SchedulingDomain, which scheduled the pod it carried (one nobody
-applied). A domain is now made only for a name a profile on the quotas topic defines; the record is a dead
-letter saying so."""
+applied). Inbox records are now signed by the pipeline (``streams.signing``): the forged one is a dead letter
+saying it is unsigned, and no decision is made for the pod it carried."""
 
 from __future__ import annotations
 
@@ -42,9 +42,12 @@ def test_a_scheduling_inbox_record_naming_a_domain_no_profile_defines_is_a_dead_
 
     def refused(letters: list) -> list:
         return [record for _, _, schema, record in letters
-                if schema == "DeadLetter" and record["stage"] == "scheduling" and repr(DOMAIN) in record["reason"]]
+                if schema == "DeadLetter" and record["stage"] == "scheduling" and record["key"] == DOMAIN.encode()]
 
     letters = asyncio.run(read_topic(cluster.bootstrap, cluster.topology.name("deadletters"),
                                      lambda found: bool(refused(found)), 30))
     assert [record["reason"] for record in refused(letters)] == [
-        f"names the scheduling domain {DOMAIN!r}, which no ElasticQuotaProfile defines"]
+        "the record has no koord-mac header: only the pipeline writes inbox-scheduling"]
+    decisions = asyncio.run(read_topic(cluster.bootstrap, cluster.topology.name("decisions"), lambda found: False, 5))
+    assert "forged-domain-invented" not in {record["pod"]["name"] for *_, schema, record in decisions
+                                            if schema == "SchedulingDecision"}

@@ -1,9 +1,9 @@
-"""Issue 37 failure 1 on both brokers, reproduced and not yet fixed: one record on the scheduling inbox
-claiming an offset of a koord.pods partition below its end, sent while the router still forwards a burst
-of that partition, moves the default domain's dedupe mark (the highest source offset seen) past every pod
-of the burst not yet forwarded, and those pods are never decided, with no dead letter. Without the forged
-record the burst is decided within 15 s; with it, 1,500 (Tansu) and 1,477 (Kafka) of 1,500 pods never were.
-Strict xfail until the inbox dedupe is fixed: remove the mark then."""
+"""Issue 37 failure 1 on both brokers: one record on the scheduling inbox claiming an offset of a koord.pods
+partition below its end, sent while the router still forwards a burst of that partition, moved the default
+domain's dedupe mark (the highest source offset seen) past every pod of the burst not yet forwarded, and
+those pods were never decided, with no dead letter (1,500 on Tansu and 1,477 on Kafka of 1,500). Inbox
+records are now signed by the pipeline (``streams.signing``): the forged one is a dead letter and moves
+nothing, and the whole burst is decided."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from streams import kafka, routing
-from streams.bench.hostile import encoded, pod_manifest
+from streams.bench.hostile import encoded, pod_manifest, read_topic
 from streams.partitioning import partition_for
 from streams.schemas import codec
 
@@ -64,7 +64,6 @@ async def _burst_then_forge(cluster, partition: int, pods: list[tuple[str, bytes
                                              envelope)])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 failure 1: the forged claim moves the dedupe mark")
 def test_a_forged_scheduling_inbox_offset_below_the_end_does_not_drop_a_burst(cluster):
     cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=NODE)
     partitions = cluster.topology.spec("pods").partitions
@@ -77,3 +76,12 @@ def test_a_forged_scheduling_inbox_offset_below_the_end_does_not_drop_a_burst(cl
                    if any(c["type"] == "PodScheduled" for c in pod.get("status", {}).get("conditions", []))}
         time.sleep(2)
     assert len(decided) == BURST, f"{BURST - len(decided)} of {BURST} pods never decided"
+    letters = asyncio.run(read_topic(cluster.bootstrap, cluster.topology.name("deadletters"),
+                                     lambda found: bool(_refused(found)), 30))
+    assert [record["reason"] for record in _refused(letters)] == [
+        "the record has no koord-mac header: only the pipeline writes inbox-scheduling"]
+
+
+def _refused(letters: list) -> list:
+    return [record for _, _, schema, record in letters
+            if schema == "DeadLetter" and record["stage"] == "scheduling" and record["key"] == routing.DEFAULT_DOMAIN.encode()]

@@ -47,7 +47,6 @@ ROUTES = 75
 class Recording:
     incarnation_tokens: dict[str, str]
     """Inbox topic name -> its incarnation token when recorded."""
-    source_ends: dict[tuple[str, int], int]
     records: dict[str, list[types.SimpleNamespace]]
     """Topic name -> its records as consumer records, in partition then offset order."""
 
@@ -65,8 +64,7 @@ def load(path: Path = RECORDING) -> Recording:
             topic=record["topic"], partition=record["partition"], offset=record["offset"],
             timestamp=record["timestamp"], key=_bytes(record["key"]), value=_bytes(record["value"]),
             headers=[(key, _bytes(value)) for key, value in record["headers"]]))
-    return Recording(header["incarnationTokens"],
-                     {(topic, partition): end for topic, partition, end in header["sourceEnds"]}, by_topic)
+    return Recording(header["incarnationTokens"], by_topic)
 
 
 def _bytes(text: str | None) -> bytes | None:
@@ -83,7 +81,7 @@ def inbox_events(recording: Recording, inbox_id: str) -> list:
     topology = load_topology()
     name = topology.name(inbox_id)
     reader = InboxReader.of(topology, inbox_id, recording.incarnation_tokens[name])
-    events, undecodable = run.decode(recording.topic(name), reader, recording.source_ends)
+    events, undecodable = run.decode(recording.topic(name), reader)
     assert undecodable == []
     return events
 
