@@ -97,17 +97,19 @@ def signer(settings: Settings | None = None, create: bool = True) -> Signer | No
 
 
 def _create(path: Path) -> None:
-    """Write 32 random bytes to ``path`` (mode 0600) unless another process just did."""
+    """Write 32 random bytes to ``path`` (mode 0600) unless another process did first: each writes a file of
+    its own and links it into place, so every process of the home reads the one that won."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
     try:
-        descriptor = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as error:
         raise OSError(error.errno, f"cannot create the record key {path}: {error.strerror}") from None
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(os.urandom(32))
     try:
-        os.link(path.with_suffix(".tmp"), path)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(os.urandom(32))
+        os.link(draft, path)
     except FileExistsError:
         pass
     finally:
-        os.unlink(path.with_suffix(".tmp"))
+        draft.unlink(missing_ok=True)
