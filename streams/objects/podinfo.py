@@ -76,6 +76,9 @@ class PodInfo:
     tolerations: tuple[Mapping, ...]
     required_terms: tuple[SelectorTerm, ...] | None
     """requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms; None when the pod has none."""
+    preferred_terms: tuple[tuple[int, SelectorTerm], ...]
+    """(weight, preference) of preferredDuringSchedulingIgnoredDuringExecution, without the terms kube-scheduler
+    drops (weight 0, or no requirement)."""
     owner_kinds: tuple[str, ...]
     containers: tuple[ContainerResources, ...]
     init_containers: tuple[ContainerResources, ...]
@@ -204,6 +207,7 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         node_selector=dict(record.get("nodeSelector") or {}),
         tolerations=tuple(record.get("tolerations") or ()),
         required_terms=_required_terms(spec.get("affinity")),
+        preferred_terms=_preferred_terms(spec.get("affinity")),
         owner_kinds=tuple(o.get("kind", "") for o in owners if isinstance(o, dict)),
         containers=containers,
         init_containers=init_containers,
@@ -267,6 +271,23 @@ def _requirements(value) -> tuple[Requirement, ...]:
             values = raw.get("values") if isinstance(raw.get("values"), list) else []
             out.append(Requirement(str(raw.get("key", "")), str(raw.get("operator", "")),
                                    tuple(str(v) for v in values)))
+    return tuple(out)
+
+
+def _preferred_terms(affinity) -> tuple[tuple[int, SelectorTerm], ...]:
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") if isinstance(
+        node_affinity, dict) else None
+    out = []
+    for item in preferred if isinstance(preferred, list) else ():
+        preference = item.get("preference") if isinstance(item, dict) else None
+        weight = item.get("weight") if isinstance(item, dict) else None
+        if not isinstance(preference, dict) or not isinstance(weight, int) or isinstance(weight, bool) or weight == 0:
+            continue
+        term = SelectorTerm(_requirements(preference.get("matchExpressions")),
+                            _requirements(preference.get("matchFields")))
+        if term.match_expressions or term.match_fields:
+            out.append((weight, term))
     return tuple(out)
 
 

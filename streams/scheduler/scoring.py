@@ -59,3 +59,22 @@ def least_requested(used: np.ndarray, capacity: np.ndarray) -> np.ndarray:
 
 def most_requested(used: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return Capacity(capacity).most_requested(used)
+
+
+def normalized(scores: np.ndarray, candidates: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """kube-scheduler's ``helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)`` over the ``candidates``::
+
+        score = 100 * score // max          (then 100 - score when reversed)
+
+    where ``max`` is the highest score of a candidate; when it is 0, every score stays 0, or is 100 when
+    reversed. Non-negative int64 scores; the entries of other nodes are 0."""
+    top = int(scores[candidates].max()) if candidates.any() else 0
+    if top == 0:
+        out = np.full(len(scores), 100 if reverse else 0, dtype=np.int64)
+    else:
+        out = scores.astype(np.int64) * 100 // top
+        if reverse:
+            out = 100 - out
+    out[~candidates] = 0
+    return out
+

@@ -11,6 +11,14 @@ DoesNotExist, Gt and Lt (the label and the single value are integers; a
 label that is not an integer does not match). ``matchFields`` supports
 ``metadata.name`` with In and NotIn.
 
+Score (kube-scheduler v1.34 ``node_affinity.go``, ``PreferredSchedulingTerms.Score``): the sum of the
+weights of the pod's preferred terms a node matches (a term of weight 0 or without requirements is
+dropped), normalized over the feasible nodes (``helper.DefaultNormalizeScore``)::
+
+    score = 100 * sum // max(sum)      (0 everywhere when no node matches a term)
+
+A pod without preferred terms scores 0 everywhere, as kube-scheduler's PreScore skips it.
+
 PreFilter skips pods with neither. Each requirement becomes a node mask,
 cached until node labels change.
 """
@@ -25,6 +33,7 @@ from streams.objects.args import no_args
 from streams.objects.podinfo import PodInfo, Requirement
 from streams.scheduler.framework import (
     NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
+from streams.scheduler.scoring import normalized
 from streams.scheduler.state import Cluster
 
 NAME = "NodeAffinity"
@@ -84,6 +93,22 @@ class NodeAffinity:
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
         return SUCCESS if pod.node_selector or pod.required_terms is not None else SKIP
 
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+        count = len(candidates)
+        total = np.zeros(count, dtype=np.int64)
+        for weight, term in pod.preferred_terms:
+            total += weight * self._term_mask(term, count)
+        return normalized(total, candidates) if pod.preferred_terms else total
+
+    def _term_mask(self, term, count: int) -> np.ndarray:
+        """Nodes matching every requirement of ``term``."""
+        match = np.ones(count, dtype=bool)
+        for requirement in term.match_expressions:
+            match &= self._mask(("label", requirement), count)
+        for requirement in term.match_fields:
+            match &= self._mask(("field", requirement), count)
+        return match
+
     def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
         count = len(candidates)
         match = np.ones(count, dtype=bool)
@@ -92,14 +117,8 @@ class NodeAffinity:
         if pod.required_terms is not None:
             any_term = np.zeros(count, dtype=bool)
             for term in pod.required_terms:
-                if not term.match_expressions and not term.match_fields:
-                    continue
-                term_match = np.ones(count, dtype=bool)
-                for requirement in term.match_expressions:
-                    term_match &= self._mask(("label", requirement), count)
-                for requirement in term.match_fields:
-                    term_match &= self._mask(("field", requirement), count)
-                any_term |= term_match
+                if term.match_expressions or term.match_fields:
+                    any_term |= self._term_mask(term, count)
             match &= any_term
         return FilterResult(candidates & match, ((REASON_NODE_AFFINITY, ~match),), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 

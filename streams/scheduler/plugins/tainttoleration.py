@@ -5,6 +5,13 @@ that none of the pod's tolerations tolerates fails it with
 "node(s) had untolerated taint {<key>: <value>}" (UnschedulableAndUnresolvable).
 PreferNoSchedule taints never filter.
 
+Score (kube-scheduler v1.34 ``taint_toleration.go``): a node's count of
+PreferNoSchedule taints that none of the pod's tolerations with an empty or
+PreferNoSchedule effect tolerates, normalized in reverse over the feasible
+nodes (``helper.DefaultNormalizeScore``)::
+
+    score = 100 - 100 * count // max(count)      (100 everywhere when max(count) = 0)
+
 Vectorized by caching: only tainted nodes are examined, once per distinct set
 of tolerations, until a node's taints change.
 """
@@ -18,10 +25,12 @@ import numpy as np
 from streams.objects.args import no_args
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
+from streams.scheduler.scoring import normalized
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import key_of, tolerated
 
 NAME = "TaintToleration"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
 REASON_UNTOLERATED = "node(s) had untolerated taint {{{key}: {value}}}"
 
 
@@ -46,13 +55,17 @@ class TaintToleration:
     def __init__(self, args: TaintTolerationArgs, cluster: Cluster) -> None:
         self.cluster = cluster
         self._cache: dict[tuple, tuple[np.ndarray, tuple[tuple[str, np.ndarray], ...]]] = {}
+        self._intolerable: dict[tuple, np.ndarray] = {}
         self._version = -1
 
-    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
-        cluster = self.cluster
-        if self._version != cluster.taints_version:
+    def _current(self) -> None:
+        if self._version != self.cluster.taints_version:
             self._cache.clear()
-            self._version = cluster.taints_version
+            self._intolerable.clear()
+            self._version = self.cluster.taints_version
+
+    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
+        self._current()
         key = key_of(pod.tolerations)
         cached = self._cache.get(key)
         if cached is None or len(cached[0]) != len(candidates):
@@ -62,6 +75,23 @@ class TaintToleration:
         if not reasons:
             return FilterResult(candidates)
         return FilterResult(candidates & ~failed, reasons, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+        self._current()
+        tolerations = tuple(t for t in pod.tolerations if t.get("effect") in (None, "", PREFER_NO_SCHEDULE))
+        key = key_of(tolerations)
+        counts = self._intolerable.get(key)
+        if counts is None or len(counts) != len(candidates):
+            counts = self._intolerable[key] = self._count_intolerable(tolerations, len(candidates))
+        return normalized(counts, candidates, reverse=True)
+
+    def _count_intolerable(self, tolerations: tuple, count: int) -> np.ndarray:
+        """Per node, its PreferNoSchedule taints none of ``tolerations`` tolerates."""
+        counts = np.zeros(count, dtype=np.int64)
+        for row, name in enumerate(self.cluster.columns.names[:count]):
+            counts[row] = sum(1 for taint in self.cluster.nodes[name].taints
+                              if taint.get("effect") == PREFER_NO_SCHEDULE and not tolerated(taint, tolerations))
+        return counts
 
     def _evaluate(self, pod: PodInfo, count: int):
         failed = np.zeros(count, dtype=bool)

@@ -57,3 +57,45 @@ def test_node_affinity(kwargs, want):
 def test_affinity_message_is_kube_schedulers():
     _, out = run(node("n1", labels={"zone": "a"}), pod("p", node_selector={"zone": "b"}))
     assert decisions(out)[-1]["message"].startswith(f"0/1 nodes are available: 1 {AFFINITY}.")
+
+
+# -- Score: kube-scheduler v1.34 TestNodeAffinityPriority ---------------------------------------------
+
+LABEL1, LABEL2, LABEL3 = {"foo": "bar"}, {"key": "value"}, {"az": "az1"}
+LABEL4, LABEL5 = {"abc": "az11", "def": "az22"}, {"foo": "bar", "key": "value", "az": "az1"}
+
+
+def preferred(*weighted):
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": weight, "preference": {"matchExpressions": list(exprs)}} for weight, exprs in weighted]}}
+
+
+AFFINITY1 = preferred((2, [expr("foo", "In", "bar")]))
+AFFINITY2 = preferred((2, [expr("foo", "In", "bar")]), (4, [expr("key", "In", "value")]),
+                      (5, [expr("foo", "In", "bar"), expr("key", "In", "value"), expr("az", "In", "az1")]))
+
+
+@pytest.mark.parametrize("affinity, nodes, expected", [
+    pytest.param(None, [("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL3)], [0, 0, 0],
+                 id="all nodes are same priority as NodeAffinity is nil"),
+    pytest.param(AFFINITY1, [("node1", LABEL4), ("node2", LABEL2), ("node3", LABEL3)], [0, 0, 0],
+                 id="no node matches preferred scheduling requirements in NodeAffinity of pod so all nodes' priority "
+                    "is zero"),
+    pytest.param(AFFINITY1, [("node1", LABEL1), ("node2", LABEL2), ("node3", LABEL3)], [100, 0, 0],
+                 id="only node1 matches the preferred scheduling requirements of pod"),
+    pytest.param(AFFINITY2, [("node1", LABEL1), ("node5", LABEL5), ("node2", LABEL2)], [18, 100, 36],
+                 id="all nodes matches the preferred scheduling requirements of pod but with different priorities "),
+    pytest.param(preferred((0, [expr("foo", "In", "bar")]), (3, [])), [("node1", LABEL1)], [0],
+                 id="terms of weight 0 or without requirements are dropped"),
+])
+def test_TestNodeAffinityPriority(affinity, nodes, expected):
+    domain, _ = run(*(node(name, labels=labels) for name, labels in nodes))
+    plugin = plugin_of(domain, "NodeAffinity")
+    scores = plugin.score(CycleState(), pod_info(k8s_pod("p", affinity=affinity)), np.ones(len(nodes), dtype=bool))
+    assert scores.tolist() == expected
+
+
+def test_a_pod_lands_on_the_node_its_preferred_terms_weigh_most():
+    _, out = run(node("busy-a", cpu=4000, labels={"zone": "a"}), node("roomy-b", cpu=64000, labels={"zone": "b"}),
+                 k8s_pod("p", requests={"cpu": "1"}, affinity=preferred((10, [expr("zone", "In", "a")]))))
+    assert decisions(out)[-1]["nodeName"] == "busy-a"

@@ -39,3 +39,48 @@ def test_untolerated_taints_are_reported_when_no_node_fits():
              k8s_node("gone", {"cpu": "4", "pods": "10"}, taints=[{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}])]
     _, out = run(*nodes, k8s_pod("p", requests={"cpu": "1"}))
     assert decisions(out)[-1]["message"].startswith(f"0/2 nodes are available: 1 {DEDICATED}, 1 {UNREACHABLE}.")
+
+
+def _prefer(key: str, value: str, effect: str = "PreferNoSchedule") -> dict:
+    return {"key": key, "value": value, "effect": effect}
+
+
+def _tolerate(key: str, value: str, effect: str = "PreferNoSchedule") -> dict:
+    return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+
+
+ARM, SSD = _prefer("cpu-type", "arm64"), _prefer("disk-type", "ssd")
+
+
+@pytest.mark.parametrize("tolerations, taints, expected", [
+    pytest.param([_tolerate("foo", "bar")], {"nodeA": [_prefer("foo", "bar")], "nodeB": [_prefer("foo", "blah")]},
+                 [100, 0], id="node with taints tolerated by the pod, gets a higher score than those node with "
+                              "intolerable taints"),
+    pytest.param([_tolerate("cpu-type", "arm64"), _tolerate("disk-type", "ssd")],
+                 {"nodeA": [], "nodeB": [ARM], "nodeC": [ARM, SSD]}, [100, 100, 100],
+                 id="the nodes that all of their taints are tolerated by the pod, get the same score, no matter how "
+                    "many tolerable taints a node has"),
+    pytest.param([_tolerate("foo", "bar")], {"nodeA": [], "nodeB": [ARM], "nodeC": [ARM, SSD]}, [100, 50, 0],
+                 id="the more intolerable taints a node has, the lower score it gets."),
+    pytest.param([_tolerate("cpu-type", "arm64", "NoSchedule"), _tolerate("disk-type", "ssd", "NoSchedule")],
+                 {"nodeA": [], "nodeB": [_prefer("cpu-type", "arm64", "NoSchedule")], "nodeC": [ARM, SSD]},
+                 [100, 100, 0], id="only taints and tolerations that have effect PreferNoSchedule are checked by "
+                                   "taints-tolerations priority function"),
+    pytest.param([], {"nodeA": [], "nodeB": [ARM]}, [100, 0],
+                 id="Default behaviour No taints and tolerations, lands on node with no taints"),
+])
+def test_TestTaintTolerationScore(tolerations, taints, expected):
+    """kube-scheduler v1.34 ``TestTaintTolerationScore`` (the cases without the comparison operators of a later
+    release), through Score and NormalizeScore over every node."""
+    domain, _ = run(*(node(name, taints=t) for name, t in taints.items()))
+    plugin = plugin_of(domain, NAME)
+    scores = plugin.score(CycleState(), pod_info(k8s_pod("pod1", tolerations=tolerations)),
+                          np.ones(len(taints), dtype=bool))
+    assert scores.tolist() == expected
+
+
+def test_a_pod_lands_on_the_node_with_fewer_intolerable_prefer_no_schedule_taints():
+    nodes = [k8s_node("spot", {"cpu": "16", "pods": "10"}, taints=[ARM, SSD]),
+             k8s_node("plain", {"cpu": "8", "pods": "10"}, taints=[ARM])]
+    _, out = run(*nodes, k8s_pod("p", requests={"cpu": "1"}))
+    assert decisions(out)[-1]["nodeName"] == "plain"
