@@ -11,10 +11,10 @@ LoadAwareScheduling and ElasticQuota, which Koordinator's own koord-scheduler pr
 enables. Order within a stage:
 
 - filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
-  order: cheap label checks whose failures preemption cannot fix), then NodeResourcesFit,
-  then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
+  order: cheap label checks whose failures preemption cannot fix), then NodePorts (host ports; a
+  no-op for pods without any), NodeResourcesFit, then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
   order decides which reason a node contributes to the message, as in kube-scheduler.
-- preFilter: NodeAffinity, NodeResourcesFit, LoadAwareScheduling compute per-pod state;
+- preFilter: NodeAffinity, NodePorts, NodeResourcesFit, LoadAwareScheduling compute per-pod state;
   ElasticQuota last, its check may fail the cycle.
 - Reservation: PreFilter (nominates a reservation per node and counts its unallocated resources free for
   the owner), Filter after the label checks (a pod with a reservation affinity fails where none matches),
@@ -24,7 +24,9 @@ enables. Order within a stage:
 - postFilter: Coscheduling first (a Strict gang's waiting members are rejected whatever preemption
   then finds; it never preempts), then ElasticQuota (preemption within the pod's own quota), then
   DefaultPreemption (kube-scheduler's priority preemption, for what the quota preemption did not find).
-- score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
+- score: kube-scheduler v1.34's default weights, TaintToleration 3 (PreferNoSchedule taints), NodeAffinity 2
+  (preferred terms), NodeResourcesFit 1 (LeastAllocated), NodeResourcesBalancedAllocation 1; and
+  LoadAwareScheduling 1.
   NodeResourcesFitPlus, ScarceResourceAvoidance and GPUFragmentation are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
   never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
@@ -44,8 +46,8 @@ from collections.abc import Mapping
 from streams.registries import make_registry
 from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOverlay, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
-    defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus,
-    nodeunschedulable, scarceresourceavoidance, tainttoleration)
+    balancedallocation, defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, nodeports,
+    noderesourcesfit, noderesourcesfitplus, nodeunschedulable, scarceresourceavoidance, tainttoleration)
 from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, nodenumaresource, reservation
 
 
@@ -54,6 +56,8 @@ REGISTRY: dict[str, type] = make_registry([
     (nodename.NAME, nodename.NodeName),
     (tainttoleration.NAME, tainttoleration.TaintToleration),
     (nodeaffinity.NAME, nodeaffinity.NodeAffinity),
+    (nodeports.NAME, nodeports.NodePorts),
+    (balancedallocation.NAME, balancedallocation.BalancedAllocation),
     (noderesourcesfit.NAME, noderesourcesfit.NodeResourcesFit),
     (loadaware.NAME, loadaware.LoadAwareScheduling),
     (noderesourcesfitplus.NAME, noderesourcesfitplus.NodeResourcesFitPlus),
@@ -114,13 +118,14 @@ outweighs every other score, so an owner lands on its reservation."""
 
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((coscheduling.NAME, 0),),
-    "preFilter": ((nodeaffinity.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0),
+    "preFilter": ((nodeaffinity.NAME, 0), (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0),
                   (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
+               (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
                (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
-    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1), (deviceshare.NAME, 1),
+    "score": ((tainttoleration.NAME, 3), (nodeaffinity.NAME, 2), (noderesourcesfit.NAME, 1),
+              (balancedallocation.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1), (deviceshare.NAME, 1),
               (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
                 (coscheduling.NAME, 0)),

@@ -39,12 +39,13 @@ def test_every_field_is_read_from_its_own_variable(tmp_path):
            "KOORD_KAFKA_SASL_MECHANISM": "PLAIN", "KOORD_KAFKA_SASL_USERNAME": "koord",
            "KOORD_KAFKA_SASL_PASSWORD": "s3cret", "KOORD_KAFKA_SSL_CAFILE": "ca.pem",
            "KOORD_KAFKA_SSL_CERTFILE": "c.pem", "KOORD_KAFKA_SSL_KEYFILE": "k.pem", "KOORD_ACTUATION_KEY": "key",
-           "KOORD_METRICS_PER_NODE": "0", "KOORD_CACHE_DIR": str(tmp_path / "cache")}
+           "KOORD_RECORD_KEY": "records", "KOORD_METRICS_PER_NODE": "0", "KOORD_CACHE_DIR": str(tmp_path / "cache")}
     assert Settings.from_env(env) == Settings(
         broker="k:9092", broker_kind="kafka", processing_guarantee="exactly_once", home=tmp_path,
         database_url="sqlite://", environment="prod", topology_file=Path("t.yaml"), security_protocol="SASL_SSL",
         sasl_mechanism="PLAIN", sasl_username="koord", sasl_password=Secret("s3cret"), ssl_cafile="ca.pem",
-        ssl_certfile="c.pem", ssl_keyfile="k.pem", actuation_key=Secret("key"), metrics_per_node="0",
+        ssl_certfile="c.pem", ssl_keyfile="k.pem", actuation_key=Secret("key"), record_key=Secret("records"),
+        metrics_per_node="0",
         cache_dir=tmp_path / "cache")
     assert {field.metadata["env"] for field in dataclasses.fields(Settings)} == set(env)
 

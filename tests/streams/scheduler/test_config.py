@@ -17,20 +17,27 @@ def points(document):
     return {point: list(names) for point, names in parsed.points.items() if names}, dict(parsed.weights)
 
 
+K = ["TaintToleration", "NodeAffinity"]
+KW = {"TaintToleration": 3, "NodeAffinity": 2}
+"""The kube-scheduler score plugins before NodeResourcesFit in the default profile, and their weights."""
+B = {"NodeResourcesBalancedAllocation": 1}
+
+
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["Coscheduling"],
-        "preFilter": ["NodeAffinity", "Reservation", "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource",
-                      "DeviceShare", "ElasticQuota"],
-        "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "Reservation",
+        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "LoadAwareScheduling",
+                      "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
+        "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "Reservation",
                    "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
+        "score": [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+                  "DeviceShare", "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
         "preBind": ["Reservation", "NodeNUMAResource", "DeviceShare"],
-    }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1,
-        "Reservation": 5000})
+    }, {**KW, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "LoadAwareScheduling": 1,
+        "NodeNUMAResource": 1, "DeviceShare": 1, "Reservation": 5000})
 
 
 D = {"NodeNUMAResource": 1, "DeviceShare": 1}
@@ -38,18 +45,22 @@ D = {"NodeNUMAResource": 1, "DeviceShare": 1}
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
-     {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
+     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+      "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
-    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "NodeNUMAResource", "DeviceShare", "Reservation"],
-     {"NodeResourcesFit": 1, **D, "Reservation": 5000}),
+    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}},
+     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeNUMAResource", "DeviceShare", "Reservation"],
+     {**KW, "NodeResourcesFit": 1, **B, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
-     {"NodeResourcesFit": 1, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
+     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+      "DeviceShare", "Reservation"],
+     {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
-     {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
+     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+      "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
         "re-enabling a default re-weights it in place", "multiPoint enables where implemented"])
 def test_merge_like_kube_scheduler(plugins, score, weights):

@@ -15,7 +15,7 @@ CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
 KUBELET_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
 RESOURCE_SPEC = "scheduling.koordinator.sh/resource-spec"
 NUMA_SPEC = "scheduling.koordinator.sh/numa-topology-spec"
-PINNED_DIGEST = "e95038b8e8b975b44a149f14f7759ce7fefe4ea9579e8a8631e83ff6301aacc7"
+PINNED_DIGEST = "4bc6317050642af651ddb340e6807f48e8c3841a35b317d98f91324088b72d90"
 
 
 def mixed_inbox(seed: int = 5) -> list:
