@@ -3,7 +3,8 @@
 The CLI validates manifests before producing, but anyone may produce to the
 source topics (node agents, other tools). A record that decodes yet is not a
 valid object (wrong kind for the topic, negative quantity, no name, key that
-does not name it) is sent to the dead-letter topic instead. The aggregates
+does not name it, over the size limit: ``check_source``) is sent to the
+dead-letter topic instead, and the read model never shows it. The aggregates
 check what they read from their inboxes the same way, and also that each
 inbox record is one the router would have written (``route_problems``,
 ``beyond_end``): nothing a consumer reads is trusted for who wrote it.
@@ -11,7 +12,13 @@ inbox record is one the router would have written (``route_problems``,
 
 from __future__ import annotations
 
-from streams.routing import KIND_BY_SOURCE
+from streams import limits
+from streams.events import MAX_AHEAD_MS, too_far_ahead
+from streams.metrics import FUTURE_TIMES
+from streams.routing import KIND_BY_SOURCE, kind_of_deletion
+from streams.schemas import codec
+
+ROUTER_STAGE = "router"
 
 QUANTITY_FIELDS = ("capacity", "allocatable", "requests", "limits", "min", "max", "nodeUsage")
 
@@ -36,6 +43,31 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
             if value < 0:
                 found.append(f"{field}.{resource}: quantity must not be negative: {value}")
     return found
+
+
+def check_source(source_id: str, message, now_ms: int) -> tuple[str | None, str | None, dict | None, str | None]:
+    """(key, kind, record, None) of a good source record, or a reason as the last item: the router forwards
+    only a good one, and the read model shows only a good one. ``message`` has a Kafka record's ``key``,
+    ``value`` and ``headers``. A Tick is the time itself, so one past the router's clock ``now_ms`` by more
+    than ``MAX_AHEAD_MS`` is refused, not clamped (counted as the router's refusal: only the router reads
+    Ticks)."""
+    key, problem = text_key(message.key)
+    problem = problem or limits.too_big(message.value, message.key, message.headers)
+    if problem:
+        return None, None, None, problem
+    if message.value is None:
+        return key, kind_of_deletion(source_id, key), None, None
+    try:
+        kind, record = codec.decode(message.value)
+    except codec.CodecError as error:
+        return key, None, None, f"undecodable record: {error}"
+    found = problems(source_id, key, kind, record)
+    if not found and kind == "Tick":
+        ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
+        if ahead:
+            FUTURE_TIMES.labels(ROUTER_STAGE, "refused").inc()
+            found = [ahead]
+    return key, kind, record, "; ".join(found) if found else None
 
 
 def text_key(key: bytes | None, what: str = "record") -> tuple[str | None, str | None]:
