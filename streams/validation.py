@@ -12,9 +12,13 @@ inbox record is one the router would have written (``route_problems``,
 
 from __future__ import annotations
 
+import json
+
 from streams import limits
 from streams.events import MAX_AHEAD_MS, too_far_ahead
 from streams.metrics import FUTURE_TIMES
+from streams.objects.fields import FieldReader
+from streams.objects.podresources import read_pod_resources
 from streams.routing import KIND_BY_SOURCE, kind_of_deletion
 from streams.schemas import codec
 
@@ -42,6 +46,31 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
         for resource, value in sorted((record.get(field) or {}).items()):
             if value < 0:
                 found.append(f"{field}.{resource}: quantity must not be negative: {value}")
+    if kind == "Pod" and "manifest" in record:
+        found += pod_manifest_problems(record)
+    return found
+
+
+def pod_manifest_problems(record: dict) -> list[str]:
+    """A Pod record's typed ``requests`` and ``limits`` (what the scheduler uses) must be those its
+    manifest's containers give (what ``koord get`` shows), as ``koord apply`` and the bridge build both from
+    one manifest (``streams.objects.kinds.pod``): a record where they differ would be scheduled as one pod
+    and shown as another."""
+    try:
+        manifest = json.loads(record["manifest"])
+    except ValueError as error:
+        return [f"manifest is not JSON: {error}"]
+    spec = manifest.get("spec") if isinstance(manifest, dict) else None
+    reader = FieldReader()
+    resources = read_pod_resources(reader, spec if isinstance(spec, dict) else {}, "spec")
+    if reader.errors:
+        return [f"manifest's containers cannot be read: {reader.errors[0]}"]
+    found = []
+    for field, stated in zip(("requests", "limits"), resources):
+        typed = dict(record.get(field) or {})
+        if typed != stated:
+            found.append(f"{field} {dict(sorted(typed.items()))} contradict the manifest's containers, which "
+                         f"give {dict(sorted(stated.items()))}")
     return found
 
 
