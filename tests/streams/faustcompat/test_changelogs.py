@@ -8,6 +8,8 @@ import asyncio
 import faust
 import pytest
 from faust.types import Message
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streams.faustcompat.changelogs import CHANGELOG_SKIPPED, SKIPPED, install_skip_undecodable
 from streams.faustcompat.tables import raw_changelog
@@ -60,3 +62,18 @@ def test_skipped_events_are_not_applied_and_good_ones_are(app):
     table.apply_changelog_batch(events)
     assert dict(table.data) == {"a": {"v": 1}, "c": "x"}
     assert [event.message.offset for event in events] == [0, 1, 2, 3]
+
+
+BYTES = st.none() | st.binary(max_size=24) | st.sampled_from([b'"k"', b'"journal/0"', b"{}", b"null", b"[1]"])
+
+
+@given(key=BYTES, value=BYTES, raw=st.booleans())
+def test_any_changelog_record_decodes_to_a_text_key_or_is_skipped(key, value, raw):
+    install_skip_undecodable()
+    app = faust.App("changelogs-fuzz", broker="kafka://127.0.0.1:9", store="memory://", web_enabled=False)
+    table = app.Table("state", partitions=4)
+    if raw:
+        raw_changelog(table)
+    event = decoded(table, message(key, value))
+    assert event.key is SKIPPED or isinstance(event.key, str)
+    assert event.message.offset == 0
