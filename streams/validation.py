@@ -58,7 +58,7 @@ def pod_manifest_problems(record: dict) -> list[str]:
     and shown as another."""
     try:
         manifest = json.loads(record["manifest"])
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         return [f"manifest is not JSON: {error}"]
     spec = manifest.get("spec") if isinstance(manifest, dict) else None
     reader = FieldReader()

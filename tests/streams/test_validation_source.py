@@ -77,6 +77,7 @@ def test_a_pod_whose_typed_request_differs_from_its_manifest_is_refused():
 
 @pytest.mark.parametrize(("manifest", "readable"), [
     pytest.param("{not json", False, id="not-json"), pytest.param("", False, id="empty"),
+    pytest.param("[" * 100_000, False, id="nested-too-deep"),
     pytest.param("[]", True, id="list"), pytest.param("null", True, id="null"),
     pytest.param('{"spec": []}', True, id="spec-not-object")])
 def test_a_manifest_without_containers_states_no_resources(manifest, readable):
