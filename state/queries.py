@@ -8,7 +8,9 @@ Objects come back as the user applied them, with only what koordstream decided m
   PodScheduled=True; an Unschedulable one gets PodScheduled=False with the decision's message
   and phase Pending. koordstream runs no kubelet, so a placed pod keeps the phase it was applied
   with, Pending by default, as a bound pod not yet started has in Kubernetes. Decisions about a
-  previous pod with the same name (another uid) are ignored.
+  previous pod with the same name (another uid, or at or before the scheduler's release of the
+  deleted pod) are ignored. A decision is stored once by its id (``state.projection``), so a
+  re-sent old decision changes nothing.
 - a placement on a node the read model does not hold as a live node is not shown as one: the pod
   gets PodScheduled=False with reason NodeNotFound naming the decision and the node. The decision
   itself is kept (`koord get decisions`, `koord explain`): decisions and nodes are on different
@@ -126,7 +128,14 @@ def _latest_decisions(session: Session, pod_filters: list) -> dict[str, Decision
         .subquery()
     )
     latest = select(Decision).join(ranked, ranked.c.decision_id == Decision.decision_id).where(ranked.c.rank == 1)
-    return {decision.pod_key: decision for decision in session.scalars(latest)}
+    return {decision.pod_key: decision for decision in session.scalars(latest) if not _ended_its_pod(decision)}
+
+
+def _ended_its_pod(decision: Decision) -> bool:
+    """Whether ``decision`` is the scheduler's release of a deleted pod (``streams.scheduler.orchestration``):
+    it and every decision before it are about that pod, so a pod applied again under the same name (and
+    no uid) has no decision of its own yet, and is shown without the old one's node."""
+    return (decision.result, decision.reason) == RELEASED_DELETED
 
 
 def _pod_object(pod: Pod, decision: Decision | None, nodes: set[str]) -> dict[str, Any]:
@@ -398,6 +407,8 @@ def _quantities(values: dict[str, int]) -> dict[str, str]:
 
 
 PLACED = ("Scheduled", "Bound")
+RELEASED_DELETED = ("Released", "Deleted")
+"""The result and reason of the decision the scheduler writes when a pod is deleted."""
 
 
 def top_nodes(engine: Engine) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@
 The CLI validates manifests before producing, but anyone may produce to the
 source topics (node agents, other tools). A record that decodes yet is not a
 valid object (wrong kind for the topic, negative quantity, no name, key that
-does not name it) is sent to the dead-letter topic instead. The aggregates
+does not name it, over the size limit: ``check_source``) is sent to the
+dead-letter topic instead, and the read model never shows it. The aggregates
 check what they read from their inboxes the same way, and also that each
 inbox record is one the router would have written (``route_problems``,
 ``beyond_end``): nothing a consumer reads is trusted for who wrote it.
@@ -11,7 +12,17 @@ inbox record is one the router would have written (``route_problems``,
 
 from __future__ import annotations
 
-from streams.routing import KIND_BY_SOURCE
+import json
+
+from streams import limits
+from streams.events import MAX_AHEAD_MS, too_far_ahead
+from streams.metrics import FUTURE_TIMES
+from streams.objects.fields import FieldReader
+from streams.objects.podresources import read_pod_resources
+from streams.routing import KIND_BY_SOURCE, kind_of_deletion
+from streams.schemas import codec
+
+ROUTER_STAGE = "router"
 
 QUANTITY_FIELDS = ("capacity", "allocatable", "requests", "limits", "min", "max", "nodeUsage")
 
@@ -35,7 +46,57 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
         for resource, value in sorted((record.get(field) or {}).items()):
             if value < 0:
                 found.append(f"{field}.{resource}: quantity must not be negative: {value}")
+    if kind == "Pod" and "manifest" in record:
+        found += pod_manifest_problems(record)
     return found
+
+
+def pod_manifest_problems(record: dict) -> list[str]:
+    """A Pod record's typed ``requests`` and ``limits`` (what the scheduler uses) must be those its
+    manifest's containers give (what ``koord get`` shows), as ``koord apply`` and the bridge build both from
+    one manifest (``streams.objects.kinds.pod``): a record where they differ would be scheduled as one pod
+    and shown as another."""
+    try:
+        manifest = json.loads(record["manifest"])
+    except (ValueError, RecursionError) as error:
+        return [f"manifest is not JSON: {error}"]
+    spec = manifest.get("spec") if isinstance(manifest, dict) else None
+    reader = FieldReader()
+    resources = read_pod_resources(reader, spec if isinstance(spec, dict) else {}, "spec")
+    if reader.errors:
+        return [f"manifest's containers cannot be read: {reader.errors[0]}"]
+    found = []
+    for field, stated in zip(("requests", "limits"), resources):
+        typed = dict(record.get(field) or {})
+        if typed != stated:
+            found.append(f"{field} {dict(sorted(typed.items()))} contradict the manifest's containers, which "
+                         f"give {dict(sorted(stated.items()))}")
+    return found
+
+
+def check_source(source_id: str, message, now_ms: int) -> tuple[str | None, str | None, dict | None, str | None]:
+    """(key, kind, record, None) of a good source record, or a reason as the last item: the router forwards
+    only a good one, and the read model shows only a good one. ``message`` has a Kafka record's ``key``,
+    ``value`` and ``headers``. A Tick is the time itself, so one past the router's clock ``now_ms`` by more
+    than ``MAX_AHEAD_MS`` is refused, not clamped (counted as the router's refusal: only the router reads
+    Ticks)."""
+    key, problem = text_key(message.key)
+    problem = problem or limits.too_big(message.value, message.key, message.headers)
+    if problem:
+        return None, None, None, problem
+    if message.value is None:
+        return key, kind_of_deletion(source_id, key), None, None
+    try:
+        kind, record = codec.decode(message.value)
+    except codec.CodecError as error:
+        return key, None, None, f"undecodable record: {error}"
+    found = problems(source_id, key, kind, record)
+    if not found and kind == "Tick":
+        ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
+        if ahead:
+            FUTURE_TIMES.labels(ROUTER_STAGE, "refused").inc()
+            found = [ahead]
+    return key, kind, record, "; ".join(found) if found else None
 
 
 def text_key(key: bytes | None, what: str = "record") -> tuple[str | None, str | None]:

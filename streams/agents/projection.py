@@ -12,8 +12,8 @@ decoded, validated or projected is recorded as a dead letter (stage
 ``projection``), counted (``koord_dead_letters_total``) and committed past;
 one bad record never stops the projection nor loses the rest of its batch
 (``state.projection``). A source record is checked with the router's own
-validation (``streams.validation``), so a record the router rejected never
-appears as an object.
+check (``streams.validation.check_source``), so a record the router rejected
+never appears as an object: it is in ``koord get deadletters`` instead.
 
 Its dead letters go into the read model's dead-letter table, in the
 transaction of their batch, and not to the dead-letters topic: the
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
@@ -58,19 +59,19 @@ def to_projected(message, source_id: str | None = None) -> ProjectedRecord:
     """The record of a consumed `message`, with the problem that makes it a dead letter, if any.
 
     `source_id` is the topology id of a topic the router validates (see VALIDATED), else None: its
-    key and record are checked as the router checks them (``validation.text_key``, ``problems``).
-    On the other topics the key names nothing the read model keeps, so one that is not UTF-8 is only
-    left out (`key` None, `raw_key` kept). Never raises: whatever goes wrong reading the record
-    becomes its problem."""
+    record is checked exactly as the router checks it (``validation.check_source``: key, size, schema,
+    contents), so a record the router dead-letters never becomes an object. On the other topics the key
+    names nothing the read model keeps, so one that is not UTF-8 is only left out (`key` None, `raw_key`
+    kept). Never raises: whatever goes wrong reading the record becomes its problem."""
     key, problem, schema, value = None, None, None, None
     try:
-        key, key_problem = validation.text_key(message.key)
         if source_id is not None:
-            problem = key_problem
-        if message.value is not None:
-            schema, value = codec.decode(message.value)
-        if source_id is not None and problem is None and value is not None:
-            problem = "; ".join(validation.problems(source_id, key, schema, value)) or None
+            key, schema, value, problem = validation.check_source(source_id, message, int(time.time() * 1000))
+            schema = schema if value is not None else None
+        else:
+            key, _ = validation.text_key(message.key)
+            if message.value is not None:
+                schema, value = codec.decode(message.value)
     except codec.CodecError as error:
         problem = problem or f"undecodable record: {error}"
     except Exception as error:

@@ -33,12 +33,12 @@ import time
 
 import faust
 
-from streams import limits, routing, validation
+from streams import routing, validation
 from streams.agents.deadletters import send_dead_letter
 from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
-from streams.events import MAX_AHEAD_MS, bounded_time, too_far_ahead
+from streams.events import MAX_AHEAD_MS, bounded_time
 from streams.metrics import FUTURE_TIMES
 from streams.schemas import codec
 from streams.signing import PIPELINE_SOURCES, signer
@@ -72,7 +72,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 reason = (sign.problem(source_id, message.key, message.value, message.headers)
                           if source_id in PIPELINE_SOURCES else None)
                 if reason is None:
-                    key, kind, record, reason = _check(source_id, message, now_ms)
+                    key, kind, record, reason = validation.check_source(source_id, message, now_ms)
                 targets = [] if reason else routing.routes(source_id, key, kind, record, partitions)
             except Exception as error:
                 log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,
@@ -104,25 +104,3 @@ def register(app: faust.App, topology: Topology) -> None:
 def _asks_ack(headers) -> bool:
     items = headers.items() if isinstance(headers, dict) else (headers or ())
     return any(name == routing.ACK_HEADER for name, _ in items)
-
-
-def _check(source_id: str, message, now_ms: int) -> tuple[str | None, str | None, dict | None, str | None]:
-    """(key, kind, record, None) of a good source record, or a reason as the last item; a Tick is the time
-    itself, so one past the router's clock ``now_ms`` by more than ``MAX_AHEAD_MS`` is refused, not clamped."""
-    key, problem = validation.text_key(message.key)
-    problem = problem or limits.too_big(message.value, message.key, message.headers)
-    if problem:
-        return None, None, None, problem
-    if message.value is None:
-        return key, routing.kind_of_deletion(source_id, key), None, None
-    try:
-        kind, record = codec.decode(message.value)
-    except codec.CodecError as error:
-        return key, None, None, f"undecodable record: {error}"
-    found = validation.problems(source_id, key, kind, record)
-    if not found and kind == "Tick":
-        ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
-        if ahead:
-            FUTURE_TIMES.labels(STAGE, "refused").inc()
-            found = [ahead]
-    return key, kind, record, "; ".join(found) if found else None

@@ -14,6 +14,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``flush``          the flush before a commit waits until the producer buffer is empty
 ``events``         the current event (table writes) and a message's ``acked`` flag
 ``tables``         a table with raw values; the delivery futures of its changelog writes
+``changelogs``     table recovery skips a changelog record it cannot decode
 ``monitor``        Faust's Prometheus sensor without its per-event timing; the stream inbound time
                    Faust's livelock warning reads
 =================  ==========================================================================
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from streams.faustcompat.changelogs import install_skip_undecodable
 from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
                                          install_committed_offsets)
 from streams.faustcompat.fetchwait import install_fetch_pacing
@@ -49,3 +51,4 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
     install_commit_on_revocation()
     install_committed_highwaters()
     install_committed_offsets()
+    install_skip_undecodable()

@@ -169,7 +169,7 @@ class Records:
 
     @classmethod
     def decision(cls, decision_id, pod, result, offset, *, node_name=None, message="", uid=None, source=None,
-                 requests=None):
+                 requests=None, reason=None):
         namespace, name = pod.split("/")
         value = {
             "decisionId": decision_id,
@@ -177,7 +177,7 @@ class Records:
             "pod": {"namespace": namespace, "name": name, "uid": uid},
             "result": result,
             "nodeName": node_name,
-            "reason": "Unschedulable" if result == "Unschedulable" else None,
+            "reason": reason or ("Unschedulable" if result == "Unschedulable" else None),
             "message": message,
             "filterResults": [{"plugin": "NodeResourcesFit", "reason": "Insufficient cpu", "count": 3}]
             if result == "Unschedulable"

@@ -80,5 +80,4 @@ def test_a_forwarded_pod_is_read_exactly_when_the_router_would_have_let_it_throu
     envelope = {"sourceTopic": TOPOLOGY.name("pods"), "sourcePartition": partition, "sourceOffset": offset,
                 "timestamp": 1, "key": key, "payload": codec.encode("Pod", pod), "ack": False}
     event = _read("inbox-scheduling", 0, routing.DEFAULT_DOMAIN.encode(), codec.encode("InboxEvent", envelope))
-    negative = any(value < 0 for field in ("requests", "limits") for value in pod[field].values())
-    assert (event is None) == negative
+    assert (event is None) == bool(validation.problems("pods", key, "Pod", pod))

@@ -91,3 +91,28 @@ def test_a_batch_with_rejected_records_projects_only_the_valid_ones(tmp_path):
     assert [pod["metadata"]["name"] for pod in get_pods(engine)] == ["next"]
     assert [(d["stage"], d["sourceOffset"]) for d in get_deadletters(engine)] == [("projection", 1), ("projection", 2)]
     engine.dispose()
+
+
+def test_records_the_router_refuses_for_size_or_a_contradicting_manifest_are_not_shown(tmp_path):
+    """Issue 37 failure 10: a pod the router dead-lettered for its size still appeared in `koord get`, and one
+    whose manifest contradicts its typed requests would show one pod while another was scheduled. An update
+    the router refuses leaves the object as it was."""
+    engine = open_database(sqlite_url(tmp_path / "koord.db"))
+    create_all(engine)
+    contradicting = pod_record("web")
+    contradicting["manifest"] = contradicting["manifest"].replace('"cpu":"500m"', '"cpu":"999"')
+    big = codec.encode("Pod", pod_record("big"))
+    padding = [("pad", bytes(1_044_480 - len(big)))]
+    batch = [message(1, b"default/web", codec.encode("Pod", pod_record("web"))),
+             message(2, b"default/web", codec.encode("Pod", contradicting)),
+             ConsumerRecord("koord.pods", 0, 3, 1, 0, b"default/big", big, None, 11, len(big), padding)]
+
+    applied = Projector(engine).apply([projected(m) for m in batch])
+
+    assert applied.projected == 1
+    [web] = get_pods(engine)
+    assert web["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+    letters = {d["sourceOffset"]: d["reason"] for d in get_deadletters(engine)}
+    assert "contradict the manifest's containers" in letters[2]
+    assert "over the 1,044,480-byte limit of a record" in letters[3]
+    engine.dispose()

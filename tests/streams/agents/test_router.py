@@ -1,14 +1,14 @@
-"""The router's check of a source record (``streams.agents.router._check``): a Tick is the time itself, so one
+"""The router's check of a source record (``streams.validation.check_source``): a Tick is the time itself, so one
 whose timestamp lies more than ``MAX_AHEAD_MS`` past the router's clock is refused and counted."""
 
 from __future__ import annotations
 
 import types
 
-from streams.agents.router import _check
 from streams.events import MAX_AHEAD_MS
 from streams.metrics import FUTURE_TIMES
 from streams.schemas import codec
+from streams.validation import check_source
 
 NOW = 1_700_000_000_000
 
@@ -18,11 +18,11 @@ def _tick(timestamp: int):
 
 
 def test_a_tick_within_max_ahead_of_the_clock_is_forwarded():
-    assert _check("ticks", _tick(NOW + MAX_AHEAD_MS), NOW)[3] is None
+    assert check_source("ticks", _tick(NOW + MAX_AHEAD_MS), NOW)[3] is None
 
 
 def test_a_tick_timed_a_day_ahead_is_refused_and_counted():
     before = FUTURE_TIMES.labels("router", "refused")._value.get()
-    reason = _check("ticks", _tick(NOW + 86_400_000), NOW)[3]
+    reason = check_source("ticks", _tick(NOW + 86_400_000), NOW)[3]
     assert "the Tick's timestamp" in reason
     assert FUTURE_TIMES.labels("router", "refused")._value.get() - before == 1
