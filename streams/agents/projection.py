@@ -43,6 +43,7 @@ from streams import deadletter, kafka, routing, validation
 from streams.broker.incarnation import Incarnation, incarnation
 from streams.metrics import CONSUMER_LAG
 from streams.schemas import codec
+from streams.signing import PIPELINE_SOURCES, Signer, signer
 from streams.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -55,19 +56,25 @@ VALIDATED = frozenset(PROJECTED) & frozenset(routing.KIND_BY_SOURCE)
 """The projected topics the router reads too: their records must pass its validation."""
 
 
-def to_projected(message, source_id: str | None = None) -> ProjectedRecord:
+def to_projected(message, source_id: str | None = None, sign: Signer | None = None) -> ProjectedRecord:
     """The record of a consumed `message`, with the problem that makes it a dead letter, if any.
 
     `source_id` is the topology id of a topic the router validates (see VALIDATED), else None: its
-    record is checked exactly as the router checks it (``validation.check_source``: key, size, schema,
-    contents), so a record the router dead-letters never becomes an object. On the other topics the key
+    record is checked exactly as the router checks it (its signature first, on the topics only the worker
+    writes, with ``sign``: ``streams.signing``; then ``validation.check_source``: key, size, schema,
+    contents), so a record the router dead-letters never becomes an object, and a decision nobody in the
+    pipeline made never becomes a pod's. On the other topics the key
     names nothing the read model keeps, so one that is not UTF-8 is only left out (`key` None, `raw_key`
     kept). Never raises: whatever goes wrong reading the record becomes its problem."""
     key, problem, schema, value = None, None, None, None
     try:
-        if source_id is not None:
+        if source_id in PIPELINE_SOURCES and sign is not None:
+            problem = sign.problem(source_id, message.key, message.value, message.headers)
+        if source_id is not None and problem is None:
             key, schema, value, problem = validation.check_source(source_id, message, int(time.time() * 1000))
             schema = schema if value is not None else None
+        elif source_id is not None:
+            key = validation.text_key(message.key)[0]
         else:
             key, _ = validation.text_key(message.key)
             if message.value is not None:
@@ -116,6 +123,7 @@ async def run_projection(bootstrap: str, topology: Topology, database_url: str, 
     engine = adoption.engine
     projector = Projector(engine, topics={logical: names[logical] for logical in PROJECTED})
     sources = {names[logical]: logical for logical in VALIDATED}
+    sign = signer()
     consumer = kafka.consumer(bootstrap, topics, GROUP_ID, from_beginning=True)
     if adoption.fresh:
         consumer.subscribe(topics, listener=_FromBeginning(consumer))
@@ -123,7 +131,7 @@ async def run_projection(bootstrap: str, topology: Topology, database_url: str, 
     try:
         while not stop.is_set():
             batches = await consumer.getmany(timeout_ms=200, max_records=5000)
-            records = [to_projected(m, sources.get(m.topic)) for messages in batches.values() for m in messages]
+            records = [to_projected(m, sources.get(m.topic), sign) for messages in batches.values() for m in messages]
             if records:
                 applied = await asyncio.to_thread(projector.apply, records)
                 for letter in applied.dead_letters:

@@ -116,3 +116,22 @@ def test_records_the_router_refuses_for_size_or_a_contradicting_manifest_are_not
     assert "contradict the manifest's containers" in letters[2]
     assert "over the 1,044,480-byte limit of a record" in letters[3]
     engine.dispose()
+
+
+def test_a_decision_the_pipeline_did_not_sign_is_a_dead_letter_and_a_signed_one_is_read():
+    """Issue 37 failure 9, its second half: a forged decision became the pod's latest in the read model."""
+    from streams.signing import Signer
+
+    sign = Signer(b"s" * 32, "test")
+    decision = {"decisionId": "forged-1", "pod": {"namespace": "default", "name": "web", "uid": None},
+                "result": "Scheduled", "nodeName": "elsewhere", "timestamp": 0,
+                "causation": {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": 0,
+                              "sourceTopic": "koord.pods", "sourcePartition": 0, "sourceOffset": 0}}
+    value = codec.encode("SchedulingDecision", decision)
+    forged = message(7, b"default/web", value, topic="koord.decisions")
+    assert to_projected(forged, "decisions", sign).problem == (
+        "the record has no koord-mac header: only the pipeline writes decisions")
+    signed = ConsumerRecord("koord.decisions", 0, 8, 1_700_000_000_008, 0, b"default/web", value, None, 11,
+                            len(value), [sign.header("decisions", b"default/web", value)])
+    record = to_projected(signed, "decisions", sign)
+    assert (record.problem, record.schema, record.value["nodeName"]) == (None, "SchedulingDecision", "elsewhere")
