@@ -6,8 +6,8 @@ valid object (wrong kind for the topic, negative quantity, no name, key that
 does not name it, over the size limit: ``check_source``) is sent to the
 dead-letter topic instead, and the read model never shows it. The aggregates
 check what they read from their inboxes the same way, and also that each
-inbox record is one the router would have written (``route_problems``,
-``beyond_end``): nothing a consumer reads is trusted for who wrote it.
+inbox record is one the router would have written (``route_problems``), once
+its signature showed the router did (``streams.signing``).
 """
 
 from __future__ import annotations
@@ -128,10 +128,3 @@ def route_problems(inbox_id: str, inbox_key: str, inbox_partition: int, source_i
             f"partition {inbox_partition} under key {inbox_key!r}"]
 
 
-def beyond_end(source_topic: str, source_partition: int, source_offset: int, end_offset: int | None) -> str | None:
-    """Why a claimed source offset cannot be real: at or past the end of its source partition (the router
-    forwards only records it has read, so a real one is always below the end). None when it can be."""
-    if end_offset is not None and source_offset >= end_offset:
-        return (f"claims offset {source_offset} of {source_topic}[{source_partition}], whose records end "
-                f"before {end_offset}")
-    return None

@@ -8,7 +8,6 @@ import types
 
 import pytest
 
-from streams import validation
 from streams.events import MAX_AHEAD_MS, decision_id
 from streams.inbox import DeliveryOrder, InboxReader, Rejected, handle_guarded
 from streams.metrics import INBOX_SKIPPED
@@ -99,12 +98,6 @@ def test_a_record_in_an_inbox_the_router_never_sends_it_to_is_rejected():
 def test_an_undecodable_envelope_is_rejected():
     with pytest.raises(Rejected, match="undecodable inbox record"):
         SCHEDULING.read(types.SimpleNamespace(**{**vars(_forged()), "value": b"\x00garbage"}))
-
-
-def test_a_claimed_offset_past_the_end_of_its_source_partition_cannot_be_real():
-    assert validation.beyond_end("koord.pods", 0, 5, 6) is None
-    assert "end before 6" in validation.beyond_end("koord.pods", 0, 6, 6)
-    assert validation.beyond_end("koord.pods", 0, 10**15, None) is None
 
 
 def test_a_failing_handler_dead_letters_its_event_and_returns():
