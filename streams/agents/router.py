@@ -36,6 +36,7 @@ from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.events import MAX_AHEAD_MS, bounded_time, too_far_ahead
 from streams.metrics import FUTURE_TIMES
+from streams.objects.size import state_problem
 from streams.schemas import codec
 from streams.topology import Topology
 
@@ -109,6 +110,7 @@ def _check(source_id: str, message, now_ms: int) -> tuple[str | None, str | None
     except codec.CodecError as error:
         return key, None, None, f"undecodable record: {error}"
     found = validation.problems(source_id, key, kind, record)
+    found = found or [reason for reason in [state_problem(kind, record)] if reason]
     if not found and kind == "Tick":
         ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
         if ahead:
