@@ -189,3 +189,15 @@ def test_the_bridge_refuses_an_object_over_the_budget_as_a_dead_letter_naming_it
     assert limits.too_big(codec.encode("DeadLetter", letter), letter["key"]) is None
     assert convert.to_object_record(pods, {**QUOTES_POD, "metadata": {**QUOTES_POD["metadata"],
                                                                       "resourceVersion": "78"}}).key == "default/quotes"
+
+
+def test_a_node_whose_annotations_hold_200000_quotes_is_kept_without_its_manifest():
+    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9", "annotations": {"a": QUOTES[:200_000]}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    record = _record(body).record
+    assert _json_size(record) > limits.PRODUCER_MAX_BYTES
+    assert state_problem("Node", record) is None
+    domain = SchedulingDomain("default")
+    domain.handle(event("Node", "n9", record, ts=T0))
+    assert _json_size(domain.entries()["node/n9"]) < limits.STORED_OBJECT_MAX_BYTES
+    assert state_problem("NodeMetric", {"manifest": QUOTES}) is None
