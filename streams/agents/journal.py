@@ -173,11 +173,13 @@ class Journal:
     def write(self, changes: Mapping[str, Any]) -> None:
         """Write ``changes`` (None = removed), with the entries the restore completed: the journal first,
         then each entry."""
-        changes, self.repaired = self._within_budget({**self.repaired, **changes}), {}
+        changes, self.repaired = {**self.repaired, **changes}, {}
+        sizes = self._sizes_within_budget(changes)
+        changes = {key: changes[key] for key in sizes}
         if not changes:
             return
         table, keys, entries = self.table, self.keys, self.entries
-        parts = _split(changes, self.codec)
+        parts = _split(changes, sizes, self.codec.cut)
         self.seq += 1
         for index, (part, pieces) in enumerate(parts):
             header = {"seq": self.seq, "part": index, "parts": len(parts)}
@@ -194,31 +196,31 @@ class Journal:
                 table[keys.table_key(key)] = value
                 entries[key] = value
 
-
-    def _within_budget(self, changes: dict[str, Any]) -> dict[str, Any]:
-        """``changes`` without the entries whose value is over the state budget, each logged and counted."""
-        kept = {}
+    def _sizes_within_budget(self, changes: Mapping[str, Any]) -> dict[str, int]:
+        """The bytes each change takes in a part, for the changes within the state budget; one over it is
+        logged and counted, and left out."""
+        sizes = {}
         for key, value in changes.items():
-            size = 0 if value is None else self.codec.size(value)
+            size = self.codec.size(value)
             if size > STATE_ENTRY_MAX_BYTES:
-                table_key = self.keys.table_key(key)
-                log.error("state entry %s is %d bytes, over the %d-byte budget of an entry: not written", table_key,
-                          size, STATE_ENTRY_MAX_BYTES)
+                log.error("state entry %s is %d bytes, over the %d-byte budget of an entry: not written",
+                          self.keys.table_key(key), size, STATE_ENTRY_MAX_BYTES)
                 STATE_ENTRIES_REFUSED.inc()
             else:
-                kept[key] = value
-        return kept
+                sizes[key] = size
+        return sizes
 
 
-def _split(changes: Mapping[str, Any], parts_of: Parts) -> list[tuple[dict[str, Any], int]]:
+def _split(changes: Mapping[str, Any], sizes: Mapping[str, int],
+           cut: Callable[[Any], list]) -> list[tuple[dict[str, Any], int]]:
     """The journal's parts, each (changes, 0), or ({key: piece}, pieces) for a piece of a change larger than a
     part."""
     parts: list[tuple[dict[str, Any], int]] = [({}, 0)]
     total = 0
     for key, value in changes.items():
-        length = len(key) + parts_of.size(value)
+        length = len(key) + sizes[key]
         if length > PART_BYTES and value is not None:
-            pieces = parts_of.cut(value)
+            pieces = cut(value)
             parts.extend(({key: piece}, len(pieces)) for piece in pieces)
             parts.append(({}, 0))
             total = 0
