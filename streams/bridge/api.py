@@ -143,8 +143,8 @@ class KubeApi:
         namespace = metadata.get("namespace") or "default"
         now = _now()
         event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": f"{metadata.get('name')}.koordstream-refused.{metadata.get('resourceVersion')}",
-                              "namespace": namespace},
+                 "metadata": {"name": f"{str(metadata.get('name'))[:200]}.koordstream-refused."
+                                      f"{metadata.get('resourceVersion')}", "namespace": namespace},
                  "involvedObject": {"apiVersion": api_version, "kind": kind, "namespace": metadata.get("namespace"),
                                     "name": metadata.get("name"), "uid": metadata.get("uid"),
                                     "resourceVersion": metadata.get("resourceVersion")},
