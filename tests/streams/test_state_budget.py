@@ -14,6 +14,9 @@ import json
 import types
 
 import pytest
+import hypothesis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streams import limits
 from streams.agents.router import _check
@@ -201,3 +204,51 @@ def test_a_node_whose_annotations_hold_200000_quotes_is_kept_without_its_manifes
     domain.handle(event("Node", "n9", record, ts=T0))
     assert _json_size(domain.entries()["node/n9"]) < limits.STORED_OBJECT_MAX_BYTES
     assert state_problem("NodeMetric", {"manifest": QUOTES}) is None
+
+
+def _pod_base() -> dict:
+    body = _pod("heavy", spec_extra={"volumes": [{"name": "v", "emptyDir": {}}],
+                                     "tolerations": [{"key": "k", "operator": "Equal", "value": "v"}]})
+    body["metadata"]["annotations"] = {}
+    return body
+
+
+HEAVY_FIELDS = {
+    "Pod": (_pod_base, {
+        "annotation": lambda body, text: body["metadata"]["annotations"].update({"example.com/blob": text}),
+        "container args": lambda body, text: body["spec"]["containers"][0].update(args=[text]),
+        "port name": lambda body, text: body["spec"]["containers"][0].update(ports=[{"containerPort": 80,
+                                                                                     "name": text}]),
+        "volume": lambda body, text: body["spec"]["volumes"][0]["emptyDir"].update(medium=text),
+        "toleration": lambda body, text: body["spec"]["tolerations"][0].update(value=text),
+        "hostname": lambda body, text: body["spec"].update(hostname=text)}),
+    "PodGroup": (lambda: {**BIG_POD_GROUP, "metadata": {"name": "heavy", "namespace": "default", "annotations": {}},
+                          "spec": {"minMember": 1}}, {
+        "annotation": lambda body, text: body["metadata"]["annotations"].update({"example.com/blob": text}),
+        "spec field": lambda body, text: body["spec"].update(description=text)}),
+    "Node": (lambda: {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "heavy", "annotations": {}},
+                      "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}, {
+        "annotation": lambda body, text: body["metadata"]["annotations"].update({"example.com/blob": text}),
+        "status field": lambda body, text: body["status"].update(nodeInfo={"osImage": text})}),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(sorted(HEAVY_FIELDS)), data=st.data(),
+       char=st.sampled_from(['"', "\\", "x", "é", "\u2028", "\U0001f600", "\n"]),
+       length=st.integers(min_value=50_000, max_value=1_100_000))
+def test_an_applied_object_of_any_heavy_field_is_refused_or_kept_within_the_budget(kind, data, char, length):
+    """Oversized-but-valid objects: whatever field is heavy and however its characters escape, ``koord apply``
+    refuses the object or every state entry it makes is within the budget."""
+    base, fields = HEAVY_FIELDS[kind]
+    body = base()
+    fields[data.draw(st.sampled_from(sorted(fields)))](body, char * (length // len(char.encode())))
+    try:
+        [record] = load_and_validate("-", stdin_text=json.dumps(body))
+    except ManifestError as refused:
+        hypothesis.event("refused: " + ("state budget" if "budget" in str(refused) else "other"))
+        return
+    hypothesis.event("kept")
+    domain = SchedulingDomain("default")
+    domain.handle(event(record.kind, record.key, record.record, ts=T0))
+    assert max(_json_size(value) for value in domain.entries().values()) <= limits.STATE_ENTRY_MAX_BYTES
