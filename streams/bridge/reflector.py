@@ -8,9 +8,9 @@ a new resourceVersion, tombstones for keys that disappeared. Added and modified 
 ``convert`` and produced as ``koord apply`` produces them; deleted ones as ``koord delete`` does (a
 tombstone on the key); one the conversion refuses (invalid, or too big for the record limit or the state
 budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
-(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. The checkpoint is written only
-after the broker acknowledged the batch, so a crash re-produces at most that batch (same resourceVersions)
-and loses nothing. Any API server or broker failure is logged and retried with backoff.
+(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. The
+checkpoint is written only after the broker acknowledged the batch, so a crash re-produces at most that
+batch (same resourceVersions) and loses nothing. Any API server or broker failure is logged and retried with backoff.
 """
 
 from __future__ import annotations

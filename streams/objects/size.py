@@ -7,9 +7,9 @@ over the limit is reported with the document's heaviest field, so the user knows
 The stored form is what a state table keeps of the object (``stored_form``: a Pod's record reduced by
 ``podinfo.stored_record``, a Node's without its manifest, any other kind's record whole), as the table
 serialises it: compact JSON with non-ASCII escaped, so a ``"`` in a string takes two bytes and the
-manifest, a JSON string, is escaped again. ``state_problem`` is the one check of it that ``koord apply``, the router and the bridge make: an
-object whose stored form is over ``STORED_OBJECT_MAX_BYTES`` is refused where it enters, so no table
-entry or changelog record is ever over its budget.
+manifest, a JSON string, is escaped again. ``state_problem`` is the one check of it that ``koord apply``,
+the router and the bridge make: an object whose stored form is over ``STORED_OBJECT_MAX_BYTES`` is
+refused where it enters, so no table entry or changelog record is ever over its budget.
 """
 
 import json
