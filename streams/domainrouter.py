@@ -32,12 +32,27 @@ class Envelope:
         fields = codec.decode(self.value)[1]
         return codec.encode("InboxEvent", {**fields, "ack": ack, "payload": None if deleted else fields["payload"]})
 
-    def stored(self) -> str:
-        """The envelope without its Ack request, base64, as ``DomainTable`` keeps every-domain objects."""
-        return base64.b64encode(self.forward(ack=False)).decode()
+    def stored(self) -> dict:
+        """The envelope without its Ack request as ``DomainTable`` keeps every-domain objects: its fields with
+        the payload decoded (``{"fields", "kind", "record"}``), JSON the table keeps without base64, so the
+        entry is as big as the object's stored form (``streams.objects.size.state_problem``)."""
+        fields = codec.decode(self.value)[1]
+        kind, record = codec.decode(fields["payload"]) if fields["payload"] is not None else (None, None)
+        return {"fields": {**{k: v for k, v in fields.items() if k != "payload"}, "ack": False},
+                "kind": kind, "record": record}
 
 
-def route_guarded(state: DomainTable, event, stored: Callable[[], str]) -> tuple[Routed, list[tuple[str, dict]]]:
+def stored_envelope(stored: str | dict) -> bytes:
+    """The InboxEvent a stored every-domain object is sent as to a new domain: ``Envelope.stored``'s form
+    encoded again, or the base64 envelope entries written before it hold."""
+    if isinstance(stored, str):
+        return base64.b64decode(stored)
+    record = stored["record"]
+    payload = None if record is None else codec.encode(stored["kind"], record)
+    return codec.encode("InboxEvent", {**stored["fields"], "payload": payload})
+
+
+def route_guarded(state: DomainTable, event, stored: Callable[[], dict | str]) -> tuple[Routed, list[tuple[str, dict]]]:
     """Where ``state`` routes ``event``, and its outputs (a refusal's dead letter); if the table fails on the
     event, it goes nowhere and its outputs are that failure's dead letter (``handle_guarded``). ``stored``
     gives the envelope an every-domain object is kept as (``Envelope.stored``); the replay keeps none."""

@@ -64,8 +64,9 @@ class Stored:
     """An every-domain object a new domain must get: its forwarded envelope and where it came from."""
 
     source: tuple[str, int, int]
-    envelope: str
-    """The InboxEvent envelope, base64 (without the Ack request)."""
+    envelope: dict | str
+    """The InboxEvent envelope without the Ack request, as ``domainrouter.Envelope.stored`` keeps it (base64
+    in entries written before); ``domainrouter.stored_envelope`` encodes it again."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,9 +175,9 @@ class DomainTable:
 
     # -- the transition ------------------------------------------------------------
 
-    def route(self, event: InboxEvent, envelope: str = "") -> Routed:
-        """Apply one event to the table and say where it goes. ``envelope`` (base64 of the forwarded
-        InboxEvent without its Ack request) is kept for every-domain kinds."""
+    def route(self, event: InboxEvent, envelope: dict | str = "") -> Routed:
+        """Apply one event to the table and say where it goes. ``envelope`` (the forwarded InboxEvent without
+        its Ack request, ``domainrouter.Envelope.stored``) is kept for every-domain kinds."""
         cause = event.causation
         source = f"{cause.source_topic}/{cause.source_partition}"
         if self.source_offsets.get(source, -1) >= cause.source_offset:

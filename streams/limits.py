@@ -24,6 +24,28 @@ The figures, from the broker inwards:
 
 ``KEY_MAX_BYTES`` bounds keys, which are object names: "<namespace>/<name>" is at most 63 + 1 + 253
 = 317 bytes.
+
+State tables (the aggregates' Faust tables) send each entry to their changelog as one record, so an entry
+has a budget too, derived from the same producer limit:
+
+- An entry's changelog record is its table key, its value as the table serialises it (compact JSON,
+  non-ASCII escaped, or raw bytes) and the record framing. The key is "<core>|<group>/<name>": a core
+  (a domain name or a partition, at most ``KEY_MAX_BYTES``), a group of at most 16 bytes and an object
+  key (at most ``KEY_MAX_BYTES``), JSON-quoted: at most 2,068 bytes; with the 82 bytes of framing,
+  2,150 bytes, which ``ENVELOPE_RESERVE`` covers again. ``STATE_ENTRY_MAX_BYTES`` =
+  1,048,576 - 4,096 = ``RECORD_MAX_BYTES`` is therefore the largest serialised value of an entry.
+- An entry holding one object keeps, beside the object's stored form, what the core knows of it (a
+  pod's seq, node, queue entry, Permit wait, bind annotations and last message; a node's row; a stored
+  envelope's source): ``ENTRY_RESERVE`` = 65,536 bytes is left for that, so
+  ``STORED_OBJECT_MAX_BYTES`` = 1,044,480 - 65,536 = 978,944 bytes is the budget of an object's stored
+  form (``streams.objects.size.state_problem``). The stored form is what decisions read, not the whole
+  record (a pod's manifest is reduced to ``streams.objects.podinfo.KEPT_MANIFEST``), but it is JSON: a
+  string field's ``"`` and ``\\`` take two bytes, a non-ASCII character six or twelve. A record within
+  ``RECORD_MAX_BYTES`` may thus still have a stored form over its budget; ``koord apply``, the router and
+  the bridge refuse such an object.
+- A journal part (``streams.agents.journal``) holds at most ``streams.agents.journal.PART_BYTES`` =
+  262,144 bytes of serialised changes, which its own serialisation at most doubles: far within the budget.
+  A change larger than a part is cut into pieces across parts.
 """
 
 from __future__ import annotations
@@ -43,6 +65,15 @@ ENVELOPE_RESERVE = 4_096
 
 RECORD_MAX_BYTES = PRODUCER_MAX_BYTES - ENVELOPE_RESERVE
 """The limit of a record, key, value and headers as Kafka counts them: 1,044,480 bytes."""
+
+STATE_ENTRY_MAX_BYTES = RECORD_MAX_BYTES
+"""The largest serialised value of a state-table entry: its changelog record then fits the producer."""
+
+ENTRY_RESERVE = 65_536
+"""Room an entry needs beside the stored form of the object it holds (see above)."""
+
+STORED_OBJECT_MAX_BYTES = STATE_ENTRY_MAX_BYTES - ENTRY_RESERVE
+"""The budget of an object's stored form in a state table: 978,944 bytes."""
 
 Headers = Mapping[str, bytes | None] | Iterable[tuple[str | bytes, bytes | None]]
 

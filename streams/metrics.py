@@ -51,6 +51,9 @@ PLUGIN_STATS_INTERVAL_S = 5.0
 INBOX_SKIPPED = Counter(
     "koord_inbox_skipped", "Inbox records the consumer passed over within one consumer generation: each is "
     "processed late, out of inbox order, so this worker's decisions may differ from replay's", ["aggregate"])
+STATE_ENTRIES_REFUSED = Counter(
+    "koord_state_entries_refused", "State-table entries over streams.limits.STATE_ENTRY_MAX_BYTES, not written "
+    "(their changelog record would be too big to send)")
 FUTURE_TIMES = Counter(
     "koord_future_times", "Record times more than streams.events.MAX_AHEAD_MS past the reader's clock: clamped "
     "(the router forwards the record at its clock plus that limit) or refused (dead-lettered)",

@@ -19,6 +19,7 @@ from streams.events import MAX_AHEAD_MS, too_far_ahead
 from streams.metrics import FUTURE_TIMES
 from streams.objects.fields import FieldReader
 from streams.objects.podresources import read_pod_resources
+from streams.objects.size import state_problem
 from streams.routing import KIND_BY_SOURCE, kind_of_deletion
 from streams.schemas import codec
 
@@ -91,6 +92,7 @@ def check_source(source_id: str, message, now_ms: int) -> tuple[str | None, str 
     except codec.CodecError as error:
         return key, None, None, f"undecodable record: {error}"
     found = problems(source_id, key, kind, record)
+    found = found or [reason for reason in [state_problem(kind, record)] if reason]
     if not found and kind == "Tick":
         ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
         if ahead:

@@ -12,7 +12,6 @@ the shell every aggregate runs in (``streams.agents.aggregate``).
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 
 import faust
@@ -20,7 +19,7 @@ import faust
 from streams import routing
 from streams.agents.aggregate import Aggregate, Handled, register_aggregate
 from streams.agents.journal import Prefixed
-from streams.domainrouter import STAGE, Envelope, route_guarded
+from streams.domainrouter import STAGE, Envelope, route_guarded, stored_envelope
 from streams.domains import DomainTable
 from streams.events import InboxEvent
 from streams.topology import Topology
@@ -43,7 +42,7 @@ def _route(state: DomainTable, event: InboxEvent, value: bytes) -> Handled:
     every-domain objects a domain new to the partition catches up on, then the event's own copies)."""
     envelope = Envelope(value, event.ack)
     routed, outputs = route_guarded(state, event, envelope.stored)
-    forwards = [(domain.encode(), base64.b64decode(stored.envelope)) for domain, stored in routed.catch_up]
+    forwards = [(domain.encode(), stored_envelope(stored.envelope)) for domain, stored in routed.catch_up]
     forwards += [(forward.domain.encode(), envelope.forward(ack=forward.ack and event.ack, deleted=forward.deleted))
                  for forward in routed.forwards]
     acked_by_domain = event.ack and any(forward.ack for forward in routed.forwards)

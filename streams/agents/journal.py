@@ -13,6 +13,13 @@ batch (and none of its entries) or, once every part of it is there, the journal 
 entries: :meth:`Journal.restore` lays the latest complete journal over the entries, which completes them.
 What it completed is written again with the next batch (the next journal replaces this one).
 
+No part is bigger than a part's budget: a change larger than :data:`PART_BYTES` is cut into pieces, each in
+a part of its own (``pieces``: how many), joined again when restored. An entry whose serialised value is
+over ``streams.limits.STATE_ENTRY_MAX_BYTES`` would fail its changelog send and stop the worker: it is
+neither journaled nor written but logged and counted (``koord_state_entries_refused``). The objects that
+enter the pipeline are checked against that budget where they enter (``streams.objects.size.state_problem``),
+so this is the last guard, not the way an object is refused.
+
 Where a core's entries and journal sit in the table is its :class:`Keys`: under a common prefix
 (:class:`Prefixed`, the scheduling domains and the routing partitions) or another layout the table
 already had (the node aggregate's). A table whose values are raw bytes keeps its journal as bytes too
@@ -23,11 +30,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from typing import Any, Callable, Mapping, MutableMapping, Protocol
 
+from streams.limits import STATE_ENTRY_MAX_BYTES
+from streams.metrics import STATE_ENTRIES_REFUSED
+
+log = logging.getLogger(__name__)
+
 PART_BYTES = 256 * 1024
-"""The most JSON bytes of changes in one journal record: well under a record's limit
-(``streams.limits.PRODUCER_MAX_BYTES``, 1 MiB), whatever the keys and framing add."""
+"""The most bytes of changes in one journal record, serialised: a part's own serialisation at most doubles
+them (a piece is a string of JSON whose ``"`` and ``\\`` are escaped again), well under
+``STATE_ENTRY_MAX_BYTES`` whatever the keys and framing add."""
 
 PREFIX = "journal/"
 
@@ -66,15 +80,29 @@ class Prefixed:
 @dataclasses.dataclass(frozen=True)
 class Parts:
     """How journal parts are kept in the table: ``encode`` a part (a dict) into a table value, ``decode``
-    it back, and ``size`` the bytes one change takes in a part."""
+    it back, ``size`` the bytes one change takes in a part, ``cut`` a change into pieces of at most
+    ``PART_BYTES`` and ``join`` the pieces back into the change."""
 
     encode: Callable[[dict], Any]
     decode: Callable[[Any], dict]
     size: Callable[[Any], int]
+    cut: Callable[[Any], list]
+    join: Callable[[list], Any]
 
 
-JSON_PARTS = Parts(lambda part: part, lambda value: value, lambda value: len(json.dumps(value, separators=(",", ":"))))
-"""Parts as they are, for a table of JSON values (Faust's table default)."""
+def _json_text(value: Any) -> str:
+    """``value`` as Faust's JSON serialiser writes a table value (compact, non-ASCII escaped)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _pieces(value):
+    return [value[at:at + PART_BYTES] for at in range(0, len(value), PART_BYTES)]
+
+
+JSON_PARTS = Parts(lambda part: part, lambda value: value, lambda value: len(_json_text(value)),
+                   lambda value: _pieces(_json_text(value)), lambda pieces: json.loads("".join(pieces)))
+"""Parts as they are, for a table of JSON values (Faust's table default); a piece is a slice of the change's
+JSON text."""
 
 
 def _raw_encode(part: dict) -> bytes:
@@ -94,7 +122,7 @@ def _raw_decode(value: bytes) -> dict:
     return part
 
 
-RAW_PARTS = Parts(_raw_encode, _raw_decode, lambda value: 4 if value is None else len(value))
+RAW_PARTS = Parts(_raw_encode, _raw_decode, lambda value: 4 if value is None else len(value), _pieces, b"".join)
 """Parts as bytes, for a table of raw bytes values (its changelog takes bytes only): a JSON line with each
 change's key and length (-1: removed), then the values one after the other."""
 
@@ -125,8 +153,14 @@ class Journal:
                 entries[key] = value
         latest = sorted((value["part"], value) for value in self._found if value["seq"] == self.seq)
         if latest and [part for part, _ in latest] == list(range(latest[0][1]["parts"])):
+            pieces: dict[str, list] = {}
             for _, value in latest:
                 for key, change in value["changes"].items():
+                    if "pieces" in value:
+                        pieces.setdefault(key, []).append(change)
+                        if len(pieces[key]) < value["pieces"]:
+                            continue
+                        change = self.codec.join(pieces.pop(key))
                     if entries.get(key) != change:
                         self.repaired[key] = change
                     if change is None:
@@ -140,14 +174,17 @@ class Journal:
         """Write ``changes`` (None = removed), with the entries the restore completed: the journal first,
         then each entry."""
         changes, self.repaired = {**self.repaired, **changes}, {}
+        sizes = self._sizes_within_budget(changes)
+        changes = {key: changes[key] for key in sizes}
         if not changes:
             return
         table, keys, entries = self.table, self.keys, self.entries
-        parts = _split(changes, self.codec.size)
+        parts = _split(changes, sizes, self.codec.cut)
         self.seq += 1
-        for index, part in enumerate(parts):
+        for index, (part, pieces) in enumerate(parts):
+            header = {"seq": self.seq, "part": index, "parts": len(parts)}
             table[keys.journal_key(index)] = self.codec.encode(
-                {"seq": self.seq, "part": index, "parts": len(parts), "changes": part})
+                {**header, "changes": part, **({"pieces": pieces} if pieces else {})})
         for index in range(len(parts), self.parts):
             table.pop(keys.journal_key(index), None)
         self.parts = len(parts)
@@ -159,15 +196,38 @@ class Journal:
                 table[keys.table_key(key)] = value
                 entries[key] = value
 
+    def _sizes_within_budget(self, changes: Mapping[str, Any]) -> dict[str, int]:
+        """The bytes each change takes in a part, for the changes within the state budget; one over it is
+        logged and counted, and left out."""
+        sizes = {}
+        for key, value in changes.items():
+            size = self.codec.size(value)
+            if size > STATE_ENTRY_MAX_BYTES:
+                log.error("state entry %s is %d bytes, over the %d-byte budget of an entry: not written",
+                          self.keys.table_key(key), size, STATE_ENTRY_MAX_BYTES)
+                STATE_ENTRIES_REFUSED.inc()
+            else:
+                sizes[key] = size
+        return sizes
 
-def _split(changes: Mapping[str, Any], size: Callable[[Any], int]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = [{}]
+
+def _split(changes: Mapping[str, Any], sizes: Mapping[str, int],
+           cut: Callable[[Any], list]) -> list[tuple[dict[str, Any], int]]:
+    """The journal's parts, each (changes, 0), or ({key: piece}, pieces) for a piece of a change larger than a
+    part."""
+    parts: list[tuple[dict[str, Any], int]] = [({}, 0)]
     total = 0
     for key, value in changes.items():
-        length = len(key) + size(value)
-        if parts[-1] and total + length > PART_BYTES:
-            parts.append({})
+        length = len(key) + sizes[key]
+        if length > PART_BYTES and value is not None:
+            pieces = cut(value)
+            parts.extend(({key: piece}, len(pieces)) for piece in pieces)
+            parts.append(({}, 0))
             total = 0
-        parts[-1][key] = value
+            continue
+        if parts[-1][0] and total + length > PART_BYTES:
+            parts.append(({}, 0))
+            total = 0
+        parts[-1][0][key] = value
         total += length
-    return parts
+    return [part for part in parts if part[0] or part[1]] or [({}, 0)]

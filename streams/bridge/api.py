@@ -26,6 +26,11 @@ from streams.bridge.resources import WatchedResource
 from streams.bridge.writes import POD_SCHEDULED, Bind, Evict, MarkUnschedulable, PatchNodeStatus
 
 GONE, CONFLICT, TOO_MANY_REQUESTS, FORBIDDEN, NOT_FOUND = 410, 409, 429, 403, 404
+REFUSED = "KoordstreamRefused"
+"""The reason of the Event the bridge writes on an object it does not produce."""
+BRIDGE = "koord-bridge"
+EVENT_MESSAGE_MAX = 1024
+"""Refusal messages are cut to this many characters, the limit of an ``events.k8s.io`` note."""
 
 
 @dataclasses.dataclass
@@ -130,6 +135,27 @@ class KubeApi:
                          f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/status",
                          {"metadata": {"uid": write.uid}, "status": {"conditions": [condition]}},
                          "application/strategic-merge-patch+json")
+
+    async def refusal_event(self, kind: str, api_version: str, obj: dict, reason: str) -> None:
+        """A Warning Event ``KoordstreamRefused`` on ``obj``, named after its resourceVersion (a 409 means it
+        exists): koordstream will not schedule by this version of the object, and why."""
+        metadata = obj.get("metadata") or {}
+        namespace = metadata.get("namespace") or "default"
+        now = _now()
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": f"{str(metadata.get('name'))[:200]}.koordstream-refused."
+                                      f"{metadata.get('resourceVersion')}", "namespace": namespace},
+                 "involvedObject": {"apiVersion": api_version, "kind": kind, "namespace": metadata.get("namespace"),
+                                    "name": metadata.get("name"), "uid": metadata.get("uid"),
+                                    "resourceVersion": metadata.get("resourceVersion")},
+                 "reason": REFUSED, "message": reason[:EVENT_MESSAGE_MAX], "type": "Warning",
+                 "source": {"component": BRIDGE}, "reportingComponent": BRIDGE,
+                 "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+        try:
+            await self._call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events", event)
+        except ApiError as error:
+            if error.code != CONFLICT:
+                raise
 
     async def patch_node_status(self, write: PatchNodeStatus) -> None:
         await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",

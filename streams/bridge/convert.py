@@ -3,8 +3,9 @@
 A list response's items carry no ``apiVersion``/``kind``, so both are set from the watched resource;
 ``metadata.managedFields`` is dropped (server-side apply bookkeeping, often larger than the object, read
 by nothing in koordstream). Everything else is the object as the API server returned it, so ``koord get``
-shows what the cluster holds. An object ``to_record`` refuses becomes a dead letter naming
-kind/namespace/name/resourceVersion and the reason.
+shows what the cluster holds. An object ``to_record`` refuses, or whose record is over the record limit or
+whose stored form is over the state budget (``streams.objects.size``, the checks ``koord apply`` and the
+router make), becomes a dead letter naming kind/namespace/name/resourceVersion and the reason.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import time
 from streams.bridge.resources import WatchedResource
 from streams.deadletter import dead_letter
 from streams.objects.documents import Document
+from streams.objects.errors import ManifestError
 from streams.objects.kinds import KINDS
 from streams.objects.records import ObjectRecord, to_record
+from streams.objects.size import size_problem, state_problem
 
 STAGE = "bridge"
 """The dead-letter stage of objects the bridge cannot convert."""
@@ -36,8 +39,14 @@ def describe(resource: WatchedResource, obj: dict) -> str:
 
 
 def to_object_record(resource: WatchedResource, obj: dict) -> ObjectRecord:
-    """The record ``koord apply`` makes of this object; ManifestError when it cannot be converted."""
-    return to_record(Document(f"{resource.name}:{describe(resource, obj)}", 0, 0, manifest(resource, obj)))
+    """The record ``koord apply`` makes of this object; ManifestError when it cannot be converted or is too big."""
+    body = manifest(resource, obj)
+    record = to_record(Document(f"{resource.name}:{describe(resource, obj)}", 0, 0, body))
+    too_big = (size_problem(record.schema, record.key, record.record, body)
+               or state_problem(record.kind, record.record))
+    if too_big:
+        raise ManifestError(too_big)
+    return record
 
 
 def object_key(resource: WatchedResource, obj: dict) -> str:

@@ -6,9 +6,11 @@ checkpoint, relists. Pods and Nodes are also relisted when the bridge starts, si
 needs them in its view; that relist produces only what changed since the checkpoint, so it is a resume. What a relist produces is decided against the checkpoint (``checkpoint``): objects at
 a new resourceVersion, tombstones for keys that disappeared. Added and modified objects are converted by
 ``convert`` and produced as ``koord apply`` produces them; deleted ones as ``koord delete`` does (a
-tombstone on the key); one the conversion refuses becomes a dead letter. The checkpoint is written only
-after the broker acknowledged the batch, so a crash re-produces at most that batch (same resourceVersions)
-and loses nothing. Any API server or broker failure is logged and retried with backoff.
+tombstone on the key); one the conversion refuses (invalid, or too big for the record limit or the state
+budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
+(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. The
+checkpoint is written only after the broker acknowledged the batch, so a crash re-produces at most that
+batch (same resourceVersions) and loses nothing. Any API server or broker failure is logged and retried with backoff.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from streams.schemas import codec
 log = logging.getLogger(__name__)
 
 OBJECTS = Counter("koord_bridge_objects", "Object changes the bridge produced", ["resource", "change"])
+REFUSED = Counter("koord_bridge_refused", "Object changes the bridge dead-lettered instead of producing", ["resource"])
 DELETED = "DELETED"
 BOOKMARK = "BOOKMARK"
 
@@ -42,6 +45,8 @@ class Reflector:
                  checkpoint: Checkpoint, view: ClusterView, config: BridgeConfig) -> None:
         self.resource, self.api, self.producer, self.topics = resource, api, producer, topics
         self.checkpoint, self.view, self.config = checkpoint, view, config
+        self.refused: list[tuple[dict, str]] = []
+        """(object, reason) of the refusals of the batch being produced, reported once it is."""
 
     async def run(self) -> None:
         """Forever: (re)list when needed, watch, retry failures with backoff."""
@@ -109,7 +114,9 @@ class Reflector:
         try:
             record = convert.to_object_record(self.resource, obj)
         except ManifestError as error:
-            log.warning("dead letter: %s", error)
+            log.warning("dead letter: %s: %s", convert.describe(self.resource, obj), error)
+            REFUSED.labels(self.resource.name).inc()
+            self.refused.append((obj, str(error)))
             topic = self.topics[convert.topic_id(self.resource)]
             letter = convert.dead_letter_record(self.resource, obj, str(error), topic)
             return self.topics["deadletters"], convert.object_key(self.resource, obj), codec.encode("DeadLetter", letter)
@@ -119,3 +126,9 @@ class Reflector:
         futures = [await self.producer.send(topic, key=key.encode(), value=value) for topic, key, value in sends]
         for future in futures:
             await future
+        refused, self.refused = self.refused, []
+        for obj, reason in refused:
+            try:
+                await self.api.refusal_event(self.resource.kind, self.resource.api_version, obj, reason)
+            except (ApiError, httpx.TransportError) as error:
+                log.warning("%s: no refusal event: %s", convert.describe(self.resource, obj), error)

@@ -6,6 +6,12 @@ lossless manifest: required node affinity, owner references, containers (for
 the Kubernetes QoS class and the non-zero requests kube-scheduler scores with),
 conditions, ``preemptionPolicy``.
 
+The scheduling state keeps a pod's record reduced (``stored_record``): the typed fields whole, the manifest
+to the keys of ``KEPT_MANIFEST``, which hold everything read from it here and by the plugins (the next
+kube-scheduler plugins included: inter-pod affinity, topology spread, ports, volumes). What else a manifest
+holds (images, commands, environment, status details) decides nothing and would only make the entry big.
+``PodInfo.record`` is that reduced record, live as after a restore.
+
 Priority: a pod whose ``spec.priority`` is unset but whose
 ``priorityClassName`` is one of Koordinator's classes gets that class's value
 (koord-prod 9000, koord-mid 7000, koord-batch 5000, koord-free 3000), as the
@@ -37,6 +43,26 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 """kube-scheduler's non-zero memory request (``schedutil.DefaultMemoryRequest``)."""
 
 SIDECAR = "Always"
+
+ALL = None
+"""A kept key whose whole value is kept."""
+CONTAINER_KEPT = {"name": ALL, "resources": ALL, "ports": ALL, "restartPolicy": ALL}
+"""What is kept of each container: its requests and limits, host ports, and whether an init container is a
+sidecar."""
+KEPT_MANIFEST = {
+    "apiVersion": ALL, "kind": ALL,
+    "metadata": {"name": ALL, "namespace": ALL, "uid": ALL, "ownerReferences": ALL, "creationTimestamp": ALL,
+                 "deletionTimestamp": ALL, "firstSeenMs": ALL},
+    "spec": {"affinity": ALL, "tolerations": ALL, "topologySpreadConstraints": ALL, "volumes": ALL,
+             "overhead": ALL, "preemptionPolicy": ALL, "priority": ALL, "priorityClassName": ALL,
+             "schedulerName": ALL, "nodeName": ALL, "nodeSelector": ALL, "runtimeClassName": ALL,
+             "containers": CONTAINER_KEPT, "initContainers": CONTAINER_KEPT},
+    "status": {"phase": ALL, "reason": ALL, "qosClass": ALL, "conditions": ALL},
+}
+"""The manifest keys a pod's stored record keeps, as a tree: a key maps to ``ALL`` (its whole value), or to
+the keys kept of its value (of each item, for a list). Labels and annotations are kept in the record's
+typed ``metadata``, not twice. ``firstSeenMs`` is the reserve pods' (``plugins.reservation``). A plugin
+that reads another part of the manifest adds its key here."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,8 +241,30 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         scheduled_at=conditions.get("PodScheduled"),
         initialized_at=conditions.get("Initialized"),
         preemption_policy=spec.get("preemptionPolicy") if isinstance(spec.get("preemptionPolicy"), str) else None,
-        record=dict(record),
+        record=_stored(record, manifest),
     )
+
+
+def stored_record(record: Mapping) -> dict:
+    """``record`` as the scheduling state keeps it: its manifest reduced to ``KEPT_MANIFEST``, as compact JSON
+    with sorted keys. Reducing a stored record again gives it back."""
+    return _stored(record, _json(record.get("manifest")))
+
+
+def _stored(record: Mapping, manifest: dict) -> dict:
+    kept = _kept(manifest, KEPT_MANIFEST)
+    return {**record, "manifest": json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)}
+
+
+def _kept(value, keys):
+    """The parts of ``value`` that ``keys`` names (``KEPT_MANIFEST``'s tree)."""
+    if keys is ALL:
+        return value
+    if isinstance(value, list):
+        return [_kept(item, keys) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {key: _kept(value[key], sub) for key, sub in keys.items() if key in value}
 
 
 def placeholder(key: str) -> PodInfo:

@@ -1,7 +1,8 @@
 """Documents to Avro-ready object records: ``to_record`` for one, ``load_and_validate`` for a whole apply.
 
 An apply is all or nothing: ``load_and_validate`` converts every document and
-checks that its record fits the record size limit (``streams.objects.size``);
+checks that its record fits the record size limit and its stored form the state
+budget (``streams.objects.size``);
 if any is bad, it raises one ManifestError listing every problem of every bad
 document, so a broken file applies nothing. Each problem is one
 self-contained line::
@@ -21,7 +22,7 @@ from streams.objects.fields import FieldReader, type_name
 from streams.objects.kind import KindSpec
 from streams.objects.kinds import KINDS, lookup, supported
 from streams.objects.metadata import read_metadata
-from streams.objects.size import size_problem
+from streams.objects.size import size_problem, state_problem
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ def load_and_validate(source: str | os.PathLike, *, stdin_text: str | None = Non
                       headers: Headers = ()) -> list[ObjectRecord]:
     """The records of every document of ``source``; ManifestError lists every bad one and nothing is returned.
 
-    A record sent with ``headers`` that would exceed the record size limit is a problem of its document."""
+    A record sent with ``headers`` that would exceed the record size limit, or whose stored form would exceed
+    the state budget, is a problem of its document."""
     documents = load_documents(source, stdin_text=stdin_text)
     if not documents:
         raise ManifestError(f"{STDIN_LABEL if str(source) == STDIN else source}: no objects to apply")
@@ -84,7 +86,8 @@ def load_and_validate(source: str | os.PathLike, *, stdin_text: str | None = Non
         except ManifestError as err:
             problems.extend(err.problems)
             continue
-        too_big = size_problem(record.schema, record.key, record.record, doc.body, headers)
+        too_big = (size_problem(record.schema, record.key, record.record, doc.body, headers)
+                   or state_problem(record.kind, record.record))
         if too_big:
             problems.append(f"{doc.location}: document {doc.index} ({record.kind} {record.key}): {too_big}")
         else:

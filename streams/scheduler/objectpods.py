@@ -11,6 +11,7 @@ like any pod, without a SchedulingDecision (the plugin hears why an attempt fail
 from __future__ import annotations
 
 from streams.events import InboxEvent
+from streams.objects.podinfo import stored_record
 from streams.scheduler.framework import NODE, ClusterEvent, ObjectPods, action_of
 from streams.scheduler.outputs import Outputs
 from streams.scheduler.state import NodeChanged, ObjectChanged
@@ -49,7 +50,7 @@ class ObjectPodEvents:
         held = self.cluster.pods.get(key)
         if record is None and held is None:
             return
-        if record is not None and held is not None and held.record == record:
+        if record is not None and held is not None and held.record == stored_record(record):
             return
         self._pod_event(key, record, record is None, out)
 

@@ -6,7 +6,8 @@ Keys: ``meta`` (seq, clock, last status sync), ``config`` (the KubeSchedulerConf
 ``quota/<name>``, ``profile/<key>``, ``object/<kind>/<name>`` (watched objects), ``source/<topic/partition>``
 (the last offset applied), ``status/<tree/quota>`` (the last quota statuses sent) and ``descheduler/<key>``.
 Plugins rebuild their derived state from the objects, so a restored domain makes the same decisions as the
-live one.
+live one. Objects are kept in their stored form (``streams.objects.size.stored_form``: a pod's record reduced,
+a node's without its manifest), which fits the state budget (``streams.limits``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from typing import Self
 
 from streams.objects import podinfo
+from streams.objects.size import stored_form
 from streams.scheduler import config as scheduler_config
 from streams.scheduler.orchestration import PodState
 from streams.scheduler.queue import QueuedPod
@@ -55,7 +57,7 @@ class Persistence:
         if kind == "node":
             record = self.node_records.get(name)
             row = self.cluster.columns.row.get(name)
-            return None if record is None else {"record": record, "row": row}
+            return None if record is None else {"record": stored_form("Node", record), "row": row}
         if kind == "noderesource":
             return self.node_resources.get(name)
         if kind == "pod":

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 import streams.agents.journal as journal_module
+from streams import limits
 from streams.agents.journal import Journal, Prefixed
+from streams.metrics import STATE_ENTRIES_REFUSED
 
 PREFIX = "default|"
 KEYS = Prefixed(PREFIX)
@@ -120,3 +122,39 @@ def test_what_a_restore_completed_is_written_again_before_the_next_journal_repla
 def test_raw_parts_keep_bytes_values_and_removals_whatever_the_keys_hold():
     part = {"seq": 3, "part": 0, "parts": 1, "changes": {"n1": b"\x00\n{}", "odd\nkey": b"", "gone": None}}
     assert journal_module.RAW_PARTS.decode(journal_module.RAW_PARTS.encode(part)) == part
+
+
+BIG = {"pod/quotes": {"record": {"manifest": '"' * 400_000}}, "pod/small": {"node": "n1"}, "meta": {"seq": 4}}
+
+
+def test_a_change_larger_than_a_part_is_cut_into_pieces_that_each_fit_the_budget_and_restore_all_or_nothing():
+    table = Changelog()
+    Journal(table, KEYS).write(BEFORE)
+    first = table.records[:]
+    journal = Journal(recovered(first), KEYS)
+    journal.table = table
+    journal.write(BIG)
+    parts = [value for key, value in table.records[len(first):] if key.startswith(PREFIX + "journal/")]
+    assert len(parts) >= 4
+    assert max(journal_module.JSON_PARTS.size(part) for part in parts) <= 2 * journal_module.PART_BYTES + 1_024
+    for cut in range(len(first), len(table.records) + 1):
+        assert Journal(recovered(table.records[:cut]), KEYS).restore() in (BEFORE, after(BEFORE, BIG)), cut
+
+
+def test_raw_parts_cut_a_large_value_into_pieces_too():
+    table = Changelog()
+    value = bytes(range(256)) * 4_000
+    Journal(table, KEYS, journal_module.RAW_PARTS).write({"n1": value, "n2": b"x"})
+    parts = [v for key, v in table.items() if key.startswith(PREFIX + "journal/")]
+    assert len(parts) == 5 and max(len(part) for part in parts) <= journal_module.PART_BYTES + 200
+    journal_only = {key: part for key, part in table.items() if key.startswith(PREFIX + "journal/")}
+    assert Journal(journal_only, KEYS, journal_module.RAW_PARTS).restore() == {"n1": value, "n2": b"x"}
+
+
+def test_an_entry_over_the_budget_is_neither_journaled_nor_written_but_counted():
+    table = Changelog()
+    before = STATE_ENTRIES_REFUSED._value.get()
+    Journal(table, KEYS).write({"pod/huge": {"blob": "x" * limits.STATE_ENTRY_MAX_BYTES}, "pod/ok": {"node": "n1"}})
+    assert STATE_ENTRIES_REFUSED._value.get() - before == 1
+    assert Journal(table, KEYS).restore() == {"pod/ok": {"node": "n1"}}
+    assert max(journal_module.JSON_PARTS.size(value) for value in table.values()) < 1_000
