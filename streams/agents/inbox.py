@@ -12,6 +12,7 @@ from typing import AsyncIterator, Callable, Hashable, Iterator
 
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import make_current, mark_acked
+from streams.events import InboxEvent
 from streams.inbox import DeliveryOrder, InboxReader, Rejected, inbox_incarnation
 from streams.signing import signer
 from streams.topology import Topology
