@@ -9,15 +9,17 @@ counted, not retried; an unreachable server or a 5xx is retried with backoff wit
 Eviction refused with 429 (a PodDisruptionBudget) is kept in the checkpoint and tried again every
 ``eviction_retry_s`` until it succeeds or no longer applies.
 
-Every record read is checked first: one that does not decode, is not a record this topic carries, or
-that the handling code fails on becomes a dead letter (stage ``bridge``) with its reason, and the
-bridge reads on; a decision naming a node the cluster does not have is skipped (``writes``).
+Every record read is checked first: one the worker did not sign (``streams.signing``: only the pipeline
+writes decisions and node resources, ``topic_ids`` names their topology ids), that does not decode, is not
+a record this topic carries, or that the handling code fails on becomes a dead letter (stage ``bridge``)
+with its reason, and the bridge reads on; a decision naming a node the cluster does not have is skipped (``writes``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping
 import logging
 import time
 
@@ -34,6 +36,7 @@ from streams.bridge.convert import STAGE
 from streams.bridge.view import ClusterView
 from streams.deadletter import dead_letter, reference_key
 from streams.schemas import codec
+from streams.signing import Signer
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +49,11 @@ ACTED_ON = ("SchedulingDecision", "Eviction", "NodeResource")
 
 class Actuator:
     def __init__(self, api: KubeApi, consumer: AIOKafkaConsumer, checkpoint: Checkpoint, view: ClusterView,
-                 config: BridgeConfig, producer=None, dead_letters: str | None = None) -> None:
+                 config: BridgeConfig, producer=None, dead_letters: str | None = None, sign: Signer | None = None,
+                 topic_ids: Mapping[str, str] | None = None) -> None:
         self.api, self.consumer, self.checkpoint, self.view, self.config = api, consumer, checkpoint, view, config
         self.producer, self.dead_letters = producer, dead_letters
+        self.sign, self.topic_ids = sign, dict(topic_ids or {})
         self._next_eviction_retry = 0.0
 
     async def run(self) -> None:
@@ -66,6 +71,12 @@ class Actuator:
     async def _guarded(self, item: records.Decoded) -> None:
         """Handle one decoded record; what cannot be handled becomes its dead letter."""
         try:
+            if self.sign is not None:
+                message = item.message
+                forged = self.sign.problem(self.topic_ids.get(message.topic, message.topic), message.key,
+                                           message.value, message.headers)
+                if forged:
+                    raise ValueError(forged)
             if item.schema not in ACTED_ON:
                 raise ValueError(f"a {item.schema} record is not one the bridge acts on ({', '.join(ACTED_ON)})")
             await self._retrying(self.handle, item.schema, item.value)

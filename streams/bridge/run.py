@@ -18,6 +18,7 @@ from streams.bridge.config import ACTIVE, BridgeConfig
 from streams.bridge.reflector import Reflector
 from streams.bridge.resources import WATCHED
 from streams.bridge.view import ClusterView
+from streams.signing import signer
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,10 @@ async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> N
                 consumer = kafka.consumer(bootstrap, [topics["decisions"], topics["noderesources"]],
                                           config.consumer_group, from_beginning=True)
                 await consumer.start()
-                tasks.append(asyncio.create_task(Actuator(api, consumer, checkpoint, view, config, producer,
-                                                          topics["deadletters"]).run(),
-                                                 name="actuator"))
+                ids = {topics[topic_id]: topic_id for topic_id in ("decisions", "noderesources")}
+                actuator = Actuator(api, consumer, checkpoint, view, config, producer, topics["deadletters"], signer(),
+                                    ids)
+                tasks.append(asyncio.create_task(actuator.run(), name="actuator"))
             stopped = asyncio.create_task(stop.wait())
             done, _ = await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
             for task in tasks:

@@ -34,3 +34,31 @@ def test_undecodable_and_foreign_records_become_dead_letters_in_order():
     assert producer.sent[0][1]["reason"].startswith("CodecError: ")
     assert producer.sent[1][1]["reason"] == ("ValueError: a ConfigMap record is not one the bridge acts on "
                                              "(SchedulingDecision, Eviction, NodeResource)")
+
+
+def test_a_decision_the_worker_did_not_sign_binds_nothing_and_is_a_dead_letter():
+    """A forged decision on the embedded broker would bind a real pod to any node; the bridge acts only on
+    what the worker signed (``streams.signing``)."""
+    from streams.signing import Signer
+
+    sign, producer, handled = Signer(b"b" * 32, "test"), Producer(), []
+    actuator = Actuator(None, None, None, None, None, producer, "koord.deadletters", sign,
+                        {"koord.decisions": "decisions"})
+
+    async def handle(schema, record):
+        handled.append(record["decisionId"])
+
+    actuator.handle = handle
+    decision = {"decisionId": "d-1", "pod": {"namespace": "default", "name": "web", "uid": None},
+                "result": "Scheduled", "nodeName": "n1", "timestamp": 0,
+                "causation": {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": 0,
+                              "sourceTopic": "koord.pods", "sourcePartition": 0, "sourceOffset": 0}}
+    value = codec.encode("SchedulingDecision", decision)
+    forged = message("koord.decisions", 0, value, key=b"default/web")
+    forged.headers = []
+    signed = message("koord.decisions", 1, value, key=b"default/web")
+    signed.headers = [sign.header("decisions", b"default/web", value)]
+    asyncio.run(records.dispatch([forged, signed], actuator._guarded, actuator._dead_letter))
+    assert handled == ["d-1"]
+    assert [letter["reason"] for _, letter, _ in producer.sent] == [
+        "ValueError: the record has no koord-mac header: only the pipeline writes decisions"]

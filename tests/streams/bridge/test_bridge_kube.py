@@ -34,6 +34,8 @@ from streams.kube import pki
 from streams.kube.controlplane import kubeconfig
 from streams.objects.quantity import parse_quantity
 from streams.schemas import codec
+from streams.settings import Settings
+from streams.signing import signer
 from tests.integration.crash_support import CrashCluster
 from tests.integration.manifests import COLOCATION_CONFIG
 
@@ -344,8 +346,10 @@ def test_an_eviction_decision_evicts_through_the_eviction_api_and_a_budget_block
                                 "sourceTopic": "koord.nodemetrics", "sourcePartition": 0, "sourceOffset": 0},
                   "timestamp": int(time.time() * 1000)}
         return "koord.decisions", f"default/{name}", codec.encode("Eviction", record)
-    sends = [eviction("evict-free"), eviction("evict-free"), eviction("evict-guarded")]
-    asyncio.run(produce(setup.cluster.bootstrap, sends))
+    sign = signer(Settings.from_env(setup.cluster.env))
+    for topic, key, value in [eviction("evict-free"), eviction("evict-free"), eviction("evict-guarded")]:
+        asyncio.run(produce(setup.cluster.bootstrap, [(topic, key, value)],
+                            headers=[sign.header("decisions", key.encode(), value)]))
 
     def evicted(name):
         found = setup.get(f"{PODS}/{name}")
