@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams import limits
-from streams.agents.router import _check
+from streams.validation import check_source
 from streams.bridge import convert
 from streams.bridge.resources import WATCHED
 from streams.domainrouter import Envelope, stored_envelope
@@ -115,10 +115,10 @@ def test_the_router_dead_letters_a_record_whose_stored_form_is_over_the_budget()
     value = codec.encode(record.schema, record.record)
     assert limits.too_big(value, record.key) is None
     message = types.SimpleNamespace(key=record.key.encode(), value=value, headers=None)
-    assert "budget of a stored object" in _check("pods", message, T0)[3]
+    assert "budget of a stored object" in check_source("pods", message, T0)[3]
     fine = _record(QUOTES_POD)
     message = types.SimpleNamespace(key=fine.key.encode(), value=codec.encode(fine.schema, fine.record), headers=None)
-    assert _check("pods", message, T0)[3] is None
+    assert check_source("pods", message, T0)[3] is None
 
 
 def _envelope(record, offset: int = 5) -> bytes:
