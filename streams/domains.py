@@ -31,7 +31,7 @@ domains deduplicate re-forwarded events by source offset as before, since forwar
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from streams.events import InboxEvent
 from streams.koordinator.labels import LABEL_QUOTA_TREE_ID
@@ -265,15 +265,6 @@ class DomainTable:
                 tree = next((p["tree"] for _, p in sorted(self.profiles.items()) if p["quota"] == name), DEFAULT_TREE)
             return domain_of_tree(tree)
         return None
-
-
-def profile_domains(records: Iterable[tuple[str, str | None, dict | None]]) -> set[str]:
-    """The domains the ElasticQuotaProfiles define, from the quotas topic's (key, kind, record) in offset order
-    (a tombstone, kind None, deletes what has its key), and ``default``: the domains that may exist."""
-    latest: dict[str, dict | None] = {}
-    for key, kind, record in records:
-        latest[key] = record if kind == "ElasticQuotaProfile" else None
-    return {DEFAULT_DOMAIN} | {domain_of_tree(record.get("quotaTreeId") or "") for record in latest.values() if record}
 
 
 def domain_of_tree(tree_id: str) -> str:

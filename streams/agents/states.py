@@ -48,17 +48,5 @@ class JournaledStates(Generic[K, S]):
             self._loaded[key] = (self._restore(key, journal.restore()), journal)
         return self._loaded[key]
 
-    def loaded(self, key: K) -> bool:
-        return key in self._loaded
-
-    def stored(self, key: K) -> bool:
-        """Whether ``key`` has a core: loaded, or entries or a journal in the table."""
-        if key in self._loaded:
-            return True
-        keys = self._keys(key)
-        journal = keys.journal_key(0)[:-1]
-        return any(table_key.startswith(journal) or keys.key_of(table_key) is not None
-                   for table_key in self.table)
-
     def cores(self) -> Iterable[S]:
         return [core for core, _ in self._loaded.values()]

@@ -114,13 +114,3 @@ def test_a_new_domain_gets_the_every_domain_objects_in_source_order():
     restored = DomainTable.restore(0, {k: v for k, v in table.take_changes().items() if v is not None})
     catch_up = restored.route(profile()).catch_up
     assert [(domain, stored.envelope) for domain, stored in catch_up] == [("gpu", "Zmlyc3Q="), ("gpu", "c2Vjb25k")]
-
-
-def test_the_domains_that_may_exist_are_default_and_the_trees_of_the_live_profiles():
-    from streams.domains import profile_domains
-
-    profile = {"metadata": {"name": "p", "namespace": "ns"}, "quotaTreeId": "tree-a"}
-    assert profile_domains([]) == {"default"}
-    assert profile_domains([("ns/p", "ElasticQuotaProfile", profile)]) == {"default", "tree-a"}
-    assert profile_domains([("ns/p", "ElasticQuotaProfile", profile), ("ns/p", None, None)]) == {"default"}
-    assert profile_domains([("ns/q", "ElasticQuota", {"metadata": {"name": "q"}})]) == {"default"}
