@@ -12,9 +12,10 @@ enables. Order within a stage:
 
 - filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
   order: cheap label checks whose failures preemption cannot fix), then NodeResourcesFit,
-  then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
+  then InterPodAffinity (kube-scheduler's ``getDefaultPlugins`` order, v1.34), then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
   order decides which reason a node contributes to the message, as in kube-scheduler.
-- preFilter: NodeAffinity, NodeResourcesFit, LoadAwareScheduling compute per-pod state;
+- preFilter: NodeAffinity, NodeResourcesFit, InterPodAffinity (counts per topology pair; Skip for a pod
+  without terms when no assigned pod's anti-affinity matches it), LoadAwareScheduling compute per-pod state;
   ElasticQuota last, its check may fail the cycle.
 - Reservation: PreFilter (nominates a reservation per node and counts its unallocated resources free for
   the owner), Filter after the label checks (a pod with a reservation affinity fails where none matches),
@@ -24,7 +25,9 @@ enables. Order within a stage:
 - postFilter: Coscheduling first (a Strict gang's waiting members are rejected whatever preemption
   then finds; it never preempts), then ElasticQuota (preemption within the pod's own quota), then
   DefaultPreemption (kube-scheduler's priority preemption, for what the quota preemption did not find).
-- score: NodeResourcesFit (weight 1, LeastAllocated) and LoadAwareScheduling (weight 1).
+- score: NodeResourcesFit (weight 1, LeastAllocated), InterPodAffinity (weight 2, kube-scheduler's default)
+  and LoadAwareScheduling (weight 1). InterPodAffinity scores 0 everywhere unless the pod or an assigned pod
+  has a pod affinity term, so it changes no decision about pods without them.
   NodeResourcesFitPlus, ScarceResourceAvoidance and GPUFragmentation are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
   never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
@@ -46,7 +49,8 @@ from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOve
 from streams.scheduler.plugins import (
     defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, noderesourcesfit, noderesourcesfitplus,
     nodeunschedulable, scarceresourceavoidance, tainttoleration)
-from streams.scheduler.plugins import coscheduling, deviceshare, elasticquota, nodenumaresource, reservation
+from streams.scheduler.plugins import (
+    coscheduling, deviceshare, elasticquota, interpodaffinity, nodenumaresource, reservation)
 
 
 REGISTRY: dict[str, type] = make_registry([
@@ -55,6 +59,7 @@ REGISTRY: dict[str, type] = make_registry([
     (tainttoleration.NAME, tainttoleration.TaintToleration),
     (nodeaffinity.NAME, nodeaffinity.NodeAffinity),
     (noderesourcesfit.NAME, noderesourcesfit.NodeResourcesFit),
+    (interpodaffinity.NAME, interpodaffinity.InterPodAffinity),
     (loadaware.NAME, loadaware.LoadAwareScheduling),
     (noderesourcesfitplus.NAME, noderesourcesfitplus.NodeResourcesFitPlus),
     (scarceresourceavoidance.NAME, scarceresourceavoidance.ScarceResourceAvoidance),
@@ -112,16 +117,20 @@ RESERVATION_SCORE_WEIGHT = 5000
 """Reservation's score weight in koord-scheduler's default profile: a nominated reservation's node (100)
 outweighs every other score, so an owner lands on its reservation."""
 
+INTER_POD_AFFINITY_SCORE_WEIGHT = 2
+"""InterPodAffinity's score weight in kube-scheduler's default profile (``getDefaultPlugins``)."""
+
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((coscheduling.NAME, 0),),
-    "preFilter": ((nodeaffinity.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0),
-                  (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
+    "preFilter": ((nodeaffinity.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0),
+                  (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
+                  (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
-               (deviceshare.NAME, 0)),
+               (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0),
+               (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
-    "score": ((noderesourcesfit.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1), (deviceshare.NAME, 1),
-              (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
+    "score": ((noderesourcesfit.NAME, 1), (interpodaffinity.NAME, INTER_POD_AFFINITY_SCORE_WEIGHT), (loadaware.NAME, 1),
+              (nodenumaresource.NAME, 1), (deviceshare.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
                 (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),

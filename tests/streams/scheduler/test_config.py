@@ -20,35 +20,36 @@ def points(document):
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["Coscheduling"],
-        "preFilter": ["NodeAffinity", "Reservation", "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource",
-                      "DeviceShare", "ElasticQuota"],
+        "preFilter": ["NodeAffinity", "Reservation", "NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling",
+                      "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "Reservation",
-                   "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
+                   "NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
+        "score": ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare",
+                  "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
         "preBind": ["Reservation", "NodeNUMAResource", "DeviceShare"],
-    }, {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1,
-        "Reservation": 5000})
+    }, {"NodeResourcesFit": 1, "InterPodAffinity": 2, "LoadAwareScheduling": 1, "NodeNUMAResource": 1,
+        "DeviceShare": 1, "Reservation": 5000})
 
 
-D = {"NodeNUMAResource": 1, "DeviceShare": 1}
+D = {"NodeNUMAResource": 1, "DeviceShare": 1, "InterPodAffinity": 2}
 
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
-    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "NodeNUMAResource", "DeviceShare", "Reservation"],
+    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "InterPodAffinity", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {"NodeResourcesFit": 1, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
+     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     ["NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
         "re-enabling a default re-weights it in place", "multiPoint enables where implemented"])

@@ -1,0 +1,197 @@
+"""InterPodAffinity: required and preferred pod affinity and anti-affinity (kube-scheduler v1.34
+``pkg/scheduler/framework/plugins/interpodaffinity``).
+
+| module | what |
+| --- | --- |
+| ``terms`` | a pod's affinity terms (namespaces, namespaceSelector, matchLabelKeys) and when a term matches a pod |
+| ``index`` | the assigned pods by namespace, with their terms (kube-scheduler's ``PodsWithAffinity`` lists) |
+| ``topology`` | per topology key, each node's label value as a column code |
+| ``filtering`` | PreFilter counts per topology pair, Filter (formulas there) and AddPod/RemovePod |
+| ``scoring`` | PreScore weights per topology pair, Score and NormalizeScore (formulas there) |
+
+PreFilter returns Skip when the pod has no required term and no assigned pod's required anti-affinity matches
+it, so a pod without affinity in a cluster without anti-affinity costs one dictionary lookup. Filter fails a
+node for the pod's affinity with UnschedulableAndUnresolvable (removing pods cannot add a matching one) and
+for anti-affinity, the pod's or an existing pod's, with Unschedulable (preemption may remove the pod in the
+way: a PostFilter's dry run lists the pods it took away under ``framework.REMOVED_PODS`` and Filter leaves them
+out, kube-scheduler's RemovePod).
+
+Namespace labels, which ``namespaceSelector`` reads: those of the Namespace object when the domain holds one
+(kind "Namespace", watched by this plugin), else ``kubernetes.io/metadata.name=<name>``, the label the API
+server puts on every namespace. With no Namespace objects, then, ``namespaceSelector: {}`` selects every
+namespace, a selector on ``kubernetes.io/metadata.name`` selects by name, and a selector that requires any
+other label selects no namespace.
+
+Queueing hints (``isSchedulableAfterPodChange`` / ``isSchedulableAfterNodeChange``): an assigned pod added or
+relabelled may satisfy the pod's affinity, one deleted may lift its anti-affinity; a node added or relabelled
+matters when it has a topology key of the pod's terms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from streams.objects.args import ArgsReader
+from streams.objects.podinfo import PodInfo
+from streams.scheduler.framework import (
+    ADD, ASSIGNED_POD, DELETE, NODE, REMOVED_PODS, SKIP, SUCCESS, UPDATE, ClusterEvent, Code, CycleState,
+    FilterResult, Status, register)
+from streams.scheduler.plugins.interpodaffinity.filtering import (
+    PreFilterState, existing_anti_counts, failures, incoming_counts, matches_all)
+from streams.scheduler.plugins.interpodaffinity.index import AssignedPods
+from streams.scheduler.plugins.interpodaffinity.scoring import normalized, topology_score
+from streams.scheduler.plugins.interpodaffinity.topology import Topology
+from streams.scheduler.state import Cluster
+
+NAME = "InterPodAffinity"
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+NAMESPACE = "Namespace"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclasses.dataclass(frozen=True)
+class InterPodAffinityArgs:
+    hard_pod_affinity_weight: int = 1
+    """``hardPodAffinityWeight`` (0..100, kube-scheduler's default 1): the score weight an existing pod's
+    required affinity term gives the nodes of its topology when the incoming pod matches it."""
+    ignore_preferred_terms_of_existing_pods: bool = False
+    """``ignorePreferredTermsOfExistingPods``: score only pods that have preferred terms themselves (cheaper in
+    big clusters; existing pods' terms then do not attract or repel pods without terms)."""
+
+    @classmethod
+    def from_config(cls, raw: Mapping | None) -> "InterPodAffinityArgs":
+        reader = ArgsReader(NAME, raw, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+        args = cls(reader.integer("hardPodAffinityWeight", 1),
+                   reader.boolean("ignorePreferredTermsOfExistingPods", False))
+        if not 0 <= args.hard_pod_affinity_weight <= 100:
+            raise reader.fail("hardPodAffinityWeight", "not in valid range [0-100]")
+        return args
+
+    def validate(self) -> None:
+        if not 0 <= self.hard_pod_affinity_weight <= 100:
+            raise ValueError(f"{NAME}: hardPodAffinityWeight: not in valid range [0-100]")
+
+
+class InterPodAffinity:
+    name = NAME
+    Args = InterPodAffinityArgs
+    watched_kinds = frozenset({NAMESPACE})
+
+    def pod_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
+        """Hint for an assigned pod added, updated or deleted (``event.name`` its key): Queue when an added pod
+        matches all of ``pod``'s required affinity terms, an updated one now does or no longer matches its
+        anti-affinity, or a deleted one matched its anti-affinity. Without the pod's identity (a deletion the
+        domain reports as such), Queue."""
+        terms = self.index.terms_of(pod)
+        other = self.cluster.pods.get(event.name)
+        if other is None or event.action == DELETE:
+            return True
+        return matches_all(terms.required_affinity, other, self.namespace_labels) or (
+            event.action == UPDATE and not any(term.matches(other.namespace, other.labels, self.namespace_labels)
+                                               for term in terms.required_anti_affinity))
+
+    def node_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
+        """Hint for a node added or updated: Queue when it has a topology key of ``pod``'s required terms (and
+        when the domain no longer holds it)."""
+        node = self.cluster.nodes.get(event.name)
+        if node is None:
+            return True
+        terms = self.index.terms_of(pod)
+        return any(term.topology_key in node.labels
+                   for term in terms.required_affinity + terms.required_anti_affinity)
+
+    events_to_register = (
+        *register(ClusterEvent(ASSIGNED_POD, ADD), ClusterEvent(ASSIGNED_POD, UPDATE),
+                  ClusterEvent(ASSIGNED_POD, DELETE), hint=pod_change_may_help),
+        *register(ClusterEvent(NODE, ADD), ClusterEvent(NODE, UPDATE), hint=node_change_may_help))
+
+    def __init__(self, args: InterPodAffinityArgs, cluster: Cluster) -> None:
+        args.validate()
+        self.args = args
+        self.cluster = cluster
+        self.index = AssignedPods(cluster)
+        self.topology = Topology(cluster)
+
+    def observe(self, change: object) -> None:
+        self.index.observe(change)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        record = self.cluster.objects.get(NAMESPACE, {}).get(namespace)
+        if record is None:
+            return {NAMESPACE_NAME_LABEL: namespace}
+        return (record.get("metadata") or {}).get("labels") or {}
+
+    def _node_labels(self, node: str) -> Mapping[str, str]:
+        return self.cluster.nodes[node].labels
+
+    # -- PreFilter / Filter --------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        terms = self.index.terms_of(pod)
+        if terms.error is not None:
+            return Status.unschedulable(f"parsing pod: {terms.error}", NAME, resolvable=False)
+        index = self.index
+        existing = existing_anti_counts(pod, self._with_labels(index.pods(index.with_required_anti_affinity)),
+                                        self.namespace_labels)
+        if not existing and not terms.required_affinity and not terms.required_anti_affinity:
+            return SKIP
+        affinity, anti = {}, {}
+        if terms.required_affinity or terms.required_anti_affinity:
+            affinity, anti = incoming_counts(terms, self._with_labels(self._candidates(terms)), self.namespace_labels)
+        state[NAME] = PreFilterState(pod, terms, existing, affinity, anti)
+        return SUCCESS
+
+    def _candidates(self, terms):
+        """The assigned pods the pod's required terms can match: those of the terms' namespaces, or all when a
+        term selects namespaces by labels."""
+        required = terms.required_affinity + terms.required_anti_affinity
+        if any(term.namespace_selector.error is None for term in required):
+            return self.index.pods(self.index.node)
+        return self.index.pods((), frozenset().union(*(term.namespaces for term in required)))
+
+    def _with_labels(self, pods):
+        for pod, terms, node in pods:
+            yield pod, terms, self._node_labels(node)
+
+    def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
+        prefilter = state.get(NAME)
+        if prefilter is None:
+            scratch = CycleState()
+            if self.pre_filter(scratch, pod).code == Code.SKIP:
+                return FilterResult(candidates)
+            prefilter = scratch[NAME]
+        removed = state.get(REMOVED_PODS)
+        if removed:
+            prefilter = prefilter.copy()
+            for key in sorted(removed):
+                node = self.index.node.get(key)
+                if node is not None and node in self.cluster.nodes:
+                    other = self.cluster.pods[key]
+                    prefilter.update_with_pod(other, self.index.terms_of(other), self._node_labels(node), -1,
+                                              self.namespace_labels)
+        affinity, anti, existing = failures(prefilter, self.topology, len(candidates), self.namespace_labels)
+        failed = affinity | anti | existing
+        if not failed.any():
+            return FilterResult(candidates)
+        return FilterResult(candidates & ~failed, ((REASON_AFFINITY, affinity), (REASON_ANTI_AFFINITY, anti),
+                                                   (REASON_EXISTING_ANTI_AFFINITY, existing)),
+                            Code.UNSCHEDULABLE, unresolvable=affinity)
+
+    # -- Score ---------------------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+        terms = self.index.terms_of(pod)
+        if self.args.ignore_preferred_terms_of_existing_pods and not terms.preferred:
+            return np.zeros(len(candidates), dtype=np.int64)
+        index = self.index
+        existing = index.pods(index.node if terms.preferred else index.with_affinity)
+        scores = topology_score(pod, terms, self._with_labels(existing), self.args.hard_pod_affinity_weight,
+                                self.namespace_labels)
+        if scores is None:
+            return np.zeros(len(candidates), dtype=np.int64)
+        return normalized(scores, self.topology, candidates)
