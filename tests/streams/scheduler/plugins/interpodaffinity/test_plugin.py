@@ -137,3 +137,15 @@ def test_args():
         config.parse(document)
     with pytest.raises(ValueError):
         InterPodAffinityArgs(-1).validate()
+
+
+def test_a_pod_waiting_for_its_affinity_partner_is_retried_when_the_partner_lands():
+    """The domain raises AssignedPod Add; the hint queues the pod for a partner, not for any pod."""
+    wants_db = affinity(required=[term(match_labels={"app": "db"}, topology=HOSTNAME)])
+    domain, out = run(host("n1"), replica("web", wants_db, labels={"app": "web"}))
+    assert decisions(out)[-1]["result"] == "Unschedulable"
+    _, out = run(k8s_pod("cache", labels={"app": "cache"}, requests={"cpu": "100m"}, ts=3000), domain=domain)
+    assert "web" not in placed(out)
+    assert domain.queue.pods["default/web"].moved is False
+    _, out = run(k8s_pod("db", labels={"app": "db"}, requests={"cpu": "100m"}, ts=4000), domain=domain)
+    assert placed(out) == {"db": "n1", "web": "n1"}
