@@ -136,6 +136,8 @@ class InterPodAffinity:
         if terms.error is not None:
             return Status.unschedulable(f"parsing pod: {terms.error}", NAME, resolvable=False)
         index = self.index
+        if not index.with_required_anti_affinity and not terms.required_affinity and not terms.required_anti_affinity:
+            return SKIP
         existing = existing_anti_counts(pod, self._with_labels(index.pods(index.with_required_anti_affinity)),
                                         self.namespace_labels)
         if not existing and not terms.required_affinity and not terms.required_anti_affinity:
@@ -186,9 +188,9 @@ class InterPodAffinity:
 
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         terms = self.index.terms_of(pod)
-        if self.args.ignore_preferred_terms_of_existing_pods and not terms.preferred:
-            return np.zeros(len(candidates), dtype=np.int64)
         index = self.index
+        if not terms.preferred and (self.args.ignore_preferred_terms_of_existing_pods or not index.with_affinity):
+            return np.zeros(len(candidates), dtype=np.int64)
         existing = index.pods(index.node if terms.preferred else index.with_affinity)
         scores = topology_score(pod, terms, self._with_labels(existing), self.args.hard_pod_affinity_weight,
                                 self.namespace_labels)

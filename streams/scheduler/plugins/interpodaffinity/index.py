@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from streams.objects.podinfo import PodInfo
-from streams.scheduler.plugins.interpodaffinity.terms import NONE, PodTerms, parse
+from streams.scheduler.plugins.interpodaffinity.terms import PodTerms, parse
 from streams.scheduler.state import Cluster, PodAssigned, PodChanged, PodUnassigned
 
 
@@ -37,10 +37,7 @@ class AssignedPods:
         if cached is not None and cached[0] is pod:
             return cached[1]
         terms = parse(pod)
-        if terms is NONE:
-            self._parsed.pop(pod.key, None)
-        else:
-            self._parsed[pod.key] = (pod, terms)
+        self._parsed[pod.key] = (pod, terms)
         return terms
 
     def observe(self, change: object) -> None:
