@@ -83,17 +83,19 @@ class InterPodAffinity:
     watched_kinds = frozenset({NAMESPACE})
 
     def pod_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
-        """Hint for an assigned pod added, updated or deleted (``event.name`` its key): Queue when an added pod
-        matches all of ``pod``'s required affinity terms, an updated one now does or no longer matches its
-        anti-affinity, or a deleted one matched its anti-affinity. Without the pod's identity (a deletion the
-        domain reports as such), Queue."""
-        terms = self.index.terms_of(pod)
+        """Hint for an assigned pod added or relabelled (``event.name`` its key) or deleted: Queue when the added or
+        relabelled pod matches all of ``pod``'s required affinity terms, or the relabelled one no longer matches all
+        of its anti-affinity terms (kube-scheduler compares with the labels before; the domain keeps only the new
+        ones, so this may queue a pod that did not match before either). A deletion: Queue (the domain does not
+        say which pod went)."""
         other = self.cluster.pods.get(event.name)
         if other is None or event.action == DELETE:
             return True
-        return matches_all(terms.required_affinity, other, self.namespace_labels) or (
-            event.action == UPDATE and not any(term.matches(other.namespace, other.labels, self.namespace_labels)
-                                               for term in terms.required_anti_affinity))
+        terms = self.index.terms_of(pod)
+        if matches_all(terms.required_affinity, other, self.namespace_labels):
+            return True
+        anti = terms.required_anti_affinity
+        return event.action == UPDATE and bool(anti) and not matches_all(anti, other, self.namespace_labels)
 
     def node_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
         """Hint for a node added or updated: Queue when it has a topology key of ``pod``'s required terms (and
@@ -144,11 +146,12 @@ class InterPodAffinity:
             return SKIP
         affinity, anti = {}, {}
         if terms.required_affinity or terms.required_anti_affinity:
-            affinity, anti = incoming_counts(terms, self._with_labels(self._candidates(terms)), self.namespace_labels)
+            affinity, anti = incoming_counts(terms, self._with_labels(self._in_term_namespaces(terms)),
+                                             self.namespace_labels)
         state[NAME] = PreFilterState(pod, terms, existing, affinity, anti)
         return SUCCESS
 
-    def _candidates(self, terms):
+    def _in_term_namespaces(self, terms):
         """The assigned pods the pod's required terms can match: those of the terms' namespaces, or all when a
         term selects namespaces by labels."""
         required = terms.required_affinity + terms.required_anti_affinity
@@ -164,8 +167,11 @@ class InterPodAffinity:
         prefilter = state.get(NAME)
         if prefilter is None:
             scratch = CycleState()
-            if self.pre_filter(scratch, pod).code == Code.SKIP:
+            status = self.pre_filter(scratch, pod)
+            if status.code == Code.SKIP:
                 return FilterResult(candidates)
+            if not status.ok:
+                return FilterResult(np.zeros_like(candidates), ((status.message, candidates),), status.code)
             prefilter = scratch[NAME]
         removed = state.get(REMOVED_PODS)
         if removed:

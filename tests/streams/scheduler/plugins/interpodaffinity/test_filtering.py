@@ -1,14 +1,17 @@
-"""InterPodAffinity PreFilter and Filter: kube-scheduler v1.34's tables (``interpodaffinity/filtering_test.go``,
-``TestRequiredAffinitySingleNode`` and ``TestRequiredAffinityMultipleNodes``), with their Go names as ids."""
+"""InterPodAffinity PreFilter and Filter: kube-scheduler v1.34's tables (``interpodaffinity/filtering_test.go``:
+``TestRequiredAffinitySingleNode``, ``TestRequiredAffinityMultipleNodes``, ``TestPreFilterStateAddRemovePod``,
+``TestGetTPMapMatchingIncomingAffinityAntiAffinity``), with their Go names as ids."""
 
 import dataclasses
 
 import pytest
 
-from streams.scheduler.framework import Code
+from streams.scheduler.framework import Code, CycleState
+from streams.scheduler.plugins.interpodaffinity import NAME
 from tests.streams.scheduler.plugins.interpodaffinity.wrappers import (
-    AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY, REQUIRED, SKIP, MakePod, cluster, expr, make_pod, run_filter,
-    term, with_affinity_terms)
+    AFFINITY, ANTI_AFFINITY, EXISTING_ANTI_AFFINITY, REQUIRED, SKIP, MakePod, affinity, cluster, expr, incoming,
+    make_pod, run_filter, term, with_affinity_terms)
+from tests.streams.scheduler.support import plugin_of
 
 BAD_VALUE = ('parsing pod: requiredAffinityTerms: values[0][service]: Invalid value: "{{.bad-value.}}": a valid label '
              "must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end "
@@ -288,3 +291,120 @@ def test_required_affinity_single_node(case):
 def test_required_affinity_multiple_nodes(case):
     """TestRequiredAffinityMultipleNodes."""
     check(case)
+
+
+SELECTOR1 = {"foo": "bar"}
+ANTI_FOO_BAR = [term(expr("foo", "In", "bar"), topology="region")]
+COMPLEX = [term(expr("foo", "In", "bar", "buzz"), topology="region"),
+           term(expr("service", "NotIn", "bar", "security", "test"), topology="zone")]
+ADD_REMOVE_NODES = (("nodeA", {"region": "r1", "zone": "z11"}), ("nodeB", {"region": "r1", "zone": "z12"}),
+                    ("nodeC", {"region": "r2", "zone": "z21"}))
+
+
+@dataclasses.dataclass(frozen=True)
+class AddRemoveCase:
+    name: str
+    pending: dict
+    existing: tuple
+    added: dict
+    want_anti: dict
+    want_affinity: dict
+
+
+ADD_REMOVE = [
+    AddRemoveCase("preFilterState anti-affinity terms are updated correctly after adding and removing a pod",
+                  MakePod().name("pending").labels(SELECTOR1).affinity(affinity(anti_required=ANTI_FOO_BAR)).obj(),
+                  (MakePod().name("p1").labels(SELECTOR1).node("nodeA").obj(),
+                   MakePod().name("p2").node("nodeC").affinity(affinity(anti_required=ANTI_FOO_BAR)).obj()),
+                  MakePod().name("addedPod").labels(SELECTOR1).node("nodeB")
+                  .affinity(affinity(anti_required=ANTI_FOO_BAR)).obj(),
+                  {("region", "r1"): 2}, {}),
+    AddRemoveCase("preFilterState anti-affinity terms are updated correctly after adding and removing a pod",
+                  MakePod().name("pending").labels(SELECTOR1).affinity(affinity(anti_required=COMPLEX)).obj(),
+                  (MakePod().name("p1").labels(SELECTOR1).node("nodeA").obj(),
+                   MakePod().name("p2").node("nodeC").affinity(affinity(anti_required=ANTI_FOO_BAR)).obj()),
+                  MakePod().name("addedPod").labels(SELECTOR1).node("nodeA")
+                  .affinity(affinity(anti_required=COMPLEX)).obj(),
+                  {("region", "r1"): 2, ("zone", "z11"): 2, ("zone", "z21"): 1}, {}),
+    AddRemoveCase("preFilterState matching pod affinity and anti-affinity are updated correctly after adding and "
+                  "removing a pod",
+                  MakePod().name("pending").labels(SELECTOR1).affinity(affinity(required=COMPLEX)).obj(),
+                  (MakePod().name("p1").labels(SELECTOR1).node("nodeA").obj(),
+                   MakePod().name("p2").node("nodeC")
+                   .affinity(affinity(required=COMPLEX, anti_required=ANTI_FOO_BAR)).obj()),
+                  MakePod().name("addedPod").labels(SELECTOR1).node("nodeA")
+                  .affinity(affinity(anti_required=COMPLEX)).obj(),
+                  {}, {("region", "r1"): 2, ("zone", "z11"): 2}),
+]
+
+
+def prefilter_state(domain, body):
+    plugin = plugin_of(domain, NAME)
+    state = CycleState()
+    assert plugin.pre_filter(state, incoming(body)).code == Code.SUCCESS
+    return plugin, state[NAME]
+
+
+def counts(state) -> tuple:
+    return state.existing_anti, state.affinity, state.anti
+
+
+@pytest.mark.parametrize("case", ADD_REMOVE, ids=[c.name for c in ADD_REMOVE])
+def test_pre_filter_state_add_remove_pod(case):
+    """TestPreFilterStateAddRemovePod: AddPod gives the state of PreFilter with the pod there; RemovePod undoes it."""
+    _, all_pods = prefilter_state(cluster(list(ADD_REMOVE_NODES), [*case.existing, case.added]), case.pending)
+    domain = cluster(list(ADD_REMOVE_NODES), list(case.existing))
+    plugin, state = prefilter_state(domain, case.pending)
+    original = counts(state.copy())
+    added = incoming(case.added)
+    labels = domain.cluster.nodes[added.node_name].labels
+    state.update_with_pod(added, plugin.index.terms_of(added), labels, 1, plugin.namespace_labels)
+    assert (state.anti, state.affinity) == (case.want_anti, case.want_affinity)
+    assert counts(state) == counts(all_pods)
+    state.update_with_pod(added, plugin.index.terms_of(added), labels, -1, plugin.namespace_labels)
+    assert counts(state) == original
+
+
+def normal(*label_keys: str) -> dict:
+    return MakePod().name("normal").node("nodeA").labels({key: "" for key in label_keys}).obj()
+
+
+def incoming_pod(name: str, affinity_keys: tuple = (), anti_keys: tuple = ()) -> dict:
+    pod = MakePod().name(name)
+    for key in affinity_keys:
+        pod.pod_affinity_exists(key, "hostname", REQUIRED)
+    for key in anti_keys:
+        pod.pod_anti_affinity_exists(key, "hostname", REQUIRED)
+    return pod.obj()
+
+
+NODE_A = {("hostname", "nodeA"): 1}
+INCOMING_COUNTS = [
+    ("nil test", (), incoming_pod("aaa-normal"), {}, {}),
+    ("incoming pod without affinity/anti-affinity causes a no-op", (normal("aaa"),), incoming_pod("aaa-normal"),
+     {}, {}),
+    ("no pod has label that violates incoming pod's affinity and anti-affinity", (normal("bbb"),),
+     incoming_pod("aaa-anti", ("aaa",), ("aaa",)), {}, {}),
+    ("existing pod matches incoming pod's affinity and anti-affinity - single term case", (normal("aaa"),),
+     incoming_pod("affi-antiaffi", ("aaa",), ("aaa",)), NODE_A, NODE_A),
+    ("existing pod matches incoming pod's affinity and anti-affinity - multiple terms case", (normal("aaa", "bbb"),),
+     incoming_pod("affi-antiaffi", ("aaa", "bbb"), ("aaa",)), {("hostname", "nodeA"): 2}, NODE_A),
+    ("existing pod not match incoming pod's affinity but matches anti-affinity", (normal("aaa"),),
+     incoming_pod("affi-antiaffi", ("aaa", "bbb"), ("aaa", "bbb")), {}, NODE_A),
+    ("incoming pod's anti-affinity has more than one term - existing pod violates partial term - case 1",
+     (normal("aaa", "bbb"),), incoming_pod("anaffi-antiaffiti", ("aaa", "ccc"), ("aaa", "ccc")), {}, NODE_A),
+    ("incoming pod's anti-affinity has more than one term - existing pod violates partial term - case 2",
+     (normal("bbb"),), incoming_pod("affi-antiaffi", ("aaa", "bbb"), ("aaa", "bbb")), {}, NODE_A),
+]
+
+
+@pytest.mark.parametrize("existing, pod, want_affinity, want_anti", [case[1:] for case in INCOMING_COUNTS],
+                         ids=[case[0] for case in INCOMING_COUNTS])
+def test_get_tp_map_matching_incoming_affinity_anti_affinity(existing, pod, want_affinity, want_anti):
+    """TestGetTPMapMatchingIncomingAffinityAntiAffinity: PreFilter's counts for the incoming pod's terms."""
+    domain = cluster([("nodeA", {"hostname": "nodeA"})], list(existing))
+    plugin = plugin_of(domain, NAME)
+    state = CycleState()
+    plugin.pre_filter(state, incoming(pod))
+    got = (state[NAME].affinity, state[NAME].anti) if NAME in state else ({}, {})
+    assert got == (want_affinity, want_anti)
