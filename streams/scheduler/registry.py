@@ -12,7 +12,8 @@ enables. Order within a stage:
 
 - filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
   order: cheap label checks whose failures preemption cannot fix), then NodeResourcesFit,
-  then InterPodAffinity (kube-scheduler's ``getDefaultPlugins`` order, v1.34), then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
+  then InterPodAffinity (kube-scheduler's ``getDefaultPlugins`` order, v1.34), then LoadAwareScheduling.
+  A node reports the reasons of the first filter it fails, so the
   order decides which reason a node contributes to the message, as in kube-scheduler.
 - preFilter: NodeAffinity, NodeResourcesFit, InterPodAffinity (counts per topology pair; Skip for a pod
   without terms when no assigned pod's anti-affinity matches it), LoadAwareScheduling compute per-pod state;

@@ -39,17 +39,20 @@ D = {"NodeNUMAResource": 1, "DeviceShare": 1, "InterPodAffinity": 2}
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation",
+      "NodeResourcesFitPlus"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
-    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}}, ["NodeResourcesFit", "InterPodAffinity", "NodeNUMAResource", "DeviceShare", "Reservation"],
+    ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}},
+     ["NodeResourcesFit", "InterPodAffinity", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {"NodeResourcesFit": 1, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
      ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
+     ["NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "Reservation",
+      "NodeResourcesFitPlus"],
      {"NodeResourcesFit": 1, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
         "re-enabling a default re-weights it in place", "multiPoint enables where implemented"])

@@ -45,8 +45,8 @@ SINGLE_NODE = [
          "the existing pod",
          MakePod().labels(POD_LABEL2).pod_affinity_in("service", "region", ["securityscan", "value2"], REQUIRED).obj(),
          (EXISTING,), want=(None,)),
-    Case("satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in "
-         "labelSelector that matches the existing pod",
+    Case("satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator "
+         "in labelSelector that matches the existing pod",
          MakePod().labels(POD_LABEL2).pod_affinity_not_in("service", "region", ["securityscan3", "value3"], REQUIRED)
          .obj(), (EXISTING,), want=(None,)),
     Case("Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
@@ -102,7 +102,8 @@ SINGLE_NODE = [
          (MakePod().node("node1").labels(POD_LABEL)
           .pod_anti_affinity_not_in("service", "zone", ["securityscan", "value2"], REQUIRED).obj(),),
          want_prefilter=SKIP),
-    Case("satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming pod",
+    Case("satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming "
+         "pod",
          MakePod().labels(POD_LABEL).pod_anti_affinity_exists("service", "region", REQUIRED)
          .pod_anti_affinity_exists("security", "region", REQUIRED).obj(),
          (MakePod().node("node1").labels(POD_LABEL2).pod_anti_affinity_exists("security", "zone", REQUIRED).obj(),),
@@ -249,8 +250,8 @@ MULTIPLE_NODES = [
          .obj(),
          (MakePod().node("nodeA").labels({"foo": "", "bar": ""}).obj(),),
          abc_nodes("z1", "z2")[:2], want=(ANTI_AFFINITY, ANTI_AFFINITY)),
-    Case("Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity term matches "
-         "incoming pod, so incoming pod can only be scheduled to nodeC",
+    Case("Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity term "
+         "matches incoming pod, so incoming pod can only be scheduled to nodeC",
          MakePod().label("foo", "").label("bar", "").obj(),
          (MakePod().node("nodeA").pod_anti_affinity_exists("foo", "zone", REQUIRED)
           .pod_anti_affinity_exists("labelA", "zone", REQUIRED).obj(),

@@ -7,7 +7,7 @@ from streams.scheduler import config
 from streams.scheduler.framework import ADD, ASSIGNED_POD, NODE, UPDATE, ClusterEvent, Code, CycleState
 from streams.scheduler.plugins.interpodaffinity import NAME, InterPodAffinityArgs
 from tests.streams.scheduler.plugins.interpodaffinity.wrappers import (
-    affinity, cluster, expr, incoming, make_pod, run_filter, term)
+    affinity, cluster, incoming, make_pod, run_filter, term)
 from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, plugin_of, pod_info, run
 
 HOSTNAME = "kubernetes.io/hostname"

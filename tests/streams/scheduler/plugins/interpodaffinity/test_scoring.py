@@ -106,10 +106,11 @@ PREFERRED_AFFINITY = [
          nodes(AZ1, AZ2), (0, MAX)),
     Case("Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod "
          "affinity & anti affinity",
-         make_pod(labels=S1, pod_affinity=STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ), (on("node1", S1), on("node2", S1)),
+         make_pod(labels=S1, pod_affinity=STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+         (on("node1", S1), on("node2", S1)),
          nodes(CHINA, AZ1), (MAX, 0)),
-    Case("Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing pods "
-         "have the same labels",
+    Case("Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and existing "
+         "pods have the same labels",
          make_pod(labels=S1, pod_affinity=STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
          (on("node1", S1), on("node1", S1), on("node2", S1), on("node3", S1), on("node3", S1), on("node4", S1),
           on("node5", S1)),

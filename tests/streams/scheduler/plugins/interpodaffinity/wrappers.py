@@ -130,7 +130,8 @@ class MakePod:
         return self._term("podAntiAffinity", kind, term(expr(key, "Exists"), topology=topology))
 
     def obj(self) -> dict:
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": copy.deepcopy(self.meta), "spec": copy.deepcopy(self.spec)}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": copy.deepcopy(self.meta),
+                "spec": copy.deepcopy(self.spec)}
 
 
 def make_pod(namespace_name: str = "", labels: dict | None = None, node: str = "",
