@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from streams.scheduler import config
+from streams.scheduler.domain import SchedulingDomain
 from streams.scheduler.framework import ADD, ASSIGNED_POD, NODE, UPDATE, ClusterEvent, Code, CycleState
 from streams.scheduler.plugins.interpodaffinity import NAME, InterPodAffinityArgs
 from tests.streams.scheduler.plugins.interpodaffinity.wrappers import (
-    affinity, cluster, incoming, make_pod, run_filter, term)
+    affinity, cluster, incoming, make_pod, namespace_event, run_filter, term)
 from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, plugin_of, pod_info, run
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -149,3 +150,15 @@ def test_a_pod_waiting_for_its_affinity_partner_is_retried_when_the_partner_land
     assert domain.queue.pods["default/web"].moved is False
     _, out = run(k8s_pod("db", labels={"app": "db"}, requests={"cpu": "100m"}, ts=4000), domain=domain)
     assert placed(out) == {"db": "n1", "web": "n1"}
+
+
+def test_a_restored_domain_decides_as_the_live_one():
+    """The index is rebuilt from the restored assignments and Namespace objects are kept with the domain."""
+    first = [namespace_event("team-a", {"team": "a"}), host("n1"), host("n2"), replica("web-0")]
+    live, _ = run(*first)
+    restored = SchedulingDomain.restore("default", live.entries())
+    rest = [replica("web-1"), replica("web-2")]
+    _, live_out = run(*rest, domain=live)
+    _, restored_out = run(*rest, domain=restored)
+    assert placed(restored_out) == placed(live_out) == {"web-1": "n2", "web-2": None}
+    assert restored.cluster.objects["Namespace"]["team-a"]["metadata"]["labels"] == {"team": "a"}
