@@ -8,6 +8,7 @@
 | ``topology`` | per topology key, each node's label value as a column code |
 | ``filtering`` | PreFilter counts per topology pair, Filter (formulas there) and AddPod/RemovePod |
 | ``scoring`` | PreScore weights per topology pair, Score and NormalizeScore (formulas there) |
+| ``hints`` | the queueing hints for assigned pod and node events |
 
 PreFilter returns Skip when the pod has no required term and no assigned pod's required anti-affinity matches
 it, so a pod without affinity in a cluster without anti-affinity costs one dictionary lookup. Filter fails a
@@ -22,9 +23,8 @@ server puts on every namespace. With no Namespace objects, then, ``namespaceSele
 namespace, a selector on ``kubernetes.io/metadata.name`` selects by name, and a selector that requires any
 other label selects no namespace.
 
-Queueing hints (``isSchedulableAfterPodChange`` / ``isSchedulableAfterNodeChange``): an assigned pod added or
-relabelled may satisfy the pod's affinity, one deleted may lift its anti-affinity; a node added or relabelled
-matters when it has a topology key of the pod's terms.
+Events: an assigned pod added, relabelled or deleted, a node added or updated, each with kube-scheduler's
+queueing hint (``hints``).
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
     ADD, ASSIGNED_POD, DELETE, NODE, REMOVED_PODS, SKIP, SUCCESS, UPDATE, ClusterEvent, Code, CycleState,
     FilterResult, Status, register)
+from streams.scheduler.plugins.interpodaffinity import hints
 from streams.scheduler.plugins.interpodaffinity.filtering import (
-    PreFilterState, existing_anti_counts, failures, incoming_counts, matches_all)
+    PreFilterState, existing_anti_counts, failures, incoming_counts)
 from streams.scheduler.plugins.interpodaffinity.index import AssignedPods
 from streams.scheduler.plugins.interpodaffinity.scoring import normalized, topology_score
 from streams.scheduler.plugins.interpodaffinity.topology import Topology
-from streams.scheduler.state import Cluster
+from streams.scheduler.state import Cluster, NodeChanged, NodeObject
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -83,29 +84,28 @@ class InterPodAffinity:
     watched_kinds = frozenset({NAMESPACE})
 
     def pod_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
-        """Hint for an assigned pod added or relabelled (``event.name`` its key) or deleted: Queue when the added or
-        relabelled pod matches all of ``pod``'s required affinity terms, or the relabelled one no longer matches all
-        of its anti-affinity terms (kube-scheduler compares with the labels before; the domain keeps only the new
-        ones, so this may queue a pod that did not match before either). A deletion: Queue (the domain does not
-        say which pod went)."""
+        """Hint for an assigned pod added, relabelled (``event.name`` its key) or deleted (``hints``). The domain
+        does not say which pod a deletion took away: Queue."""
+        if event.action == DELETE:
+            return True
         other = self.cluster.pods.get(event.name)
-        if other is None or event.action == DELETE:
+        node = self.index.node.get(event.name)
+        if other is None or node is None:
             return True
-        terms = self.index.terms_of(pod)
-        if matches_all(terms.required_affinity, other, self.namespace_labels):
-            return True
-        anti = terms.required_anti_affinity
-        return event.action == UPDATE and bool(anti) and not matches_all(anti, other, self.namespace_labels)
+        new = dataclasses.replace(other, node_name=node)
+        old = self.index.relabelled.get(event.name) if event.action == UPDATE else None
+        if old is not None:
+            old = dataclasses.replace(old, node_name=node)
+        return hints.pod_change_may_help(self.index.terms_of(pod), old, new, self.namespace_labels)
 
     def node_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
-        """Hint for a node added or updated: Queue when it has a topology key of ``pod``'s required terms (and
-        when the domain no longer holds it)."""
+        """Hint for a node added or updated (``hints``), against its labels before the change; Queue when the
+        domain no longer holds it."""
         node = self.cluster.nodes.get(event.name)
         if node is None:
             return True
-        terms = self.index.terms_of(pod)
-        return any(term.topology_key in node.labels
-                   for term in terms.required_affinity + terms.required_anti_affinity)
+        old = self._node_before.get(event.name) if event.action == UPDATE else None
+        return hints.node_change_may_help(self.index.terms_of(pod), old.labels if old else None, node.labels)
 
     events_to_register = (
         *register(ClusterEvent(ASSIGNED_POD, ADD), ClusterEvent(ASSIGNED_POD, UPDATE),
@@ -118,9 +118,13 @@ class InterPodAffinity:
         self.cluster = cluster
         self.index = AssignedPods(cluster)
         self.topology = Topology(cluster)
+        self._node_before: dict[str, NodeObject] = {}
+        """The node last changed, as it was before (the queueing hint of its Update compares both)."""
 
     def observe(self, change: object) -> None:
         self.index.observe(change)
+        if isinstance(change, NodeChanged):
+            self._node_before = {change.name: change.old} if change.old is not None else {}
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         record = self.cluster.objects.get(NAMESPACE, {}).get(namespace)

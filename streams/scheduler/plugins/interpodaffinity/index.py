@@ -29,6 +29,8 @@ class AssignedPods:
         self.with_affinity: set[str] = set()
         self.with_required_anti_affinity: set[str] = set()
         self._parsed: dict[str, tuple[PodInfo, PodTerms]] = {}
+        self.relabelled: dict[str, PodInfo] = {}
+        """The assigned pod last changed, as it was before (the queueing hint of its Update compares both)."""
         for key in sorted(cluster.assignment):
             self._add(key, cluster.pods[key], cluster.assignment[key])
 
@@ -50,7 +52,9 @@ class AssignedPods:
             if change.new is None:
                 self._remove(change.key)
                 self._parsed.pop(change.key, None)
+                self.relabelled.pop(change.key, None)
             elif change.key in self.node:
+                self.relabelled = {change.key: change.old} if change.old is not None else {}
                 node = self.node[change.key]
                 self._remove(change.key)
                 self._add(change.key, change.new, node)

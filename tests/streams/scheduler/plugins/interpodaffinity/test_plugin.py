@@ -1,15 +1,15 @@
-"""InterPodAffinity through the scheduling domain: placements, messages, preemption, hints, args."""
+"""InterPodAffinity through the scheduling domain: placements, messages, preemption, retries, restore, args."""
 
 import numpy as np
 import pytest
 
 from streams.scheduler import config
 from streams.scheduler.domain import SchedulingDomain
-from streams.scheduler.framework import ADD, ASSIGNED_POD, NODE, UPDATE, ClusterEvent, Code, CycleState
+from streams.scheduler.framework import Code, CycleState
 from streams.scheduler.plugins.interpodaffinity import NAME, InterPodAffinityArgs
 from tests.streams.scheduler.plugins.interpodaffinity.wrappers import (
     affinity, cluster, incoming, make_pod, namespace_event, run_filter, term)
-from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, plugin_of, pod_info, run
+from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, plugin_of, run
 
 HOSTNAME = "kubernetes.io/hostname"
 WEB = {"app": "web"}
@@ -113,19 +113,6 @@ def test_the_index_follows_pods_leaving_their_nodes():
     assert plugin.index.with_required_anti_affinity == {"default/a"}
     run(k8s_pod("a", labels=WEB, node_name="n1", requests={"cpu": "100m"}), domain=domain)
     assert not plugin.index.with_required_anti_affinity and "default/a" in plugin.index.node
-
-
-def test_queueing_hints():
-    wants_db = affinity(required=[term(match_labels={"app": "db"}, topology=HOSTNAME)])
-    domain, _ = run(host("n1"), k8s_node("bare", {"cpu": "1", "memory": "1Gi", "pods": "10"}),
-                    k8s_pod("db", labels={"app": "db"}, node_name="n1"), k8s_pod("cache", labels={"app": "cache"},
-                                                                                 node_name="n1"))
-    plugin = plugin_of(domain, NAME)
-    pod = pod_info(replica("web", wants_db))
-    assert plugin.pod_change_may_help(ClusterEvent(ASSIGNED_POD, ADD, "default/db"), pod)
-    assert not plugin.pod_change_may_help(ClusterEvent(ASSIGNED_POD, ADD, "default/cache"), pod)
-    assert plugin.node_change_may_help(ClusterEvent(NODE, UPDATE, "n1"), pod)
-    assert not plugin.node_change_may_help(ClusterEvent(NODE, ADD, "bare"), pod)
 
 
 def test_args():
