@@ -11,7 +11,7 @@
 | ``hints`` | the queueing hints for assigned pod and node events |
 
 PreFilter returns Skip when the pod has no required term and no assigned pod's required anti-affinity matches
-it, so a pod without affinity in a cluster without anti-affinity costs one dictionary lookup. Filter fails a
+it, so a pod without affinity in a cluster without anti-affinity costs a few lookups. Filter fails a
 node for the pod's affinity with UnschedulableAndUnresolvable (removing pods cannot add a matching one) and
 for anti-affinity, the pod's or an existing pod's, with Unschedulable (preemption may remove the pod in the
 way: a PostFilter's dry run lists the pods it took away under ``framework.REMOVED_PODS`` and Filter leaves them
