@@ -132,8 +132,9 @@ class InterPodAffinity:
             return {NAMESPACE_NAME_LABEL: namespace}
         return (record.get("metadata") or {}).get("labels") or {}
 
-    def _node_labels(self, node: str) -> Mapping[str, str]:
-        return self.cluster.nodes[node].labels
+    def _node_labels(self, node: str) -> Mapping[str, str] | None:
+        held = self.cluster.nodes.get(node)
+        return held.labels if held is not None else None
 
     # -- PreFilter / Filter --------------------------------------------------------------------
 
@@ -142,30 +143,27 @@ class InterPodAffinity:
         if terms.error is not None:
             return Status.unschedulable(f"parsing pod: {terms.error}", NAME, resolvable=False)
         index = self.index
-        if not index.with_required_anti_affinity and not terms.required_affinity and not terms.required_anti_affinity:
+        required = terms.required_affinity or terms.required_anti_affinity
+        if not index.required_anti_affinity and not required:
             return SKIP
-        existing = existing_anti_counts(pod, self._with_labels(index.pods(index.with_required_anti_affinity)),
-                                        self.namespace_labels)
-        if not existing and not terms.required_affinity and not terms.required_anti_affinity:
+        existing = existing_anti_counts(pod, index.required_anti_affinity, self._node_labels, self.namespace_labels)
+        if not existing and not required:
             return SKIP
         affinity, anti = {}, {}
-        if terms.required_affinity or terms.required_anti_affinity:
-            affinity, anti = incoming_counts(terms, self._with_labels(self._in_term_namespaces(terms)),
-                                             self.namespace_labels)
+        if required:
+            affinity, anti = incoming_counts(terms, index.label_groups(self._term_namespaces(terms)),
+                                             self._node_labels, self.namespace_labels)
         state[NAME] = PreFilterState(pod, terms, existing, affinity, anti)
         return SUCCESS
 
-    def _in_term_namespaces(self, terms):
-        """The assigned pods the pod's required terms can match: those of the terms' namespaces, or all when a
-        term selects namespaces by labels."""
+    @staticmethod
+    def _term_namespaces(terms) -> frozenset[str] | None:
+        """The namespaces the pod's required terms can match; None (all) when a term selects namespaces by
+        labels."""
         required = terms.required_affinity + terms.required_anti_affinity
         if any(term.namespace_selector.error is None for term in required):
-            return self.index.pods(self.index.node)
-        return self.index.pods((), frozenset().union(*(term.namespaces for term in required)))
-
-    def _with_labels(self, pods):
-        for pod, terms, node in pods:
-            yield pod, terms, self._node_labels(node)
+            return None
+        return frozenset().union(*(term.namespaces for term in required))
 
     def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
         prefilter = state.get(NAME)
@@ -182,10 +180,10 @@ class InterPodAffinity:
             prefilter = prefilter.copy()
             for key in sorted(removed):
                 node = self.index.node.get(key)
-                if node is not None and node in self.cluster.nodes:
+                labels = self._node_labels(node) if node is not None else None
+                if labels is not None:
                     other = self.cluster.pods[key]
-                    prefilter.update_with_pod(other, self.index.terms_of(other), self._node_labels(node), -1,
-                                              self.namespace_labels)
+                    prefilter.update_with_pod(other, self.index.terms_of(other), labels, -1, self.namespace_labels)
         affinity, anti, existing = failures(prefilter, self.topology, len(candidates), self.namespace_labels)
         failed = affinity | anti | existing
         if not failed.any():
@@ -198,11 +196,9 @@ class InterPodAffinity:
 
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         terms = self.index.terms_of(pod)
-        index = self.index
-        if not terms.preferred and (self.args.ignore_preferred_terms_of_existing_pods or not index.with_affinity):
+        if not terms.preferred and (self.args.ignore_preferred_terms_of_existing_pods or not self.index.any_terms):
             return np.zeros(len(candidates), dtype=np.int64)
-        existing = index.pods(index.node if terms.preferred else index.with_affinity)
-        scores = topology_score(pod, terms, self._with_labels(existing), self.args.hard_pod_affinity_weight,
+        scores = topology_score(pod, terms, self.index, self.args.hard_pod_affinity_weight, self._node_labels,
                                 self.namespace_labels)
         if scores is None:
             return np.zeros(len(candidates), dtype=np.int64)

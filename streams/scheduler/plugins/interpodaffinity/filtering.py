@@ -35,6 +35,8 @@ from streams.scheduler.plugins.interpodaffinity.topology import Topology
 
 Pair = tuple[str, str]
 NamespaceLabels = Callable[[str], Mapping[str, str]]
+NodeLabels = Callable[[str], Mapping[str, str] | None]
+"""A node's labels by name; None for a node the domain does not hold (its pods count nowhere)."""
 
 
 @dataclasses.dataclass
@@ -55,7 +57,7 @@ class PreFilterState:
         for term in other_terms.required_anti_affinity:
             if term.matches(pod.namespace, pod.labels, namespace_labels):
                 _add(self.existing_anti, node_labels, term.topology_key, sign)
-        if matches_all(self.terms.required_affinity, other, namespace_labels):
+        if matches_all(self.terms.required_affinity, other.namespace, other.labels, namespace_labels):
             for term in self.terms.required_affinity:
                 _add(self.affinity, node_labels, term.topology_key, sign)
         for term in self.terms.required_anti_affinity:
@@ -63,8 +65,8 @@ class PreFilterState:
                 _add(self.anti, node_labels, term.topology_key, sign)
 
 
-def _add(counts: dict[Pair, int], node_labels: Mapping[str, str], key: str, amount: int) -> None:
-    value = node_labels.get(key)
+def _add(counts: dict[Pair, int], node_labels: Mapping[str, str] | None, key: str, amount: int) -> None:
+    value = node_labels.get(key) if node_labels is not None else None
     if value is None:
         return
     pair = (key, value)
@@ -75,34 +77,40 @@ def _add(counts: dict[Pair, int], node_labels: Mapping[str, str], key: str, amou
         counts.pop(pair, None)
 
 
-def matches_all(terms: tuple[AffinityTerm, ...], pod: PodInfo, namespace_labels: NamespaceLabels) -> bool:
-    """``podMatchesAllAffinityTerms``: false without terms."""
-    return bool(terms) and all(term.matches(pod.namespace, pod.labels, namespace_labels) for term in terms)
+def matches_all(terms: tuple[AffinityTerm, ...], namespace: str, labels: Mapping[str, str],
+                namespace_labels: NamespaceLabels) -> bool:
+    """``podMatchesAllAffinityTerms`` for a pod of ``namespace`` with ``labels``: false without terms."""
+    return bool(terms) and all(term.matches(namespace, labels, namespace_labels) for term in terms)
 
 
-def existing_anti_counts(pod: PodInfo, existing: Iterable[tuple[PodInfo, PodTerms, Mapping[str, str]]],
+def existing_anti_counts(pod: PodInfo, anti_terms: Mapping[AffinityTerm, Mapping[str, int]], node_labels: NodeLabels,
                          namespace_labels: NamespaceLabels) -> dict[Pair, int]:
-    """``getExistingAntiAffinityCounts`` over the assigned pods with required anti-affinity."""
+    """``getExistingAntiAffinityCounts``: the assigned pods' required anti-affinity terms (each with the number of
+    pods carrying it per node) that match the incoming pod."""
     counts: dict[Pair, int] = {}
-    for _, terms, node_labels in existing:
-        for term in terms.required_anti_affinity:
-            if term.matches(pod.namespace, pod.labels, namespace_labels):
-                _add(counts, node_labels, term.topology_key, 1)
+    for term, per_node in anti_terms.items():
+        if term.matches(pod.namespace, pod.labels, namespace_labels):
+            for node, pods in per_node.items():
+                _add(counts, node_labels(node), term.topology_key, pods)
     return counts
 
 
-def incoming_counts(terms: PodTerms, existing: Iterable[tuple[PodInfo, PodTerms, Mapping[str, str]]],
-                    namespace_labels: NamespaceLabels) -> tuple[dict[Pair, int], dict[Pair, int]]:
-    """``getIncomingAffinityAntiAffinityCounts``: (affinity, anti) over the assigned pods."""
+def incoming_counts(terms: PodTerms, groups: Iterable[tuple[str, Mapping[str, str], Mapping[str, int]]],
+                    node_labels: NodeLabels, namespace_labels: NamespaceLabels
+                    ) -> tuple[dict[Pair, int], dict[Pair, int]]:
+    """``getIncomingAffinityAntiAffinityCounts``: (affinity, anti) over the assigned pods, given as groups of
+    (namespace, labels, pods per node)."""
     affinity: dict[Pair, int] = {}
     anti: dict[Pair, int] = {}
-    for other, _, node_labels in existing:
-        if matches_all(terms.required_affinity, other, namespace_labels):
+    for namespace, labels, per_node in groups:
+        if matches_all(terms.required_affinity, namespace, labels, namespace_labels):
             for term in terms.required_affinity:
-                _add(affinity, node_labels, term.topology_key, 1)
+                for node, pods in per_node.items():
+                    _add(affinity, node_labels(node), term.topology_key, pods)
         for term in terms.required_anti_affinity:
-            if term.matches(other.namespace, other.labels, namespace_labels):
-                _add(anti, node_labels, term.topology_key, 1)
+            if term.matches(namespace, labels, namespace_labels):
+                for node, pods in per_node.items():
+                    _add(anti, node_labels(node), term.topology_key, pods)
     return affinity, anti
 
 
@@ -126,7 +134,8 @@ def failures(state: PreFilterState, topology: Topology, count: int,
         for term in terms:
             all_keys &= topology.has(term.topology_key)[:count]
             pods_exist &= topology.per_node(term.topology_key, affinity.get(term.topology_key, {}))[:count] > 0
-        first_of_group = not state.affinity and matches_all(terms, state.pod, namespace_labels)
+        first_of_group = not state.affinity and matches_all(terms, state.pod.namespace, state.pod.labels,
+                                                            namespace_labels)
         pod_affinity = ~all_keys | (~pods_exist & (not first_of_group))
     pod_anti = np.zeros(count, dtype=bool)
     if state.anti:

@@ -31,12 +31,15 @@ def pod_change_may_help(terms: PodTerms, old: PodInfo | None, new: PodInfo | Non
     if (new is not None and not new.node_name) or (old is not None and not old.node_name):
         return False
     affinity, anti = terms.required_affinity, terms.required_anti_affinity
+
+    def all_of(pod_terms, pod: PodInfo) -> bool:
+        return matches_all(pod_terms, pod.namespace, pod.labels, namespace_labels)
+
     if old is not None and new is not None:
-        return (not matches_all(affinity, old, namespace_labels) and matches_all(affinity, new, namespace_labels)) \
-            or (matches_all(anti, old, namespace_labels) and not matches_all(anti, new, namespace_labels))
+        return (not all_of(affinity, old) and all_of(affinity, new)) or (all_of(anti, old) and not all_of(anti, new))
     if new is not None:
-        return matches_all(affinity, new, namespace_labels)
-    return old is not None and matches_all(anti, old, namespace_labels)
+        return all_of(affinity, new)
+    return old is not None and all_of(anti, old)
 
 
 def node_change_may_help(terms: PodTerms, old: Mapping[str, str] | None, new: Mapping[str, str]) -> bool:

@@ -1,22 +1,37 @@
-"""The assigned pods InterPodAffinity counts, indexed the way kube-scheduler's snapshot lists them.
+"""The assigned pods InterPodAffinity counts, grouped so that a cycle reads groups, not pods.
 
-kube-scheduler's NodeInfo keeps ``Pods``, ``PodsWithAffinity`` and ``PodsWithRequiredAntiAffinity``; here one
-index over the domain keeps, for every assigned pod (bound, scheduled, or held by Permit: a pod placed earlier
-in the same batch counts at once), its node and parsed terms, by namespace, and the keys of the pods with any
-term and with a required anti-affinity term. It follows ``PodAssigned`` / ``PodUnassigned`` / ``PodChanged``,
-so PreFilter reads only the pods that can matter: with no pod carrying required anti-affinity and an incoming
-pod without terms, it reads none. Terms are parsed once per pod object (``terms_of``).
+kube-scheduler's PreFilter and PreScore walk every pod of every node (``Pods``, ``PodsWithAffinity``,
+``PodsWithRequiredAntiAffinity``). Replicas share their labels and their terms, so here the index keeps, updated
+on every ``PodAssigned`` / ``PodUnassigned`` / ``PodChanged`` (a pod placed earlier in the same batch, bound,
+scheduled or held by Permit, counts at once), how many assigned pods of each kind sit on each node:
 
-Iteration is in key order wherever it feeds a decision.
+    labels[(namespace, labels)][node]          pods with these labels    (what the incoming pod's terms match)
+    required_anti_affinity[term][node]         occurrences of the term   (existing pods' anti-affinity, Filter)
+    required_affinity[term][node]              occurrences of the term   (hardPodAffinityWeight, Score)
+    preferred[(term, +w | -w)][node]           occurrences of the term   (existing pods' preferred terms, Score)
+
+Counting a group once per node and multiplying gives the sums kube-scheduler gets pod by pod. Terms are parsed
+once per pod object (``terms_of``); ``node`` and ``relabelled`` serve preemption's RemovePod and the hints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Mapping
 
 from streams.objects.podinfo import PodInfo
-from streams.scheduler.plugins.interpodaffinity.terms import PodTerms, parse
+from streams.scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, parse
 from streams.scheduler.state import Cluster, PodAssigned, PodChanged, PodUnassigned
+
+NodeCounts = dict[str, int]
+LabelsKey = tuple[str, frozenset]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    node: str
+    labels: LabelsKey
+    terms: PodTerms
 
 
 class AssignedPods:
@@ -24,13 +39,15 @@ class AssignedPods:
         self.cluster = cluster
         self.node: dict[str, str] = {}
         """Assigned pod key -> its node."""
-        self.namespace: dict[str, str] = {}
-        self.by_namespace: dict[str, set[str]] = {}
-        self.with_affinity: set[str] = set()
-        self.with_required_anti_affinity: set[str] = set()
-        self._parsed: dict[str, tuple[PodInfo, PodTerms]] = {}
+        self.labels: dict[LabelsKey, NodeCounts] = {}
+        self.labels_by_namespace: dict[str, set[LabelsKey]] = {}
+        self.required_anti_affinity: dict[AffinityTerm, NodeCounts] = {}
+        self.required_affinity: dict[AffinityTerm, NodeCounts] = {}
+        self.preferred: dict[tuple[AffinityTerm, int], NodeCounts] = {}
         self.relabelled: dict[str, PodInfo] = {}
         """The assigned pod last changed, as it was before (the queueing hint of its Update compares both)."""
+        self._entries: dict[str, _Entry] = {}
+        self._parsed: dict[str, tuple[PodInfo, PodTerms]] = {}
         for key in sorted(cluster.assignment):
             self._add(key, cluster.pods[key], cluster.assignment[key])
 
@@ -41,6 +58,11 @@ class AssignedPods:
         terms = parse(pod)
         self._parsed[pod.key] = (pod, terms)
         return terms
+
+    @property
+    def any_terms(self) -> bool:
+        """Some assigned pod has a term Score reads."""
+        return bool(self.required_affinity or self.preferred)
 
     def observe(self, change: object) -> None:
         if isinstance(change, PodAssigned):
@@ -59,35 +81,53 @@ class AssignedPods:
                 self._remove(change.key)
                 self._add(change.key, change.new, node)
 
+    def label_groups(self, namespaces: frozenset[str] | None = None
+                     ) -> Iterator[tuple[str, Mapping[str, str], NodeCounts]]:
+        """(namespace, labels, pods per node) of the assigned pods, of ``namespaces`` only when given."""
+        keys = self.labels if namespaces is None else \
+            [key for namespace in sorted(namespaces) for key in self.labels_by_namespace.get(namespace, ())]
+        for key in keys:
+            yield key[0], dict(key[1]), self.labels[key]
+
     def _add(self, key: str, pod: PodInfo, node: str) -> None:
-        self.node[key] = node
-        self.namespace[key] = pod.namespace
-        self.by_namespace.setdefault(pod.namespace, set()).add(key)
         terms = self.terms_of(pod)
-        if terms.any:
-            self.with_affinity.add(key)
-        if terms.required_anti_affinity:
-            self.with_required_anti_affinity.add(key)
+        labels = (pod.namespace, frozenset(pod.labels.items()))
+        self.node[key] = node
+        self._entries[key] = entry = _Entry(node, labels, terms)
+        self.labels_by_namespace.setdefault(pod.namespace, set()).add(labels)
+        self._count(entry, 1)
 
     def _remove(self, key: str) -> None:
-        if self.node.pop(key, None) is None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
             return
-        namespace = self.namespace.pop(key)
-        keys = self.by_namespace[namespace]
-        keys.discard(key)
-        if not keys:
-            del self.by_namespace[namespace]
-        self.with_affinity.discard(key)
-        self.with_required_anti_affinity.discard(key)
+        del self.node[key]
+        self._count(entry, -1)
+        if entry.labels not in self.labels:
+            namespace = entry.labels[0]
+            self.labels_by_namespace[namespace].discard(entry.labels)
+            if not self.labels_by_namespace[namespace]:
+                del self.labels_by_namespace[namespace]
 
-    def pods(self, keys, namespaces: frozenset[str] | None = None) -> Iterator[tuple[PodInfo, PodTerms, str]]:
-        """(pod, terms, node) of ``keys`` (or, with ``namespaces``, of every assigned pod in them), in key order,
-        skipping pods whose node the domain does not hold (kube-scheduler's snapshot has no NodeInfo for them)."""
-        if namespaces is not None:
-            keys = [key for namespace in namespaces for key in self.by_namespace.get(namespace, ())]
-        nodes = self.cluster.nodes
-        for key in sorted(keys):
-            node = self.node[key]
-            if node in nodes:
-                pod = self.cluster.pods[key]
-                yield pod, self.terms_of(pod), node
+    def _count(self, entry: _Entry, sign: int) -> None:
+        node, terms = entry.node, entry.terms
+        _bump(self.labels, entry.labels, node, sign)
+        for term in terms.required_anti_affinity:
+            _bump(self.required_anti_affinity, term, node, sign)
+        for term in terms.required_affinity:
+            _bump(self.required_affinity, term, node, sign)
+        for weighted in terms.preferred_affinity:
+            _bump(self.preferred, (weighted.term, weighted.weight), node, sign)
+        for weighted in terms.preferred_anti_affinity:
+            _bump(self.preferred, (weighted.term, -weighted.weight), node, sign)
+
+
+def _bump(groups: dict, group, node: str, sign: int) -> None:
+    counts = groups.setdefault(group, {})
+    total = counts.get(node, 0) + sign
+    if total:
+        counts[node] = total
+    else:
+        counts.pop(node, None)
+        if not counts:
+            del groups[group]

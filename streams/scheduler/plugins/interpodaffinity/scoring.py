@@ -9,8 +9,8 @@ without labels contribute nothing):
     + w   for each preferred affinity term of q that p matches
     - w   for each preferred anti-affinity term of q that p matches
 
-Only pods with some affinity term are read unless p has preferred terms (then every assigned pod is); with
-``ignorePreferredTermsOfExistingPods`` and no preferred term of p, nothing is scored. Score of a node is the sum
+Assigned pods are read as the index's groups (pods per node sharing labels, or a term), each counted times its
+pods. With ``ignorePreferredTermsOfExistingPods`` and no preferred term of p, nothing is scored. Score of a node is the sum
 of the pairs its labels hold; NormalizeScore over the feasible nodes::
 
     score = int(100 * (s - min) / (max - min))      (0 for every node when max == min)
@@ -21,55 +21,53 @@ Skip) every node scores 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import MAX_NODE_SCORE
-from streams.scheduler.plugins.interpodaffinity.filtering import NamespaceLabels
-from streams.scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, WeightedTerm
+from streams.scheduler.plugins.interpodaffinity.filtering import NamespaceLabels, NodeLabels
+from streams.scheduler.plugins.interpodaffinity.index import AssignedPods
+from streams.scheduler.plugins.interpodaffinity.terms import PodTerms
 from streams.scheduler.plugins.interpodaffinity.topology import Topology
 
 TopologyScore = dict[str, dict[str, int]]
 
 
-def _add(scores: TopologyScore, term: AffinityTerm, weight: int, pod: PodInfo, node_labels: Mapping[str, str],
-         namespace_labels: NamespaceLabels) -> bool:
-    """``scoreMap.processTerm``; True when the term counted (kube-scheduler then keeps the node's map)."""
-    if not term.matches(pod.namespace, pod.labels, namespace_labels):
-        return False
-    value = node_labels.get(term.topology_key)
-    if value is None:
-        return False
-    by_value = scores.setdefault(term.topology_key, {})
-    by_value[value] = by_value.get(value, 0) + weight
-    return True
-
-
-def _add_weighted(scores: TopologyScore, terms: tuple[WeightedTerm, ...], sign: int, pod: PodInfo,
-                  node_labels: Mapping[str, str], namespace_labels: NamespaceLabels) -> bool:
+def _add(scores: TopologyScore, key: str, weight: int, per_node: Mapping[str, int], node_labels: NodeLabels) -> bool:
+    """``scoreMap.processTerm`` for a matching term held by ``per_node`` pods per node; True when it counted
+    somewhere (kube-scheduler then keeps the node's map)."""
     counted = False
-    for weighted in terms:
-        counted |= _add(scores, weighted.term, sign * weighted.weight, pod, node_labels, namespace_labels)
+    for node, pods in per_node.items():
+        labels = node_labels(node)
+        value = labels.get(key) if labels else None
+        if value is None:
+            continue
+        by_value = scores.setdefault(key, {})
+        by_value[value] = by_value.get(value, 0) + weight * pods
+        counted = True
     return counted
 
 
-def topology_score(pod: PodInfo, terms: PodTerms, existing: Iterable[tuple[PodInfo, PodTerms, Mapping[str, str]]],
-                   hard_pod_affinity_weight: int, namespace_labels: NamespaceLabels) -> TopologyScore | None:
+def topology_score(pod: PodInfo, terms: PodTerms, index: AssignedPods, hard_pod_affinity_weight: int,
+                   node_labels: NodeLabels, namespace_labels: NamespaceLabels) -> TopologyScore | None:
     """PreScore's ``topologyScore``, or None when no assigned pod contributed (kube-scheduler's Skip)."""
     scores: TopologyScore = {}
     counted = False
-    for other, other_terms, node_labels in existing:
-        if not node_labels:
-            continue
-        counted |= _add_weighted(scores, terms.preferred_affinity, 1, other, node_labels, namespace_labels)
-        counted |= _add_weighted(scores, terms.preferred_anti_affinity, -1, other, node_labels, namespace_labels)
-        if hard_pod_affinity_weight > 0:
-            for term in other_terms.required_affinity:
-                counted |= _add(scores, term, hard_pod_affinity_weight, pod, node_labels, namespace_labels)
-        counted |= _add_weighted(scores, other_terms.preferred_affinity, 1, pod, node_labels, namespace_labels)
-        counted |= _add_weighted(scores, other_terms.preferred_anti_affinity, -1, pod, node_labels, namespace_labels)
+    if terms.preferred:
+        for namespace, labels, per_node in index.label_groups():
+            for weighted, sign in [(w, 1) for w in terms.preferred_affinity] + \
+                                  [(w, -1) for w in terms.preferred_anti_affinity]:
+                if weighted.term.matches(namespace, labels, namespace_labels):
+                    counted |= _add(scores, weighted.term.topology_key, sign * weighted.weight, per_node, node_labels)
+    if hard_pod_affinity_weight > 0:
+        for term, per_node in index.required_affinity.items():
+            if term.matches(pod.namespace, pod.labels, namespace_labels):
+                counted |= _add(scores, term.topology_key, hard_pod_affinity_weight, per_node, node_labels)
+    for (term, weight), per_node in index.preferred.items():
+        if term.matches(pod.namespace, pod.labels, namespace_labels):
+            counted |= _add(scores, term.topology_key, weight, per_node, node_labels)
     return scores if counted else None
 
 

@@ -9,7 +9,7 @@ from streams.scheduler.framework import Code, CycleState
 from streams.scheduler.plugins.interpodaffinity import NAME, InterPodAffinityArgs
 from tests.streams.scheduler.plugins.interpodaffinity.wrappers import (
     affinity, cluster, incoming, make_pod, namespace_event, run_filter, term)
-from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, plugin_of, run
+from tests.streams.scheduler.support import decisions, deleted, k8s_node, k8s_pod, plugin_of, run
 
 HOSTNAME = "kubernetes.io/hostname"
 WEB = {"app": "web"}
@@ -104,15 +104,20 @@ def test_a_pod_without_terms_in_a_cluster_without_anti_affinity_skips_and_scores
     pod = incoming(make_pod(labels=WEB))
     assert plugin.pre_filter(CycleState(), pod).code == Code.SKIP
     assert plugin.score(CycleState(), pod, np.ones(2, dtype=bool)).tolist() == [0, 0]
-    assert not plugin.index.with_affinity and not plugin.index.with_required_anti_affinity
+    assert not plugin.index.any_terms and not plugin.index.required_anti_affinity
 
 
 def test_the_index_follows_pods_leaving_their_nodes():
     domain, _ = run(host("n1"), replica("a", node_name="n1"))
     plugin = plugin_of(domain, NAME)
-    assert plugin.index.with_required_anti_affinity == {"default/a"}
+    assert list(plugin.index.required_anti_affinity.values()) == [{"n1": 1}]
+    run(replica("b", node_name="n1"), domain=domain)
+    assert list(plugin.index.required_anti_affinity.values()) == [{"n1": 2}]
     run(k8s_pod("a", labels=WEB, node_name="n1", requests={"cpu": "100m"}), domain=domain)
-    assert not plugin.index.with_required_anti_affinity and "default/a" in plugin.index.node
+    assert list(plugin.index.required_anti_affinity.values()) == [{"n1": 1}] and "default/a" in plugin.index.node
+    assert list(plugin.index.labels.values()) == [{"n1": 2}]
+    run(deleted("Pod", "default/b"), domain=domain)
+    assert not plugin.index.required_anti_affinity and list(plugin.index.labels.values()) == [{"n1": 1}]
 
 
 def test_args():
