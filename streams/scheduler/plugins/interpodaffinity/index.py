@@ -41,6 +41,7 @@ class AssignedPods:
         """Assigned pod key -> its node."""
         self.labels: dict[LabelsKey, NodeCounts] = {}
         self.labels_by_namespace: dict[str, set[LabelsKey]] = {}
+        self._label_maps: dict[LabelsKey, Mapping[str, str]] = {}
         self.required_anti_affinity: dict[AffinityTerm, NodeCounts] = {}
         self.required_affinity: dict[AffinityTerm, NodeCounts] = {}
         self.preferred: dict[tuple[AffinityTerm, int], NodeCounts] = {}
@@ -87,7 +88,7 @@ class AssignedPods:
         keys = self.labels if namespaces is None else \
             [key for namespace in sorted(namespaces) for key in self.labels_by_namespace.get(namespace, ())]
         for key in keys:
-            yield key[0], dict(key[1]), self.labels[key]
+            yield key[0], self._label_maps[key], self.labels[key]
 
     def _add(self, key: str, pod: PodInfo, node: str) -> None:
         terms = self.terms_of(pod)
@@ -95,6 +96,7 @@ class AssignedPods:
         self.node[key] = node
         self._entries[key] = entry = _Entry(node, labels, terms)
         self.labels_by_namespace.setdefault(pod.namespace, set()).add(labels)
+        self._label_maps.setdefault(labels, dict(pod.labels))
         self._count(entry, 1)
 
     def _remove(self, key: str) -> None:
@@ -104,6 +106,7 @@ class AssignedPods:
         del self.node[key]
         self._count(entry, -1)
         if entry.labels not in self.labels:
+            del self._label_maps[entry.labels]
             namespace = entry.labels[0]
             self.labels_by_namespace[namespace].discard(entry.labels)
             if not self.labels_by_namespace[namespace]:

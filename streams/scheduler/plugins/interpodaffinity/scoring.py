@@ -10,8 +10,8 @@ without labels contribute nothing):
     - w   for each preferred anti-affinity term of q that p matches
 
 Assigned pods are read as the index's groups (pods per node sharing labels, or a term), each counted times its
-pods. With ``ignorePreferredTermsOfExistingPods`` and no preferred term of p, nothing is scored. Score of a node is the sum
-of the pairs its labels hold; NormalizeScore over the feasible nodes::
+pods. With ``ignorePreferredTermsOfExistingPods`` and no preferred term of p, nothing is scored. Score of a node
+is the sum of the pairs its labels hold; NormalizeScore over the feasible nodes::
 
     score = int(100 * (s - min) / (max - min))      (0 for every node when max == min)
 
