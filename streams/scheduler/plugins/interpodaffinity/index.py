@@ -10,8 +10,9 @@ scheduled or held by Permit, counts at once), how many assigned pods of each kin
     required_affinity[term][node]              occurrences of the term   (hardPodAffinityWeight, Score)
     preferred[(term, +w | -w)][node]           occurrences of the term   (existing pods' preferred terms, Score)
 
-Counting a group once per node and multiplying gives the sums kube-scheduler gets pod by pod. Terms are parsed
-once per pod object (``terms_of``); ``node`` and ``relabelled`` serve preemption's RemovePod and the hints.
+Counting a group once per node and multiplying gives the sums kube-scheduler gets pod by pod (integer sums:
+the order groups are read in does not matter). Terms are parsed once per pod object (``terms_of``); ``node``
+and ``relabelled`` serve preemption's RemovePod and the hints.
 """
 
 from __future__ import annotations
