@@ -141,6 +141,8 @@ def _filters(fw: Framework, state: CycleState, pod: PodInfo, skipped: set[str], 
                         counts[key] = counts.get(key, 0) + hits
             if result.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 unresolvable |= newly
+            elif result.unresolvable is not None:
+                unresolvable |= newly & result.unresolvable
             candidates = candidates & result.passed
             if not candidates.any():
                 break

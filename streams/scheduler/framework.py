@@ -129,6 +129,10 @@ class CycleState(dict):
     """Per-cycle scratch data, keyed by plugin (kube-scheduler's CycleState)."""
 
 
+REMOVED_PODS = "removedPods"
+"""CycleState key: the assigned pods a PostFilter's dry run has taken away while it runs the filters again (the
+victims it tries); filters that count pods leave them out (kube-scheduler's ``RemovePod`` extension)."""
+
 RESTORED = "restored"
 """CycleState key: resources held on nodes for this pod (its reservations' unallocated part), as
 {node row: {resource: amount}}; NodeResourcesFit counts them free (Koordinator's ``RestoreReservation``)."""
@@ -142,12 +146,16 @@ class FilterResult:
     (reason, mask of nodes failing for it); a node failing a filter may carry
     several reasons (NodeResourcesFit reports every short resource). ``code``
     is the status code of the failures (Unschedulable, or
-    UnschedulableAndUnresolvable when removing pods cannot help).
+    UnschedulableAndUnresolvable when removing pods cannot help);
+    ``unresolvable`` marks the failing nodes that are UnschedulableAndUnresolvable
+    when a plugin's failures differ by node (InterPodAffinity's affinity against
+    its anti-affinity).
     """
 
     passed: np.ndarray
     reasons: tuple[tuple[str, np.ndarray], ...] = ()
     code: Code = Code.UNSCHEDULABLE
+    unresolvable: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,8 @@ from streams.objects import podinfo
 from streams.objects.duration import format_duration
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.cycle import CycleResult, run_cycle, unreserve
-from streams.scheduler.framework import ASSIGNED_POD_DELETE, ClusterEvent, CycleState, PodMutation, QueueGroup, sentence
+from streams.scheduler.framework import (
+    ADD, ASSIGNED_POD, ASSIGNED_POD_DELETE, UPDATE, ClusterEvent, CycleState, PodMutation, QueueGroup, sentence)
 from streams.scheduler.outputs import (
     BOUND, PREEMPTED, RELEASED, SCHEDULED, UNSCHEDULABLE, WAITING, Outputs, assigned_message, waiting_message)
 from streams.scheduler.state import PodAssigned, PodChanged, PodUnassigned, WaitingPod
@@ -72,6 +73,7 @@ class PodScheduling:
         self.queue.remove(key)
         self._observe(PodAssigned(key, pod, node, state.assigned_at))
         self._dirty.add(f"pod/{key}")
+        self._queue_event(ClusterEvent(ASSIGNED_POD, ADD, key))
 
     def _unassign(self, key: str) -> None:
         state = self.pods[key]
@@ -132,6 +134,8 @@ class PodScheduling:
         else:
             cluster.pods[key] = info
             self._observe(PodChanged(key, old, info))
+        if state.node is not None and old is not None and old.labels != info.labels:
+            self._queue_event(ClusterEvent(ASSIGNED_POD, UPDATE, key))
         bound_to = None if self.is_object_pod(key) else info.node_name
         if bound_to and state.node is not None and state.node != bound_to:
             self._bound_elsewhere(key, info, bound_to, out)

@@ -38,7 +38,8 @@ from collections.abc import Mapping
 from streams.objects.args import ArgsReader
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim, preemption_failure)
+    REASON_NOT_ELIGIBLE, REMOVED_PODS, SUCCESS, CycleState, Diagnosis, PostFilterResult, Status, Victim,
+    preemption_failure)
 from streams.scheduler.state import Cluster
 from streams.sloconfig.selectors import parse_selector
 
@@ -96,7 +97,7 @@ class DefaultPreemption:
             row = cluster.columns.row[node]
             if resolvable is None or not resolvable[row]:
                 continue
-            found = self._victims_on(pod, node, row, diagnosis)
+            found = self._victims_on(state, pod, node, row, diagnosis)
             if found is None:
                 continue
             victims, violations = found
@@ -115,8 +116,9 @@ class DefaultPreemption:
         """Most important first (``MoreImportantPod``): higher priority, then earlier start."""
         return (-self.cluster.pods[key].sort_priority, self.cluster.assigned_at.get(key, 0), key)
 
-    def _victims_on(self, pod: PodInfo, node: str, row: int, diagnosis: Diagnosis):
-        """(victims most important first, PDB violations), or None when evicting cannot make the pod fit."""
+    def _victims_on(self, state: CycleState, pod: PodInfo, node: str, row: int, diagnosis: Diagnosis):
+        """(victims most important first, PDB violations), or None when evicting cannot make the pod fit. The
+        filters run with the pods taken away listed under ``REMOVED_PODS`` (kube-scheduler's RemovePod)."""
         cluster = self.cluster
         columns = cluster.columns
         potential = sorted((key for key in cluster.pods_assigned_to(node)
@@ -129,7 +131,7 @@ class DefaultPreemption:
             victim = cluster.pods[key]
             columns.add_pod(node, victim.requests, victim.nonzero_requests(), -1)
         try:
-            if not self._fits(row, diagnosis):
+            if not self._fits(state, removed, row, diagnosis):
                 return None
             violating, fine = self._split_by_budget(potential)
             victims, violations = [], 0
@@ -138,7 +140,7 @@ class DefaultPreemption:
                     victim = cluster.pods[key]
                     columns.add_pod(node, victim.requests, victim.nonzero_requests(), 1)
                     removed.remove(key)
-                    if self._fits(row, diagnosis):
+                    if self._fits(state, removed, row, diagnosis):
                         continue
                     columns.add_pod(node, victim.requests, victim.nonzero_requests(), -1)
                     removed.append(key)
@@ -146,12 +148,14 @@ class DefaultPreemption:
                     violations += violates
             return sorted(victims, key=self._importance), violations
         finally:
+            state.pop(REMOVED_PODS, None)
             for key in removed:
                 victim = cluster.pods[key]
                 columns.add_pod(node, victim.requests, victim.nonzero_requests(), 1)
 
     @staticmethod
-    def _fits(row: int, diagnosis: Diagnosis) -> bool:
+    def _fits(state: CycleState, removed: list[str], row: int, diagnosis: Diagnosis) -> bool:
+        state[REMOVED_PODS] = frozenset(removed)
         return bool(diagnosis.run_filters()[row]) if diagnosis.run_filters else True
 
     def _rank(self, victims: list[str], violations: int, node: str) -> tuple:

@@ -26,39 +26,39 @@ B = {"NodeResourcesBalancedAllocation": 1}
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["Coscheduling"],
-        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "LoadAwareScheduling",
-                      "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
+        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "InterPodAffinity",
+                      "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "Reservation",
-                   "NodeResourcesFit", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
+                   "NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+        "score": [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
                   "DeviceShare", "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
         "preBind": ["Reservation", "NodeNUMAResource", "DeviceShare"],
-    }, {**KW, "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "LoadAwareScheduling": 1,
-        "NodeNUMAResource": 1, "DeviceShare": 1, "Reservation": 5000})
+    }, {**KW, "NodeResourcesFit": 1, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+        "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1, "Reservation": 5000})
 
 
-D = {"NodeNUMAResource": 1, "DeviceShare": 1}
+D = {"NodeNUMAResource": 1, "DeviceShare": 1, "InterPodAffinity": 2}
 
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
     ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}},
-     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "NodeNUMAResource", "DeviceShare", "Reservation"],
+     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {**KW, "NodeResourcesFit": 1, **B, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
-     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     [*K, "NodeResourcesFit", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",

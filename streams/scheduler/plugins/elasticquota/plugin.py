@@ -46,8 +46,8 @@ from streams.objects.podinfo import PodInfo
 from streams.quotas import DEFAULT, DEFAULT_TREE, ROOT, SYSTEM, QuotaSpec
 from streams.scheduler.columns import PODS
 from streams.scheduler.framework import (
-    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QUOTA, REASON_NOT_ELIGIBLE, SUCCESS, CycleState, Diagnosis,
-    PostFilterResult, Status, Victim, every_action, preemption_failure, register)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, QUOTA, REASON_NOT_ELIGIBLE, REMOVED_PODS, SUCCESS, CycleState,
+    Diagnosis, PostFilterResult, Status, Victim, every_action, preemption_failure, register)
 from streams.scheduler.plugins.elasticquota import objects, webhook
 from streams.scheduler.plugins.elasticquota.args import NAME, ElasticQuotaArgs
 from streams.scheduler.plugins.elasticquota.tree import PodCharge, QuotaTree
@@ -273,7 +273,7 @@ class ElasticQuota:
         resolvable = diagnosis.resolvable
         victims_by_node = {node: keys for node, keys in self._victims(pod, quota).items()
                            if node in cluster.columns.row and resolvable[cluster.columns.row[node]]}
-        candidates = self._candidates(pod, quota, tree_id, request, limit, victims_by_node, diagnosis)
+        candidates = self._candidates(state, pod, quota, tree_id, request, limit, victims_by_node, diagnosis)
         if not candidates:
             message = preemption_failure(count, int(resolvable[:count].sum()))
             return PostFilterResult(Status.unschedulable(message, NAME, resolvable=quota == DEFAULT))
@@ -286,7 +286,7 @@ class ElasticQuota:
         pod = self.cluster.pods[key]
         return (-pod.sort_priority, self.cluster.assigned_at.get(key, 0), key)
 
-    def _candidates(self, pod, quota, tree_id, request, limit, victims_by_node, diagnosis) -> list:
+    def _candidates(self, state, pod, quota, tree_id, request, limit, victims_by_node, diagnosis) -> list:
         cluster = self.cluster
         columns = cluster.columns
         info = self.trees[tree_id].quotas[quota]
@@ -298,9 +298,11 @@ class ElasticQuota:
             for key in keys:
                 victim = cluster.pods[key]
                 columns.add_pod(node, victim.requests, victim.nonzero_requests(), -1)
+            state[REMOVED_PODS] = frozenset(keys)
             try:
                 fits = bool(diagnosis.run_filters()[row]) if diagnosis.run_filters else True
             finally:
+                state.pop(REMOVED_PODS, None)
                 for key in keys:
                     victim = cluster.pods[key]
                     columns.add_pod(node, victim.requests, victim.nonzero_requests(), 1)
