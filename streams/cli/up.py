@@ -29,6 +29,7 @@ from streams.cli.get import print_decisions
 from streams.cli.options import metrics_options
 from streams.kafka import admin_client
 from streams.metrics import serve
+from streams.signing import signer
 from streams.topology import apply as apply_topology
 
 EMBEDDED_WARNING = "The embedded broker (Tansu) keeps topics in memory only: `koord down` loses them."
@@ -131,6 +132,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
         for name in role_names:
             asyncio.run(_apply_topics(bootstrap, roles.role(name).topology(topology)))
         notice = _adopt_read_model(config, bootstrap, topology, embedded_broker)
+        signer(config)  # the record key, made once before any child reads it (streams.signing)
         env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
         workers = {worker_name(name): name for name in role_names}
