@@ -96,7 +96,7 @@ def test_a_state_of_the_previous_format_loads_as_the_state_it_was_made_from(name
     assert dict(loaded.published.extended) == sample["extended"]
     assert {zone: dict(values) for zone, values in loaded.published.zones.items()} == sample["zones"]
     assert loaded.due_ms == statecodec.due_ms(data) == sample["due_ms"]
-    made = samples()[name]
+    made = dataclasses.replace(samples()[name], decided={}, encoded=[])
     assert _fields(loaded) == _fields(made)
     assert statecodec.dump_state(loaded) == statecodec.dump_state(made)
 
