@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import time
 
 import pytest
@@ -139,3 +140,9 @@ def test_a_decision_sent_again_does_not_bring_a_deleted_pod_back_into_batch_allo
     assert _batch_cpu_shown(cluster) == deleted
     assert cluster.koord_json("get", "pods", "-n", NAMESPACE)["items"] == []
     assert cluster.worker_metric("koord_decision_replays_total", aggregate="node") == 1
+
+    replayed = cluster.koord("replay", "node", "-o", "json", check=False, timeout=120)
+    report = json.loads(replayed.stdout)
+    total = report["total"]
+    assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
+    assert report["ok"], "koord replay ignores the decision sent again as the worker did"
