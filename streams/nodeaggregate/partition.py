@@ -128,12 +128,15 @@ class NodePartition:
                                                                             stats), now, tick=True)]
         if event.kind == "SchedulingDecision" and event.record is not None:
             event = dataclasses.replace(event, key=event.record["nodeName"])
-            if node.is_replay(self._state(event.key), event):
+
+        def step(state: NodeState) -> tuple[NodeState, list[tuple[str, dict]]]:
+            if event.kind == "SchedulingDecision" and node.is_replay(state, event):
                 self.replays += 1
-                return []
+                return state, []
+            return node.handle(state, event, self.config, settings, stats)
+
         planned = event.timestamp_ms if event.kind in node.PLANNING_KINDS else None
-        return self._on_node(event.key, lambda state: node.handle(state, event, self.config, settings, stats),
-                             planned)
+        return self._on_node(event.key, step, planned)
 
     def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:
         if event.key != CONFIG_OBJECT_KEY:

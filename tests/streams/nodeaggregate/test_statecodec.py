@@ -84,7 +84,7 @@ def samples() -> dict[str, NodeState]:
 def _fields(state: NodeState) -> tuple:
     """The state's fields but the profile (numpy arrays; equal profiles give equal bytes)."""
     return (state.sources, state.node, state.zones, dict(state.pods), state.metric, state.published, state.qos,
-            state.due_ms, state.usage_sent)
+            state.due_ms, state.usage_sent, state.decided)
 
 
 @pytest.mark.parametrize("name", sorted(KNR2_SAMPLES))
