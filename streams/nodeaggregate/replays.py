@@ -25,8 +25,9 @@ import dataclasses
 from collections.abc import Container, Mapping
 
 MAX_TOMBSTONES = 64
-"""Tombstones (marks of pods that left the node) kept per node: the last 64 deletions. About 50 bytes each in
-the node's state (``statecodec``), 80 with the UID of a deleted pod."""
+"""Tombstones (marks of pods that left the node) kept per node: the last 64. About 40 bytes each in the node's
+compressed state (``statecodec``) with the UID of a deleted pod, so a node with pod churn carries about 2.5 KB
+of them (measured beside a 1.1 KB state of 20 pods without a NodeMetric)."""
 POD_GONE_REASONS = ("Deleted", "PodSucceeded", "PodFailed")
 """Reasons of the ``Released`` decision the scheduler sends when the pod object is gone or has ended
 (``streams.scheduler.orchestration``): that pod, by its UID, is never placed again."""
