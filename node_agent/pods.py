@@ -14,10 +14,10 @@ does not grow with the size of the fleet.
 Decisions are idempotent here too: one sent again to the decisions topic (a
 new record) must not bring back a pod that is gone. The directory ignores a
 decision about this node whose id it applied already (the last ``MAX_APPLIED``) and one
-placing a pod it saw deleted (the UIDs of the last ``MAX_DELETED`` pods whose
-tombstone or ended phase the pods topic carried, or that a ``Released``
-decision said the scheduler deleted): a deleted object never comes back under
-its UID.
+placing a pod it saw deleted (the UIDs of the last ``MAX_DELETED`` pods of
+this node whose tombstone or ended phase the pods topic carried, or that a
+``Released`` decision said the scheduler deleted): a deleted object never comes
+back under its UID.
 
 A pod's address is a node-local fact the planner never learns (it plans from
 SchedulingDecisions, made before the pod has an IP): the directory takes it
@@ -43,7 +43,8 @@ MAX_APPLIED = 4096
 """Ids of decisions about this node remembered (about 100 bytes each): a duplicate of one of the node's last
 4096 decisions is ignored."""
 MAX_DELETED = 4096
-"""UIDs of deleted pods remembered (about 100 bytes each): a decision placing one of them is ignored."""
+"""UIDs of the node's deleted pods remembered (about 100 bytes each): a decision placing one of them is
+ignored."""
 PLACED = ("Scheduled", "Bound")
 RELEASED = "Released"
 ENDED_PHASES = ("Succeeded", "Failed")
@@ -98,15 +99,15 @@ class PodDirectory:
     def update(self, key: str, record: dict | None) -> None:
         """Apply one record of the pods topic (None: a deletion of ``key``)."""
         old_uid = self._uid_of_key.pop(key, None)
+        was_bound = old_uid is not None and self._bound.pop(old_uid, None) is not None
         if old_uid is not None:
-            self._bound.pop(old_uid, None)
             self._unbound.pop(old_uid, None)
         if record is None:
-            if old_uid is not None:
+            if was_bound:
                 self._remember(self._deleted, old_uid, MAX_DELETED)
             return
         info = from_record(key, record)
-        if info.uid and info.phase in ENDED_PHASES:
+        if info.uid and info.phase in ENDED_PHASES and (info.node_name == self.node_name or was_bound):
             self._remember(self._deleted, info.uid, MAX_DELETED)
         if not info.uid or info.phase in ENDED_PHASES:
             return
@@ -135,7 +136,8 @@ class PodDirectory:
             if decision_id in self._applied:
                 return DUPLICATE
             self._remember(self._applied, decision_id, MAX_APPLIED)
-        if result == RELEASED and record.get("reason") in POD_GONE_REASONS:
+        if (result == RELEASED and record.get("reason") in POD_GONE_REASONS
+                and (node_name == self.node_name or uid in self._bound)):
             self._remember(self._deleted, uid, MAX_DELETED)
         if node_name != self.node_name or result not in PLACED:
             if result == RELEASED or node_name:

@@ -65,3 +65,12 @@ def test_the_memory_of_ids_and_deletions_is_bounded(monkeypatch):
     assert pods.apply_decision(_decision("d0", uid="u0")) is None, "forgotten: the oldest id and deletion"
     assert pods.apply_decision(_decision("d9", uid="u4")) == DELETED
 
+
+
+def test_only_the_deletions_of_this_nodes_pods_are_remembered():
+    pods = PodDirectory("n1")
+    pods.update("shop/web", pod_record("u1"))
+    pods.update("shop/web", None)
+    pods.apply_decision(_decision("r2", "Released", node=None, reason="Deleted", uid="u2"))
+    pods.apply_decision(_decision("r3", "Released", node="n2", reason="Deleted", uid="u3"))
+    assert not pods._deleted
