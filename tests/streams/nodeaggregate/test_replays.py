@@ -3,9 +3,12 @@ the scheduler deleted, nor one that runs, nor after a restart from the table."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streams.koordinator.resources import BATCH_CPU
 from streams.nodeaggregate import node as aggregate
@@ -149,3 +152,38 @@ def test_the_marks_round_trip_and_a_state_without_them_loads_without_them():
     assert statecodec.load_state(data).decided == state.decided
     bare = dataclasses.replace(state, decided={}, encoded=[])
     assert statecodec.load_state(statecodec.dump_state(bare)).decided == {}
+
+
+@st.composite
+def _histories(draw) -> tuple[list[dict], list[int]]:
+    """A scheduler's decisions about three pods on the node (placed, updated, preempted, deleted and made
+    again under a new UID), at rising inbox offsets and event times; and, for each, how many earlier
+    decisions are sent again (as copies) right after it."""
+    uids = {name: f"{name}-0" for name in ("a", "b", "c")}
+    history, offset, ts = [], 0, NOW
+    for _ in range(draw(st.integers(1, 20))):
+        name = draw(st.sampled_from(sorted(uids)))
+        result = draw(st.sampled_from(["Scheduled", "Bound", "Preempted", "Deleted"]))
+        offset += draw(st.integers(1, 3))
+        ts += draw(st.integers(0, 2))
+        record = {**decision(name, NODE, result="Released" if result == "Deleted" else result,
+                             cpu=draw(st.sampled_from([1000, 2000]))),
+                  "reason": "Deleted" if result == "Deleted" else None, "timestamp": ts}
+        record["pod"]["uid"] = uids[name]
+        record["causation"]["inboxOffset"] = offset
+        history.append(record)
+        if result == "Deleted":
+            uids[name] = f"{name}-{offset}"
+    return history, [draw(st.integers(0, 2)) for _ in history]
+
+
+@given(_histories(), st.randoms(use_true_random=False))
+def test_decisions_sent_again_anywhere_leave_the_pods_the_history_gives(drawn, rng):
+    history, resends = drawn
+    alone = _run(_node(), *(_sent(record) for record in history))
+    mixed = _node()
+    for position, record in enumerate(history):
+        mixed = _run(mixed, _sent(record))
+        for _ in range(resends[position]):
+            mixed = _run(mixed, _sent(copy.deepcopy(rng.choice(history[:position + 1]))))
+    assert dict(mixed.pods) == dict(alone.pods) and mixed.decided == alone.decided
