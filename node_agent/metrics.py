@@ -15,6 +15,9 @@ PUBLISHED = Counter("koord_node_agent_published_records_total", "Records deliver
                     ["topic"])
 DROPPED = Counter("koord_node_agent_dropped_records_total",
                   "Metric records dropped, oldest first, because the publish buffer was full.", ["topic"])
+DECISIONS_IGNORED = Counter("koord_node_agent_decisions_ignored_total",
+                            "SchedulingDecisions the pod follower ignored: reason duplicate (its id was applied) or "
+                            "deleted (it places a pod seen deleted).", ["reason"])
 RECONNECTS = Counter("koord_node_agent_broker_reconnects_total", "Broker (re)connection attempts that failed.")
 BUFFERED = Gauge("koord_node_agent_buffered_records", "Records waiting for the broker.", ["kind"])
 BROKER_CONNECTED = Gauge("koord_node_agent_broker_connected",

@@ -11,6 +11,14 @@ The directory keeps the pods bound to this node, plus a bounded number of not
 yet bound ones (a pod record usually arrives before its binding), so memory
 does not grow with the size of the fleet.
 
+Decisions are idempotent here too: one sent again to the decisions topic (a
+new record) must not bring back a pod that is gone. The directory ignores a
+decision about this node whose id it applied already (the last ``MAX_APPLIED``) and one
+placing a pod it saw deleted (the UIDs of the last ``MAX_DELETED`` pods of
+this node whose tombstone or ended phase the pods topic carried, or that a
+``Released`` decision said the scheduler deleted): a deleted object never comes
+back under its UID.
+
 A pod's address is a node-local fact the planner never learns (it plans from
 SchedulingDecisions, made before the pod has an IP): the directory takes it
 from the Pod record's manifest, ``status.podIP`` (else ``status.podIPs[0].ip``),
@@ -26,12 +34,22 @@ from collections import OrderedDict
 from collections.abc import Mapping
 
 from streams.koordinator.classes import PRIORITY_NONE_NAME, QOS_BY_KUBE_QOS, QOS_NONE, priority_class_with_qos
+from streams.nodeaggregate.replays import POD_GONE_REASONS
 from streams.objects.podinfo import from_record
 
 UNRESOLVED_NAMESPACE = "<unresolved>"
 MAX_UNBOUND = 4096
+MAX_APPLIED = 4096
+"""Ids of decisions about this node remembered (about 100 bytes each): a duplicate of one of the node's last
+4096 decisions is ignored."""
+MAX_DELETED = 4096
+"""UIDs of the node's deleted pods remembered (about 100 bytes each): a decision placing one of them is
+ignored."""
 PLACED = ("Scheduled", "Bound")
 RELEASED = "Released"
+ENDED_PHASES = ("Succeeded", "Failed")
+DUPLICATE, DELETED = "duplicate", "deleted"
+"""Why a decision is ignored (``PodDirectory.apply_decision``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,17 +93,23 @@ class PodDirectory:
         self._unbound: OrderedDict[str, PodIdentity] = OrderedDict()
         self._uid_of_key: dict[str, str] = {}
         self._max_unbound = max_unbound
+        self._applied: OrderedDict[str, None] = OrderedDict()
+        self._deleted: OrderedDict[str, None] = OrderedDict()
 
     def update(self, key: str, record: dict | None) -> None:
         """Apply one record of the pods topic (None: a deletion of ``key``)."""
         old_uid = self._uid_of_key.pop(key, None)
+        was_bound = old_uid is not None and self._bound.pop(old_uid, None) is not None
         if old_uid is not None:
-            self._bound.pop(old_uid, None)
             self._unbound.pop(old_uid, None)
         if record is None:
+            if was_bound:
+                self._remember(self._deleted, old_uid, MAX_DELETED)
             return
         info = from_record(key, record)
-        if not info.uid or info.phase in ("Succeeded", "Failed"):
+        if info.uid and info.phase in ENDED_PHASES and (info.node_name == self.node_name or was_bound):
+            self._remember(self._deleted, info.uid, MAX_DELETED)
+        if not info.uid or info.phase in ENDED_PHASES:
             return
         identity = PodIdentity(info.namespace, info.name, info.priority_class or None, info.qos_class or None)
         if info.node_name == self.node_name:
@@ -98,18 +122,29 @@ class PodDirectory:
             return
         self._uid_of_key[key] = info.uid
 
-    def apply_decision(self, record: dict) -> None:
+    def apply_decision(self, record: dict) -> str | None:
         """A SchedulingDecision: a pod placed on this node is ours, with the classes the scheduler saw;
-        a pod released or placed elsewhere is not. The address the pods topic gave stays."""
+        a pod released or placed elsewhere is not. The address the pods topic gave stays. Returns why the
+        decision was ignored (``DUPLICATE``, ``DELETED``), None when it was applied."""
         pod = record.get("pod") or {}
         uid = pod.get("uid")
         if not uid:
-            return
+            return None
         node_name, result = record.get("nodeName"), record.get("result")
+        decision_id = record.get("decisionId")
+        if decision_id and node_name == self.node_name:
+            if decision_id in self._applied:
+                return DUPLICATE
+            self._remember(self._applied, decision_id, MAX_APPLIED)
+        if (result == RELEASED and record.get("reason") in POD_GONE_REASONS
+                and (node_name == self.node_name or uid in self._bound)):
+            self._remember(self._deleted, uid, MAX_DELETED)
         if node_name != self.node_name or result not in PLACED:
             if result == RELEASED or node_name:
                 self._bound.pop(uid, None)
-            return
+            return None
+        if uid in self._deleted:
+            return DELETED
         unbound = self._unbound.pop(uid, None)
         known = self._bound.get(uid) or unbound
         priority = record.get("priorityClass")
@@ -118,6 +153,15 @@ class PodDirectory:
                                        None if priority in (None, "", PRIORITY_NONE_NAME) else priority,
                                        record.get("qosClass") or None, known.address if known else None)
         self._uid_of_key[f"{namespace}/{pod.get('name')}"] = uid
+        return None
+
+    @staticmethod
+    def _remember(seen: OrderedDict[str, None], item: str, limit: int) -> None:
+        """Add ``item`` to ``seen`` as its newest, forgetting the oldest beyond ``limit``."""
+        seen[item] = None
+        seen.move_to_end(item)
+        while len(seen) > limit:
+            seen.popitem(last=False)
 
     def lookup(self, uid: str, kube_qos: str) -> PodIdentity:
         return self._bound.get(uid) or self._unbound.get(uid) or identity_from_tier(uid, kube_qos)

@@ -16,6 +16,7 @@ import logging
 import time
 
 from node_agent.agent import NodeAgent
+from node_agent.metrics import DECISIONS_IGNORED
 from node_agent.publisher import RETRY_S, Publisher, wait_or_stop
 from streams import deadletter, kafka, records
 from streams.routing import KIND_BY_SOURCE
@@ -112,13 +113,16 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
 
 
 def _apply(agent: NodeAgent, source: str, item: records.Decoded) -> str | None:
-    """A pod (or its tombstone) into the pod directory, a decision's binding onto its pod; why not, for a
-    record its topic does not carry. Evictions share the decisions topic and change nothing here."""
+    """A pod (or its tombstone) into the pod directory, a decision's binding onto its pod (a replay is counted,
+    ``PodDirectory.apply_decision``); why not, for a record its topic does not carry. Evictions share the
+    decisions topic and change nothing here."""
     if item.schema is not None and item.schema not in KIND_BY_SOURCE[source]:
         return f"expected {' or '.join(KIND_BY_SOURCE[source])} on {item.message.topic}, got {item.schema}"
     if source == "pods":
         key = item.message.key
         agent.pods.update(key.decode() if key else "", item.value)
     elif item.schema == "SchedulingDecision":
-        agent.pods.apply_decision(item.value)
+        ignored = agent.pods.apply_decision(item.value)
+        if ignored is not None:
+            DECISIONS_IGNORED.labels(ignored).inc()
     return None

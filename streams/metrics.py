@@ -20,7 +20,7 @@ from streams.deadletter import DEAD_LETTERS
 from streams.settings import Settings
 
 __all__ = ["DEAD_LETTERS", "DECISION_LATENCY", "OUTPUTS", "TABLE_ENTRIES", "NODE_ALLOCATABLE", "NODE_USAGE", "QUOTA", "CONSUMER_LAG",
-           "FUTURE_TIMES",
+           "FUTURE_TIMES", "DECISION_REPLAYS",
            "PER_NODE_ENABLED", "TABLE_SIZE_INTERVAL_S", "PLUGIN_RUNS", "PLUGIN_SECONDS", "PLUGIN_STATS_INTERVAL_S",
            "export_plugin_stats"]
 
@@ -58,6 +58,9 @@ FUTURE_TIMES = Counter(
     "koord_future_times", "Record times more than streams.events.MAX_AHEAD_MS past the reader's clock: clamped "
     "(the router forwards the record at its clock plus that limit) or refused (dead-lettered)",
     ["stage", "action"])
+DECISION_REPLAYS = Counter(
+    "koord_decision_replays", "SchedulingDecisions ignored as replays: applied already, or older than the last "
+    "one about their pod (streams.nodeaggregate.replays)", ["aggregate"])
 CONSUMER_LAG = Gauge(
     "koord_consumer_lag", "Records behind the fetch high watermark (not ListOffsets, which Tansu gets wrong)",
     ["consumer", "topic", "partition"])

@@ -3,7 +3,8 @@
 Reads the node inbox in batches and hands each event to the partition's pure core
 (``streams.nodeaggregate.partition``), in the shell every aggregate runs in (``streams.agents.aggregate``):
 outputs (NodeResource, Actuation, Eviction, DeadLetter for a rejected config, Acks) delivered, then the
-entries the partition changed written to the ``node-state`` table behind the partition's journal.
+entries the partition changed written to the ``node-state`` table behind the partition's journal. The
+SchedulingDecisions the partition ignores as replays are counted in ``koord_decision_replays_total``.
 
 The table keeps its layout (:class:`NodeKeys`): values are ``statecodec.dump_state`` bytes (raw, not
 JSON) under the node's name, the config record once per partition (``CONFIG_KEY/<partition>``), and the
@@ -22,7 +23,7 @@ from streams.agents.aggregate import Aggregate, Handled, register_aggregate
 from streams.agents.journal import PREFIX
 from streams.events import InboxEvent
 from streams.inbox import handle_guarded
-from streams.metrics import NODE_USAGE, PER_NODE_ENABLED
+from streams.metrics import DECISION_REPLAYS, NODE_USAGE, PER_NODE_ENABLED
 from streams.nodeaggregate.partition import CONFIG_KEY, NodePartition
 from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.partitioning import partition_for
@@ -73,4 +74,8 @@ def _apply(core: NodePartition, event: InboxEvent, value: bytes) -> Handled:
     if event.kind == "NodeMetric" and event.record is not None and PER_NODE_ENABLED:
         for resource, used in event.record["nodeUsage"].items():
             NODE_USAGE.labels(event.key, resource).set(used)
-    return Handled(handle_guarded(STAGE, event, core.apply), event)
+    replays = core.replays
+    handled = Handled(handle_guarded(STAGE, event, core.apply), event)
+    if core.replays != replays:
+        DECISION_REPLAYS.labels(STAGE).inc(core.replays - replays)
+    return handled

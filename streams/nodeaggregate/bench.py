@@ -84,9 +84,11 @@ class Fleet:
                 {"name": "memory", "capacity": memory, "allocatable": memory, "available": memory}]}
             for i in range(zones)]}
 
-    @staticmethod
-    def _decision(node: str, pod: str, prod: bool) -> dict:
+    def _decision(self, node: str, pod: str, prod: bool) -> dict:
+        causation = {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": self.offset,
+                     "sourceTopic": "koord.pods", "sourcePartition": 0, "sourceOffset": self.offset}
         return {"pod": {"namespace": "default", "name": pod, "uid": None}, "result": "Bound", "nodeName": node,
+                "causation": causation, "timestamp": START,
                 "requests": {"cpu": 1000, "memory": 2 * GI}, "priority": 9100 if prod else 5100,
                 "priorityClass": PRIORITY_PROD if prod else PRIORITY_BATCH, "qosClass": QOS_LS if prod else QOS_BE}
 

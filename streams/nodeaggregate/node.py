@@ -33,7 +33,10 @@ Events (``event.kind``; records as the Avro schemas decode them):
   updates the pod (requests, priority class and QoS with default, NUMA nodes
   and pinned cpuset of its ``scheduling.koordinator.sh/resource-status`` annotation);
   ``Released``/``Preempted`` removes it. No publication: Koordinator does not
-  recalculate on pod changes, the next NodeMetric or tick does.
+  recalculate on pod changes, the next NodeMetric or tick does. A replay of a
+  decision already applied, or older than the pod's last one, changes nothing
+  (``replays``: the state keeps a mark per pod and bounded tombstones of the
+  pods that left).
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
   ``degradeTimeMinutes`` resets batch and mid, and an unchanged node is
   re-published after ``updateTimeThresholdSeconds``; then re-plans the node's
@@ -47,7 +50,9 @@ Events (``event.kind``; records as the Avro schemas decode them):
 and plans the node's QoS again. Outputs are (schema, record) pairs:
 ``NodeUsage``, ``NodeResource``, then ``Actuation`` and ``Eviction``.
 Idempotence: the last source offset per source partition is remembered and
-an event at or below it is ignored. Time is ``event.timestamp_ms`` only.
+an event at or below it is ignored; a SchedulingDecision sent again (a new
+source offset) is ignored by its pod's mark (``replays``). Time is
+``event.timestamp_ms`` only.
 
 When a NodeMetric carries no ``prodReclaimableMetric``, ProdReclaimable is
 predicted from the node profile (``MidResourceArgs.predict_unreported_reclaimable``);
@@ -67,7 +72,8 @@ from types import MappingProxyType
 from streams.events import Causation, InboxEvent, decision_id
 from streams.koordinator.classes import decision_priority_class, qos_class_by_name
 from streams.koordinator.resources import BATCH_CPU
-from streams.nodeaggregate import usage
+from streams.nodeaggregate import replays, usage
+from streams.nodeaggregate.replays import Mark
 from streams.nodeaggregate.settings import NodeAggregateSettings
 from streams.nodeaggregate.usage import Sent
 from streams.nodeqos import planner
@@ -109,6 +115,9 @@ class NodeState:
     usage_sent: Sent | None = None
     """What the last NodeUsage sent to the scheduling domains said (``usage.check``); None: none since the
     NodeMetric was last deleted."""
+    decided: Mapping[str, Mark] = dataclasses.field(default_factory=dict)
+    """Pod key -> the last SchedulingDecision applied about it (``replays``): of the pods bound to the node, and
+    tombstones of at most ``replays.MAX_TOMBSTONES`` that left it."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node, pod table and zones; not part of the state."""
 
@@ -120,9 +129,9 @@ def initial_state() -> NodeState:
 def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
              metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None,
              qos: QoSMemory | None = None, zones: tuple[Zone, ...] | None = None,
-             usage_sent: object = ...) -> NodeState:
+             usage_sent: object = ..., decided: Mapping[str, Mark] | None = None) -> NodeState:
     """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
-    keep_encoded = node is ... and pods is None and zones is None
+    keep_encoded = node is ... and pods is None and zones is None and decided is None
     return NodeState(state.sources if sources is None else sources,
                      state.node if node is ... else node,
                      state.zones if zones is None else zones,
@@ -133,6 +142,7 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
                      state.qos if qos is None else qos,
                      state.due_ms,
                      state.usage_sent if usage_sent is ... else usage_sent,
+                     state.decided if decided is None else decided,
                      state.encoded if keep_encoded else [])
 
 
@@ -174,7 +184,7 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
     if kind == "NodeResourceTopology":
         return _on_topology(_replace(state, sources=sources), event, config, settings, stats)
     if kind == "SchedulingDecision":
-        if event.deleted:
+        if event.deleted or is_replay(state, event):
             return state, []
         return _on_decision(_replace(state, sources=sources), event), []
     return state, []
@@ -264,16 +274,24 @@ def _on_topology(state: NodeState, event: InboxEvent, config: SloConfig, setting
     return _calculate(state, config, event.timestamp_ms, event.causation, settings, stats, force=dropped)
 
 
+def is_replay(state: NodeState, event: InboxEvent) -> bool:
+    """Whether SchedulingDecision ``event`` was applied already or is older than the node's last decision about
+    its pod (``replays``)."""
+    record = event.record
+    return record is not None and replays.is_replay(state.decided.get(replays.pod_key(record)), record)
+
+
 def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
     record = event.record
     pod = record["pod"]
-    key = f"{pod['namespace']}/{pod['name']}"
+    key = replays.pod_key(record)
     result = record["result"]
     if result in ENDED_RESULTS:
         if key not in state.pods:
-            return state
+            return _replace(state, decided=_remember(state, key, record, state.pods))
         pods = PodTable((k, v) for k, v in state.pods.items() if k != key)
-        return _replace(state, pods=pods, profile=forget_pod(state.profile, key), qos=state.qos.forget_pod(key))
+        return _replace(state, pods=pods, profile=forget_pod(state.profile, key), qos=state.qos.forget_pod(key),
+                        decided=_remember(state, key, record, pods))
     if result not in RUNNING_RESULTS or record.get("nodeName") != event.key:
         return state
     requests = record.get("requests") or {}
@@ -291,10 +309,15 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
         annotations=tuple(sorted(selected(record.get("annotations"), ANNOTATIONS).items())),
         cpuset=cpuset_of(record.get("annotations")))
     if view == known:
-        return state
+        return _replace(state, decided=_remember(state, key, record, state.pods))
     pods = PodTable(state.pods)
     pods[key] = view
-    return _replace(state, pods=pods)
+    return _replace(state, pods=pods, decided=_remember(state, key, record, pods))
+
+
+def _remember(state: NodeState, key: str, record: dict, pods: Mapping[str, PodView]) -> dict[str, Mark]:
+    """The node's marks after applying decision ``record`` about ``key``, ``pods`` the pods bound after it."""
+    return replays.remember(state.decided, key, replays.mark_of(record), pods)
 
 
 def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causation, settings: NodeAggregateSettings,

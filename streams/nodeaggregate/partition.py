@@ -20,6 +20,8 @@ this class, so the live stream and its replay apply events the same way:
   (``NodeState.due_ms``), so a worker that restarts from the table skips
   exactly the Ticks that the uninterrupted run and ``koord replay`` skip; an
   event the node had applied already changes neither.
+- a SchedulingDecision the node applied already, or older than its last one
+  about the pod (``node.is_replay``), changes nothing; ``replays`` counts them.
 
 The config in force carries its parsed node-QoS sections (``sloconfig.configmap``):
 an invalid resource-threshold/resource-qos/cpu-burst/system/host-application
@@ -78,6 +80,8 @@ class NodePartition:
         self.entries = entries
         self.nodes = set(nodes)
         self.stats = stats
+        self.replays = 0
+        """SchedulingDecisions ignored as replays (``node.is_replay``) since the partition was built."""
         self.due: dict[str, float] = {}
         """Node -> ``NodeState.due_ms`` as last read or set (a cache of the entries' due times)."""
         self._changes: dict[str, NodeState | bytes | None] = {}
@@ -124,9 +128,15 @@ class NodePartition:
                                                                             stats), now, tick=True)]
         if event.kind == "SchedulingDecision" and event.record is not None:
             event = dataclasses.replace(event, key=event.record["nodeName"])
+
+        def step(state: NodeState) -> tuple[NodeState, list[tuple[str, dict]]]:
+            if event.kind == "SchedulingDecision" and node.is_replay(state, event):
+                self.replays += 1
+                return state, []
+            return node.handle(state, event, self.config, settings, stats)
+
         planned = event.timestamp_ms if event.kind in node.PLANNING_KINDS else None
-        return self._on_node(event.key, lambda state: node.handle(state, event, self.config, settings, stats),
-                             planned)
+        return self._on_node(event.key, step, planned)
 
     def _on_config(self, event: InboxEvent) -> list[tuple[str, dict]]:
         if event.key != CONFIG_OBJECT_KEY:

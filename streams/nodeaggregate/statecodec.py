@@ -3,7 +3,8 @@
 Layout (``FORMAT`` marker, three little-endian uint32 lengths, then the node's due time ``NodeState.due_ms``
 as a float64, which ``due_ms`` reads without loading the state):
 
-1. static: node, pod table (sorted by key) and NUMA zones as zlib-compressed
+1. static: node, pod table (sorted by key), NUMA zones and the pods' decision marks (``replays.Mark``,
+   sorted by key; a state without marks has none, one without zones then an empty list) as zlib-compressed
    JSON; memoised on the state (``NodeState.encoded``), so it is encoded
    again only when one of them changes;
 2. dynamic: source offsets, when the node was last published and what, the
@@ -42,6 +43,7 @@ from types import MappingProxyType
 from streams.koordinator.classes import KNOWN_PRIORITY_CLASSES, PRIORITY_CODES, QOS_BY_CODE, QOS_CODES
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from streams.nodeaggregate.node import NodeState
+from streams.nodeaggregate.replays import Mark
 from streams.nodeaggregate.usage import Sent
 from streams.nodeqos.planner import QoSMemory
 from streams.noderesource.prediction.profile import profile_from_bytes, profile_to_bytes
@@ -76,8 +78,11 @@ def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
                   dict(p.labels), dict(p.annotations), *([p.cpuset] if p.cpuset else [])]
                  for key in keys for p in (state.pods[key],)]
     static = [node_json, pods_json]
-    if state.zones:
+    if state.zones or state.decided:
         static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
+    if state.decided:
+        static.append([[key, mark.stream, mark.offset, mark.timestamp, *([mark.deleted_uid] * bool(mark.deleted_uid))]
+                       for key, mark in sorted(state.decided.items())])
     data = zlib.compress(json.dumps(static, separators=(",", ":")).encode(), 6)
     state.encoded[:] = [data, keys]
     return data, keys
@@ -231,7 +236,7 @@ def load_state(data: bytes) -> NodeState:
     else:
         raise ValueError("not a node-aggregate state (bad format marker)")
     offset = start
-    node_json, pods_json, *zones_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
+    node_json, pods_json, *extra_json = json.loads(zlib.decompress(data[offset:offset + static_length]))
     offset += static_length
     sources, synced, extended, annotations, other_keys, *zones_published = \
         json.loads(data[offset:offset + dynamic_length])
@@ -254,7 +259,8 @@ def load_state(data: bytes) -> NodeState:
             metric = dataclasses.replace(metric, memory_policy=policy, cold_page_bytes=cold,
                                          pod_cold_page_bytes=dict(pod_cold), throttled_ratio=dict(throttled))
     node = None if node_json is None else build_node_view(*node_json)
-    zones = tuple(Zone(*entry) for entry in zones_json[0]) if zones_json else ()
+    zones = tuple(Zone(*entry) for entry in extra_json[0]) if extra_json else ()
+    decided = {entry[0]: Mark(*entry[1:]) for entry in extra_json[1]} if len(extra_json) > 1 else {}
     published_zones, zones_synced = zones_published or ({}, None)
     published = Published(synced, MappingProxyType(_resources(extended, EXTENDED_NAMES)),
                           MappingProxyType(annotations),
@@ -262,6 +268,6 @@ def load_state(data: bytes) -> NodeState:
                                             for zone, values in published_zones.items()}), zones_synced)
     if usage_sent is not None:
         usage_sent = Sent.from_json(usage_sent, metric.update_time_ms if metric else None)
-    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due, usage_sent)
+    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due, usage_sent, decided)
     state.encoded[:] = [data[start:start + static_length], keys]
     return state

@@ -92,7 +92,8 @@ def test_bound_high_priority_pod_without_metrics_counts_by_request():
     state, out = run(*bound(late, ts=NOW + 10_000), metric_event(ts=NOW + MINUTE), state=state)
     assert batch(out[0])[:2] == (15_000, 23 * G)
     assert "podHPUsed:43000" in out[0]["message"]
-    state, out = run(event("SchedulingDecision", NODE, {**late, "result": "Released"}, ts=NOW + 2 * MINUTE),
+    released = decision("podNew", result="Released")
+    state, out = run(event("SchedulingDecision", NODE, released, ts=NOW + 2 * MINUTE),
                      metric_event(ts=NOW + 3 * MINUTE), state=state)
     assert batch(out[0])[:2] == (25_000, 33 * G)
 

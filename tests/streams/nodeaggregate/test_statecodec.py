@@ -84,7 +84,7 @@ def samples() -> dict[str, NodeState]:
 def _fields(state: NodeState) -> tuple:
     """The state's fields but the profile (numpy arrays; equal profiles give equal bytes)."""
     return (state.sources, state.node, state.zones, dict(state.pods), state.metric, state.published, state.qos,
-            state.due_ms, state.usage_sent)
+            state.due_ms, state.usage_sent, state.decided)
 
 
 @pytest.mark.parametrize("name", sorted(KNR2_SAMPLES))
@@ -96,7 +96,7 @@ def test_a_state_of_the_previous_format_loads_as_the_state_it_was_made_from(name
     assert dict(loaded.published.extended) == sample["extended"]
     assert {zone: dict(values) for zone, values in loaded.published.zones.items()} == sample["zones"]
     assert loaded.due_ms == statecodec.due_ms(data) == sample["due_ms"]
-    made = samples()[name]
+    made = dataclasses.replace(samples()[name], decided={}, encoded=[])
     assert _fields(loaded) == _fields(made)
     assert statecodec.dump_state(loaded) == statecodec.dump_state(made)
 

@@ -25,6 +25,8 @@ SOURCE_TOPICS = {"Node": "koord.nodes", "NodeMetric": "koord.nodemetrics", "Sche
                  "NodeResourceTopology": "koord.noderesourcetopologies",
                  "Tick": "koord.ticks", "ConfigMap": "koord.configs"}
 _offsets = itertools.count(1)
+_decision_offsets = itertools.count(1)
+"""Scheduling-inbox offsets of the decisions ``decision`` builds: each is a new one, as the scheduler's are."""
 
 
 def strategy(**fields) -> ColocationStrategy:
@@ -109,10 +111,11 @@ def event(kind: str, key: str, record: dict | None, ts: int = NOW, offset: int |
 def decision(pod_name: str, node_name: str = "test-node1", result: str = "Bound", cpu: int = 1000,
              memory: int = Gi, priority: int | None = None, priority_class: str | None = None,
              qos: str | None = "LS", namespace: str = "test") -> dict:
-    return {"decisionId": f"d-{pod_name}", "domain": "default",
+    inbox_offset = next(_decision_offsets)
+    return {"decisionId": f"d-{pod_name}-{inbox_offset}", "domain": "default",
             "pod": {"namespace": namespace, "name": pod_name, "uid": None}, "result": result,
             "nodeName": node_name, "reason": None, "message": "", "filterResults": [], "scores": [],
-            "causation": {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": 0,
+            "causation": {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": inbox_offset,
                           "sourceTopic": "koord.pods", "sourcePartition": 0, "sourceOffset": 0},
             "timestamp": NOW, "requests": {"cpu": cpu, "memory": memory}, "limits": {}, "priority": priority,
             "priorityClass": priority_class, "qosClass": qos}
