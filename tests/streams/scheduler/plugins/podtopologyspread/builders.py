@@ -34,29 +34,31 @@ def spread(max_skew: int, key: str, mode: str = DNS, selector=FOO, min_domains: 
     return out
 
 
-def _pod(name: str, labels, namespace="default", node_name=None, constraints=(), node_selector=None,
-         affinity=None, tolerations=None, terminating=False, owner=None):
+def k8s_pod(name: str, labels, namespace="default", node_name=None, constraints=(), node_selector=None,
+            affinity=None, tolerations=None, terminating=False, owner=None, cpu: str | None = None, ts: int = 1000):
+    """A Pod as ``koord apply`` records it."""
     meta = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": dict(labels)}
     if terminating:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     if owner:
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": "owner", "uid": "u",
                                     "controller": True}]
-    spec = {"containers": [{"name": "main"}]}
+    container = {"name": "main", **({"resources": {"requests": {"cpu": cpu}}} if cpu else {})}
+    spec = {"containers": [container]}
     for field, value in (("nodeName", node_name), ("topologySpreadConstraints", list(constraints) or None),
                          ("nodeSelector", node_selector), ("affinity", affinity), ("tolerations", tolerations)):
         if value is not None:
             spec[field] = value
-    return converted({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    return converted({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, ts=ts)
 
 
 def existing(name: str, on: str, labels=None, namespace="default", terminating=False):
-    return _pod(name, labels if labels is not None else {"foo": ""}, namespace, node_name=on,
-                terminating=terminating)
+    return k8s_pod(name, labels if labels is not None else {"foo": ""}, namespace, node_name=on,
+                   terminating=terminating)
 
 
 def incoming(*constraints, labels=None, **fields):
-    return _pod("p", labels if labels is not None else {"foo": ""}, constraints=constraints, **fields)
+    return k8s_pod("p", labels if labels is not None else {"foo": ""}, constraints=constraints, **fields)
 
 
 def affinity_in(key: str, values) -> dict:
