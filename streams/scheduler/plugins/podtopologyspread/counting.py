@@ -45,14 +45,18 @@ def terminating(pod: PodInfo) -> bool:
 
 
 class SelectorCounts:
-    """One (namespace, selector)'s per-node counts, with a row vector cached until they or the rows change."""
+    """One (namespace, selector)'s per-node counts, and the same in node row order: built when the rows change
+    (a node added or removed bumps ``labels_version``), else updated in place by each change."""
 
-    def __init__(self, selector: Selector) -> None:
+    def __init__(self, selector: Selector, cluster: Cluster) -> None:
         self.selector = selector
+        self.cluster = cluster
         self.by_node: dict[str, int] = {}
-        self.version = 0
         self.used = 0
-        self._vector: tuple[tuple, np.ndarray] | None = None
+        self._vector: tuple[tuple[int, int], np.ndarray] | None = None
+
+    def _rows_key(self) -> tuple[int, int]:
+        return self.cluster.labels_version, len(self.cluster.columns.names)
 
     def add(self, node: str, delta: int) -> None:
         value = self.by_node.get(node, 0) + delta
@@ -60,14 +64,20 @@ class SelectorCounts:
             self.by_node[node] = value
         else:
             self.by_node.pop(node, None)
-        self.version += 1
+        if self._vector is not None:
+            if self._vector[0] != self._rows_key():
+                self._vector = None
+            else:
+                row = self.cluster.columns.row.get(node)
+                if row is not None:
+                    self._vector[1][row] = value
 
-    def vector(self, cluster: Cluster) -> np.ndarray:
-        """The counts in node row order (pods on nodes the domain does not know are left out)."""
-        key = (self.version, cluster.labels_version, len(cluster.columns.names))
+    def vector(self) -> np.ndarray:
+        """The counts in node row order (pods on nodes the domain does not know are left out). Read only."""
+        key = self._rows_key()
         if self._vector is None or self._vector[0] != key:
-            rows = cluster.columns.row
-            out = np.zeros(len(cluster.columns.names), dtype=np.int64)
+            rows = self.cluster.columns.row
+            out = np.zeros(key[1], dtype=np.int64)
             for node, count in self.by_node.items():
                 row = rows.get(node)
                 if row is not None:
@@ -95,7 +105,7 @@ class MatchingPods:
         counts = self._of(namespace, selector)
         self._tick += 1
         counts.used = self._tick
-        return counts.vector(self.cluster)
+        return counts.vector()
 
     def _entry(self, key: str) -> Placed | None:
         node = self.cluster.assignment.get(key)
@@ -136,7 +146,7 @@ class MatchingPods:
             if self._size >= MAX_SELECTORS:
                 self._evict()
                 by_selector = self._counts.setdefault(namespace, {})
-            counts = by_selector[selector] = SelectorCounts(selector)
+            counts = by_selector[selector] = SelectorCounts(selector, self.cluster)
             self._size += 1
             for node, pod_namespace, labels in self._index().values():
                 if pod_namespace == namespace and selector.matches(labels):

@@ -55,6 +55,8 @@ from streams.scheduler.state import Cluster
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+OWN = NAME + "/own"
+"""CycleState key: the pod's own raw constraints."""
 NO_DOMAIN_MINIMUM = 2**31 - 1
 """kube-scheduler's empty critical path (``math.MaxInt32``), replaced by 0 as there are then fewer domains than
 minDomains (at least 1)."""
@@ -94,8 +96,15 @@ class PodTopologySpread:
 
     # -- filter --------------------------------------------------------------------------
 
+    def _own(self, state: CycleState, pod: PodInfo) -> tuple:
+        """The pod's own raw constraints, read once per cycle."""
+        own = state.get(OWN)
+        if own is None:
+            own = state[OWN] = own_constraints(pod.record)
+        return own
+
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
-        own = own_constraints(pod.record)
+        own = self._own(state, pod)
         if not own and not self._has_hard_defaults:
             return SKIP
         constraints = constraints_of(own, pod.labels, pod.owner_kinds, self.defaults, DO_NOT_SCHEDULE)
@@ -162,7 +171,7 @@ class PodTopologySpread:
 
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         size = len(candidates)
-        own = own_constraints(pod.record)
+        own = self._own(state, pod)
         if not own and not self._has_soft_defaults:
             return np.zeros(size, dtype=np.int64)
         constraints = constraints_of(own, pod.labels, pod.owner_kinds, self.defaults, SCHEDULE_ANYWAY)
