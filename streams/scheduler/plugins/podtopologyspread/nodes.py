@@ -55,6 +55,10 @@ def term_matches(term: SelectorTerm, name: str, labels) -> bool:
     return all(requirement_matches(r, labels.get(r.key)) for r in term.match_expressions)
 
 
+MAX_CACHED = 256
+"""Masks kept per kind (pods with distinct node affinities or tolerations); all are dropped beyond it."""
+
+
 class NodeView:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -93,6 +97,8 @@ class NodeView:
         key = (tuple(sorted(pod.node_selector.items())), pod.required_terms)
         mask = self._affinity.get(key)
         if mask is None:
+            if len(self._affinity) >= MAX_CACHED:
+                self._affinity.clear()
             selector, terms = key
             names = self.cluster.columns.names
             mask = np.fromiter(
@@ -107,6 +113,8 @@ class NodeView:
         key = key_of(pod.tolerations)
         mask = self._tolerated.get(key)
         if mask is None:
+            if len(self._tolerated) >= MAX_CACHED:
+                self._tolerated.clear()
             nodes = self.cluster.nodes
             mask = np.fromiter(
                 (not any(t.get("effect") in NO_SCHEDULE_EFFECTS and not tolerated(t, pod.tolerations)

@@ -112,6 +112,12 @@ def enabled(args=None, ts=1000):
                         filter={"enabled": [{"name": NAME}]}, score={"enabled": [{"name": NAME, "weight": 2}]})
 
 
+def disabled(ts=1000):
+    """A configuration whose default profile runs without PodTopologySpread."""
+    off = {"disabled": [{"name": NAME}]}
+    return profile_with(NAME, None, ts=ts, preFilter=off, filter=off, score=off)
+
+
 def zone_nodes():
     """Two nodes per zone; zone z1's are 8 times bigger, so resource scores alone would fill it first."""
     return [node(f"n{i}", cpu=64000 if zone == "z1" else 8000,
@@ -132,7 +138,7 @@ def test_nine_replicas_spread_with_max_skew_one_over_three_zones_land_three_per_
     pods = [web(i, [spread(1, ZONE, selector=WEB)]) for i in range(9)]
     domain, out = run(enabled(), *zone_nodes(), *pods)
     assert placed_zones(domain, out) == {"z1": 3, "z2": 3, "z3": 3}
-    domain, out = run(*zone_nodes(), *pods)
+    domain, out = run(disabled(), *zone_nodes(), *pods)
     assert placed_zones(domain, out)["z1"] > 3
 
 
