@@ -69,8 +69,12 @@ class ConstraintCounts:
     constraint: Constraint
     domain: np.ndarray
     """Each node's domain index (-1: the node lacks the key)."""
+    values: list[str]
+    """The domain (topology value) of each index."""
     count: np.ndarray
     """Matching pods per domain index (0 for a domain without included nodes)."""
+    present: np.ndarray
+    """Domains with at least one included node (kube-scheduler's ``TpValueToMatchNum`` keys)."""
     minimum: int
     """The global minimum: the lowest domain count, 0 when there are fewer domains than minDomains."""
     self_match: int
@@ -128,7 +132,7 @@ class PodTopologySpread:
             minimum = int(count[present].min()) if present.any() else NO_DOMAIN_MINIMUM
             if int(present.sum()) < constraint.min_domains:
                 minimum = 0
-            out.append(ConstraintCounts(constraint, ids, count, minimum,
+            out.append(ConstraintCounts(constraint, ids, values, count, present, minimum,
                                         int(constraint.selector.matches(pod.labels))))
         return tuple(out)
 
@@ -144,7 +148,7 @@ class PodTopologySpread:
     def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
         counts = state.get(NAME)
         if counts is None:
-            constraints = constraints_of(own_constraints(pod.record), pod.labels, pod.owner_kinds, self.defaults,
+            constraints = constraints_of(self._own(state, pod), pod.labels, pod.owner_kinds, self.defaults,
                                          DO_NOT_SCHEDULE)
             counts = self._counts(pod, constraints)
         size = len(candidates)

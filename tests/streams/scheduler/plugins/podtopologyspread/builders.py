@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from streams.scheduler.framework import CycleState
+from streams.scheduler.framework import SKIP, CycleState
 from streams.scheduler.plugins.podtopologyspread import (
-    REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread, PodTopologySpreadArgs)
+    NAME, REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread, PodTopologySpreadArgs)
 from tests.streams.scheduler.support import converted, node, pod_info, run
 
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
@@ -109,3 +109,12 @@ def scores(candidate_nodes, failed_nodes, pods, pod_event, args=None) -> dict[st
     candidates = np.array([row < len(candidate_nodes) for row in range(len(names))], dtype=bool)
     got = plugin.score(CycleState(), pod_info(pod_event), candidates)
     return {name: int(got[row]) for row, name in enumerate(names) if candidates[row]}
+
+
+def prefilter_counts(nodes, pods, pod_event, args=None) -> list[dict[str, int]] | None:
+    """kube-scheduler's ``TpValueToMatchNum`` per DoNotSchedule constraint after PreFilter; None when it skips."""
+    _, plugin = run_plugin(nodes, pods, args)
+    state = CycleState()
+    if plugin.pre_filter(state, pod_info(pod_event)) == SKIP:
+        return None
+    return [{entry.values[i]: int(entry.count[i]) for i in np.flatnonzero(entry.present)} for entry in state[NAME]]
