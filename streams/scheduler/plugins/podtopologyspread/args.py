@@ -1,5 +1,6 @@
-"""``PodTopologySpreadArgs``: the cluster-level default constraints (kube-scheduler v1.34 ``config.PodTopologySpreadArgs``,
-validated as ``validation.ValidatePodTopologySpreadArgs`` does, with its field error messages).
+"""``PodTopologySpreadArgs``: the cluster-level default constraints (kube-scheduler v1.34
+``config.PodTopologySpreadArgs``), validated as ``validation.ValidatePodTopologySpreadArgs`` does, with its
+field error messages.
 
 ``defaultingType: System`` (the default) uses kube-scheduler's system defaults, ``kubernetes.io/hostname``
 maxSkew 3 and ``topology.kubernetes.io/zone`` maxSkew 5, both ScheduleAnyway; ``List`` uses

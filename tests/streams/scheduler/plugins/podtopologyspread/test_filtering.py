@@ -5,7 +5,7 @@ code as the Go tables give it (node inclusion policies on, as they are by defaul
 import pytest
 
 from tests.streams.scheduler.plugins.podtopologyspread.builders import (
-    BAR, DNS, NULL, UNRESOLVABLE, UNSCHEDULABLE, SUCCESS, UNSCHEDULABLE_TAINT, affinity_in, affinity_not_in,
+    BAR, NULL, UNRESOLVABLE, UNSCHEDULABLE, SUCCESS, UNSCHEDULABLE_TAINT, affinity_in, affinity_not_in,
     existing, filter_codes, incoming, spread, zoned)
 from tests.streams.scheduler.support import node
 
