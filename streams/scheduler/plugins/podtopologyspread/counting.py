@@ -1,8 +1,9 @@
 """How many assigned pods of a namespace match a selector, per node, kept up to date incrementally.
 
 kube-scheduler counts, in every PreFilter and PreScore, the pods on each node that are in the incoming pod's
-namespace, match the constraint's selector and are not terminating (``countPodsMatchSelector``; an empty
-selector counts none). Here the count per node is kept for each (namespace, selector) asked for, and a pod
+namespace, match the constraint's selector and are not terminating (``countPodsMatchSelector``; a null selector
+matches none, and v1.34 counts none for an empty one, ``{}``, too: kubernetes#116607, changed after v1.34 by
+kubernetes#141340). Here the count per node is kept for each (namespace, selector) asked for, and a pod
 change moves only that pod's contribution::
 
     count[namespace, selector][node] = |{assigned pods p on node : p.namespace = namespace,
@@ -97,6 +98,10 @@ class MatchingPods:
     def observe(self, change: object) -> None:
         if self._placed is not None and isinstance(change, (PodChanged, PodAssigned, PodUnassigned)):
             self._resync(change.key)
+
+    def counted(self) -> int:
+        """The number of (namespace, selector) counts kept."""
+        return self._size
 
     def per_node(self, namespace: str, selector: Selector) -> np.ndarray:
         """Matching pods per node row (zeros for an empty or NOTHING selector)."""

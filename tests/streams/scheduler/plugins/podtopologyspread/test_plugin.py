@@ -67,8 +67,11 @@ def test_args_read_from_a_configuration_default_to_system_defaulting():
 
 
 def test_pre_filter_skips_a_pod_without_constraints_and_one_with_only_soft_ones():
-    _, plugin = run_plugin([zoned("n1", "z1")], [], PodTopologySpreadArgs())
-    assert plugin.pre_filter(CycleState(), pod_info(incoming())) == SKIP
+    _, plugin = run_plugin([zoned("n1", "z1")], [existing("p-1", "n1")], PodTopologySpreadArgs())
+    unconstrained = pod_info(incoming())
+    assert plugin.pre_filter(CycleState(), unconstrained) == SKIP
+    assert plugin.score(CycleState(), unconstrained, np.ones(1, dtype=bool)).tolist() == [0]
+    assert plugin.pods.counted() == 0, "a pod without constraints reads no pod"
     assert plugin.pre_filter(CycleState(), pod_info(incoming(owner="ReplicaSet"))) == SKIP
     assert plugin.pre_filter(CycleState(), pod_info(incoming(spread(1, "zone", SA)))) == SKIP
     assert plugin.pre_filter(CycleState(), pod_info(incoming(spread(1, "zone")))) == SUCCESS
