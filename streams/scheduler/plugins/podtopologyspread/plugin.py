@@ -15,9 +15,9 @@ Filter, ``whenUnsatisfiable: DoNotSchedule``, each constraint in order, a node f
                                                        Unschedulable
 
 where ``self`` is 1 when the selector matches the pod's own labels and ``min`` the lowest domain count, or 0
-when there are fewer domains than ``minDomains``. A ``FilterResult`` has one
-code: UnschedulableAndUnresolvable when every failing node lacks a key, else Unschedulable for all of them
-(preemption then also tries nodes lacking a key and finds they still fail).
+when there are fewer domains than ``minDomains``. A ``FilterResult`` has one code: UnschedulableAndUnresolvable
+when every failing node lacks a key, else Unschedulable for all of them (preemption then also tries the nodes
+lacking a key, and finds they still fail).
 
 Score, ``whenUnsatisfiable: ScheduleAnyway`` (``scoring.go``), over the feasible nodes. Nodes lacking one of the
 keys are ignored (score 0) unless the constraints are the system defaults. Per constraint, with ``n`` the
