@@ -12,10 +12,12 @@ enables. Order within a stage:
 
 - filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
   order: cheap label checks whose failures preemption cannot fix), then NodePorts (host ports; a
-  no-op for pods without any), NodeResourcesFit, then InterPodAffinity (kube-scheduler's ``getDefaultPlugins``
-  order, v1.34), then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
+  no-op for pods without any), NodeResourcesFit, then PodTopologySpread and InterPodAffinity (kube-scheduler's
+  ``getDefaultPlugins`` order, v1.34), then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
   order decides which reason a node contributes to the message, as in kube-scheduler.
-- preFilter: NodeAffinity, NodePorts, NodeResourcesFit, InterPodAffinity (counts per topology pair; Skip for a
+- preFilter: NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread (Skip for a pod without constraints,
+  its own or the system defaults of a pod a ReplicaSet, StatefulSet or ReplicationController owns),
+  InterPodAffinity (counts per topology pair; Skip for a
   pod without terms when no assigned pod's anti-affinity matches it), LoadAwareScheduling compute per-pod state;
   ElasticQuota last, its check may fail the cycle.
 - Reservation: PreFilter (nominates a reservation per node and counts its unallocated resources free for
@@ -27,7 +29,8 @@ enables. Order within a stage:
   then finds; it never preempts), then ElasticQuota (preemption within the pod's own quota), then
   DefaultPreemption (kube-scheduler's priority preemption, for what the quota preemption did not find).
 - score: kube-scheduler v1.34's default weights, TaintToleration 3 (PreferNoSchedule taints), NodeAffinity 2
-  (preferred terms), NodeResourcesFit 1 (LeastAllocated), InterPodAffinity 2 (0 everywhere unless the pod or
+  (preferred terms), NodeResourcesFit 1 (LeastAllocated), PodTopologySpread 2 (ScheduleAnyway constraints),
+  InterPodAffinity 2 (0 everywhere unless the pod or
   an assigned pod has a pod affinity term), NodeResourcesBalancedAllocation 1; and LoadAwareScheduling 1.
   NodeResourcesFitPlus, ScarceResourceAvoidance and GPUFragmentation are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
@@ -49,7 +52,8 @@ from streams.registries import make_registry
 from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOverlay, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
     balancedallocation, defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, nodeports,
-    noderesourcesfit, noderesourcesfitplus, nodeunschedulable, scarceresourceavoidance, tainttoleration)
+    noderesourcesfit, noderesourcesfitplus, nodeunschedulable, podtopologyspread, scarceresourceavoidance,
+    tainttoleration)
 from streams.scheduler.plugins import (
     coscheduling, deviceshare, elasticquota, interpodaffinity, nodenumaresource, reservation)
 
@@ -62,6 +66,7 @@ REGISTRY: dict[str, type] = make_registry([
     (nodeports.NAME, nodeports.NodePorts),
     (balancedallocation.NAME, balancedallocation.BalancedAllocation),
     (noderesourcesfit.NAME, noderesourcesfit.NodeResourcesFit),
+    (podtopologyspread.NAME, podtopologyspread.PodTopologySpread),
     (interpodaffinity.NAME, interpodaffinity.InterPodAffinity),
     (loadaware.NAME, loadaware.LoadAwareScheduling),
     (noderesourcesfitplus.NAME, noderesourcesfitplus.NodeResourcesFitPlus),
@@ -123,15 +128,15 @@ outweighs every other score, so an owner lands on its reservation."""
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((coscheduling.NAME, 0),),
     "preFilter": ((nodeaffinity.NAME, 0), (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0),
-                  (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
-                  (elasticquota.NAME, 0)),
+                  (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0),
+                  (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (interpodaffinity.NAME, 0),
-               (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
+               (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (podtopologyspread.NAME, 0),
+               (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
-    "score": ((tainttoleration.NAME, 3), (nodeaffinity.NAME, 2), (noderesourcesfit.NAME, 1), (interpodaffinity.NAME, 2),
-              (balancedallocation.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1), (deviceshare.NAME, 1),
-              (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
+    "score": ((tainttoleration.NAME, 3), (nodeaffinity.NAME, 2), (noderesourcesfit.NAME, 1), (podtopologyspread.NAME, 2),
+              (interpodaffinity.NAME, 2), (balancedallocation.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1),
+              (deviceshare.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
                 (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),

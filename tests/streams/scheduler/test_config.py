@@ -18,7 +18,7 @@ def points(document):
 
 
 K = ["TaintToleration", "NodeAffinity"]
-KW = {"TaintToleration": 3, "NodeAffinity": 2}
+KW = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2}
 """The kube-scheduler score plugins before NodeResourcesFit in the default profile, and their weights."""
 B = {"NodeResourcesBalancedAllocation": 1}
 
@@ -26,12 +26,12 @@ B = {"NodeResourcesBalancedAllocation": 1}
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["Coscheduling"],
-        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "InterPodAffinity",
+        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
                       "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "Reservation",
-                   "NodeResourcesFit", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
+                   "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+        "score": [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
                   "DeviceShare", "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
@@ -45,20 +45,20 @@ D = {"NodeNUMAResource": 1, "DeviceShare": 1, "InterPodAffinity": 2}
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
     ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}},
-     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "NodeNUMAResource", "DeviceShare", "Reservation"],
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {**KW, "NodeResourcesFit": 1, **B, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
-     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     [*K, "NodeResourcesFit", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
