@@ -20,6 +20,7 @@ from node_agent.metrics import DECISIONS_IGNORED
 from node_agent.publisher import RETRY_S, Publisher, wait_or_stop
 from streams import deadletter, kafka, records
 from streams.routing import KIND_BY_SOURCE
+from streams.signing import signer
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,10 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
     Each record is guarded: one the directory cannot take (it does not decode, its schema is not one its
     topic carries, its key is not UTF-8, applying it raises) is a dead letter with the reason, sent through
     ``publisher`` (logged without one), and reading goes on past it, so no record can hold the follower
-    in a restart loop."""
+    in a restart loop. With the deployment's record key (``KOORD_RECORD_KEY`` or the home's,
+    ``streams.signing``; the node agent never makes one), a decision the worker did not sign is one too."""
     source_of = {topic_names["pods"]: "pods", topic_names["decisions"]: "decisions"}
+    sign = signer(create=False)
 
     def bad(message, reason: str) -> None:
         log.warning("%s/%s/%s skipped: %s", message.topic, message.partition, message.offset, reason)
@@ -91,8 +94,11 @@ async def follow_pods(agent: NodeAgent, bootstrap: str, topic_names: dict[str, s
             log.exception("could not queue the dead letter of %s", deadletter.reference_key(letter))
 
     def handle(item: records.Decoded) -> None:
+        source, message = source_of[item.message.topic], item.message
         try:
-            reason = _apply(agent, source_of[item.message.topic], item)
+            reason = sign.problem(source, message.key, message.value, message.headers) if (
+                sign is not None and item.schema == "SchedulingDecision") else None
+            reason = reason or _apply(agent, source, item)
         except Exception as err:
             reason = f"{type(err).__name__}: {err}"
         if reason is not None:

@@ -74,3 +74,38 @@ def test_only_the_deletions_of_this_nodes_pods_are_remembered():
     pods.apply_decision(_decision("r2", "Released", node=None, reason="Deleted", uid="u2"))
     pods.apply_decision(_decision("r3", "Released", node="n2", reason="Deleted", uid="u3"))
     assert not pods._deleted
+
+
+def test_with_the_record_key_the_follower_takes_only_decisions_the_worker_signed(tmp_path, monkeypatch):
+    """A forged decision would place a pod on this node for QoS planning; with the deployment's record key the
+    follower dead-letters one the worker did not sign (``streams.signing``)."""
+    import asyncio
+
+    from node_agent.run import follow_pods
+    from streams.schemas import codec
+    from streams.signing import Signer
+    from streams.topology import load_topology
+    from tests.streams.fakeconsumer import OnePollConsumer, message
+
+    monkeypatch.setenv("KOORD_RECORD_KEY", "follower-test-key")
+    sign = Signer(b"follower-test-key", "test")
+    names = load_topology().names()
+    pods = PodDirectory("n1")
+    agent = type("Agent", (), {"pods": pods})()
+    decision = {**_decision("d1", uid="u9"), "causation": {"inboxTopic": "i", "inboxPartition": 0, "inboxOffset": 0,
+                                                 "sourceTopic": "s", "sourcePartition": 0, "sourceOffset": 0},
+                "timestamp": 0}
+    value = codec.encode("SchedulingDecision", decision)
+    forged = message(names["decisions"], 0, value, key=b"shop/web")
+    forged.headers = []
+    stop = asyncio.Event()
+    monkeypatch.setattr("streams.kafka.consumer", lambda *args, **kwargs: OnePollConsumer([forged], stop))
+    asyncio.run(follow_pods(agent, "unused:9092", names, stop))
+    assert not _resolved(pods, "u9")
+
+    signed = message(names["decisions"], 1, value, key=b"shop/web")
+    signed.headers = [sign.header("decisions", b"shop/web", value)]
+    stop = asyncio.Event()
+    monkeypatch.setattr("streams.kafka.consumer", lambda *args, **kwargs: OnePollConsumer([signed], stop))
+    asyncio.run(follow_pods(agent, "unused:9092", names, stop))
+    assert _resolved(pods, "u9")
