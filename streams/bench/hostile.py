@@ -442,8 +442,9 @@ async def produce_hostile(bootstrap: str, topology: Topology, hostile: list[Host
                           one_by_one: bool = False) -> list[Sent]:
     """Send every hostile record as it is (raw key and value, no checks); a record the producer or the
     broker refuses is reported, not raised. Kafka refuses a whole batch when one record of it is invalid
-    (no key on a compacted topic), so a record without a key always goes in a batch of its own and the
-    refusal is that record's; ``one_by_one`` does so for every record. The producer is not idempotent:
+    (no key on a compacted topic, a time more than an hour ahead), so a record without a key or with a time
+    of its own always goes in a batch of its own and the refusal is that record's; ``one_by_one`` does so
+    for every record. The producer is not idempotent:
     after one refused batch an idempotent producer's sequence numbers for that partition are out of step
     and Kafka refuses every later batch there (OutOfOrderSequenceNumber), which would hide what the
     pipeline does with the records behind it."""
@@ -455,7 +456,7 @@ async def produce_hostile(bootstrap: str, topology: Topology, hostile: list[Host
         pending = []
         for item in hostile:
             topic = names[item.topic_id]
-            alone = one_by_one or item.key is None
+            alone = one_by_one or item.key is None or item.timestamp_ms is not None
             if alone:
                 await producer.flush()
             try:
