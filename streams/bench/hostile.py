@@ -571,10 +571,11 @@ def _koord(state: dict, *args: str, timeout: float = 120) -> dict | None:
         return None
 
 
-def shown_pods(state: dict) -> dict[str, dict] | None:
-    """The pods of ``NAMESPACE`` that ``koord get`` shows, by name; None when it fails."""
+def shown_pods(state: dict) -> dict[str | None, dict] | None:
+    """The pods of ``NAMESPACE`` that ``koord get`` shows, by name (None for a manifest without one); None when
+    ``koord get`` fails."""
     found = _koord(state, "get", "pods", "-n", NAMESPACE)
-    return None if found is None else {pod["metadata"]["name"]: pod for pod in found["items"]}
+    return None if found is None else {(pod.get("metadata") or {}).get("name"): pod for pod in found["items"]}
 
 
 def stopped(state: dict) -> list[str]:
@@ -646,7 +647,8 @@ async def fetch_raw(bootstrap: str, topic: str, positions: set[tuple[int, int]],
 
 
 def _decisions(found: list) -> list[tuple[int, int, dict]]:
-    return [(partition, offset, record) for partition, offset, schema, record in found if schema == "SchedulingDecision"]
+    return [(partition, offset, record) for partition, offset, schema, record in found
+            if schema == "SchedulingDecision"]
 
 
 async def _run(state: dict, records: int, pods: int, seed: int, timeout_s: float, oversized: int) -> dict:
