@@ -376,7 +376,7 @@ def oversized(pipeline, fed, agent):
     applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", str(OVERSIZED_WAIT_S), check=False,
                             timeout=OVERSIZED_WAIT_S + 30, input=_manifests(hostile.pod_manifest("behind-oversized")))
     letters = asyncio.run(hostile.read_topic(cluster.bootstrap, NAMES["deadletters"],
-                                             lambda found: len(hostile.dead_lettered(sent, found)) >= len(sent), 30))
+                                             lambda found: len(hostile.dead_lettered(sent, found)) >= len(sent), 20))
     return {"cluster": cluster, "projection": projection, "sent": sent, "applied": applied,
             "dead_letters": hostile.dead_lettered(sent, letters)}
 
