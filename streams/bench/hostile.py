@@ -25,7 +25,9 @@ what it read, so not a class ``Generator`` draws), and reads ``koord get`` and `
 It reports what it saw, nothing assumed: per class what was sent, refused by the broker, dead-lettered,
 and **wrong** (a forged decision a pod shows in ``koord get``, a deleted pod ``koord get`` shows again after
 its decision's replay, a Node record timed ahead whose time the router did not clamp, a pod the router
-refused that ``koord get`` shows, a pod only a forged inbox record carried that was decided); for the run,
+refused that ``koord get`` shows, a pod only a forged inbox record carried that was decided; a replay's effect
+on its node's batch allocatable needs NodeMetrics and a colocation config, so ``tests/integration/
+test_hostile.py`` checks that one); for the run,
 **lost** (valid pods never decided), valid pods decided more than once, and **stopped** (a worker or the
 projection not running at the end, by ``koord status``). The target is 0 lost, 0 stopped, 0 wrong.
 """

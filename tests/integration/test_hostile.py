@@ -14,8 +14,7 @@ Every valid pod, from before and after, must be decided exactly once (one Schedu
 decisions topic, not counting what the test wrote there); every record whose class calls for a dead letter
 must have one; no record the router rejected may show in the read model, nor a forged decision, nor a pod
 deleted before its decision's replay, which must not lower its node's batch CPU either; ``koord get`` must
-still work; the router must clamp the times ahead;
-and the worker and the projection must still run. A node agent's actuator loop, on the same broker, gets
+still work; the router must clamp the times ahead; and the worker and the projection must still run. A node agent's actuator loop, on the same broker, gets
 undecodable actuations, a memory limit of -5 and a replayed actuation. Last, oversized-but-valid objects (a
 Pod of 400,000 ``"``, a 790 KB PodGroup) must be dead letters with the reason, and must not stop the worker.
 """
