@@ -723,8 +723,7 @@ async def _run(state: dict, records: int, pods: int, seed: int, timeout_s: float
                                     and record["result"] == "Scheduled")
     decided = set(scheduled)
     clamped = worker_metric(state, "koord_future_times_total", stage="router", action="clamped")
-    wrong = _wrong(sent, matched, shown, decided | {record["pod"]["name"] for *_, record in _decisions(found)},
-                   set(replayed_pods), clamped, names)
+    wrong = _wrong(sent, matched, shown, {record["pod"]["name"] for *_, record in _decisions(found)}, clamped, names)
     elapsed = time.monotonic() - started
     by_class: dict[str, dict[str, int]] = {}
     for item in sent:
@@ -765,12 +764,13 @@ async def _wait_gone(state: dict, pods: set[str], timeout_s: float) -> bool:
     return False
 
 
-def _wrong(sent: list[Sent], matched: dict, shown: dict[str, dict] | None, decided: set[str],
-           replayed: set[str], clamped: float | None, names: dict[str, str]) -> dict[str, int]:
+def _wrong(sent: list[Sent], matched: dict, shown: dict[str | None, dict] | None, decided: set[str],
+           clamped: float | None, names: dict[str, str]) -> dict[str, int]:
     """Per class, the records the pipeline acted on as it must not: a forged decision a pod shows, a deleted
     pod shown again after its decision's replay, a Node record timed ahead not clamped, a refused pod shown,
-    a pod only a forged inbox record carried that was decided. A read model that cannot be read counts
-    every forged and replayed decision wrong, since nothing shows it was not taken."""
+    a pod only a forged inbox record carried that was decided (``decided``: the pods of every decision). A
+    read model that cannot be read counts every forged and replayed decision wrong, and workers whose metrics
+    cannot be read every record timed ahead, since nothing shows they were not taken."""
     wrong: collections.Counter = collections.Counter()
     written = [item for item in sent if item.offset is not None]
     for item in written:
