@@ -6,14 +6,30 @@ garbage bytes, keys that are not UTF-8 or missing, truncated and bit-flipped Avr
 valid Avro of a schema foreign to the topic, forged InboxEvents (unknown source topic, a source offset
 far past the end, an invalid payload, no key), pods with negative requests, decisions for nodes that
 do not exist, a KubeSchedulerConfiguration whose plugin args are invalid, a Pod whose manifest is not
-JSON, and records just above the size limit of a record. Each ``Hostile`` says whether its class
-calls for a dead letter (``dead_letter``: True, False, or None when either is acceptable).
+JSON, records just above the size limit of a record; and the classes of issue 37: a forged pod InboxEvent
+claiming an offset below its partition's end (``run`` aims it at the valid pods' burst), an unsigned
+SchedulingDecision, a Node record timed ahead (``FUTURE_AHEAD_MS``), and valid objects just under the
+record limit whose state would not be (``oversized-valid``: a Pod of ~400,000 ``"`` in an annotation, a
+~790 KB PodGroup). Each ``Hostile`` says whether its class calls for a dead letter (``dead_letter``: True,
+False, or None when either is acceptable).
 
 ``run`` starts the whole pipeline as ``koord up --nodes 0 --detach`` does (a fresh broker of the
 kind asked for, the worker, the projection, in a temporary ``KOORD_HOME``; KOORD_BROKER is ignored,
 so hostile records never reach a broker others use), applies a few nodes, produces the hostile
-records, then ``pods`` valid pods built as ``koord apply`` builds them, and waits until each pod has a
-decision on the decisions topic (or the timeout). It reports what it saw: nothing is assumed.
+records, then ``pods`` valid pods built as ``koord apply`` builds them, with the forged offsets aimed below
+the ends of their burst, and waits until each pod has a decision on the decisions topic (or the timeout).
+Then it forges a decision for each of a share of those pods onto another node, deletes a few of them and
+sends their real decisions again, byte for byte with their signatures (``replayed-decision``, built from
+what it read, so not a class ``Generator`` draws), and reads ``koord get`` and ``koord status``.
+
+It reports what it saw, nothing assumed: per class what was sent, refused by the broker, dead-lettered,
+and **wrong** (a forged decision a pod shows in ``koord get``, a deleted pod ``koord get`` shows again after
+its decision's replay, a Node record timed ahead whose time the router did not clamp, a pod the router
+refused that ``koord get`` shows, a pod only a forged inbox record carried that was decided; a replay's effect
+on its node's batch allocatable needs NodeMetrics and a colocation config, so ``tests/integration/
+test_hostile.py`` checks that one); for the run,
+**lost** (valid pods never decided), valid pods decided more than once, and **stopped** (a worker or the
+projection not running at the end, by ``koord status``). The target is 0 lost, 0 stopped, 0 wrong.
 """
 
 from __future__ import annotations
@@ -29,6 +45,7 @@ import random
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -57,6 +74,24 @@ DEAD_LETTER_READ_S = 20.0
 """Longest read of the dead-letter topic once the pods are decided (or the wait timed out): it ends
 sooner when every record whose class calls for a dead letter has one."""
 GHOST_NODE = "hostile-ghost-node"
+FUTURE_AHEAD_MS = (50 * 60_000, 86_400_000)
+"""How far ahead a ``future-timestamp`` Node record is timed: 50 minutes, which both brokers take, or a day,
+which Kafka refuses (``message.timestamp.after.max.ms``, an hour) and Tansu takes."""
+QUOTES = 400_000
+"""``"`` characters in a container argument of an ``oversized-valid`` Pod (annotations are limited to 256 KiB):
+its record (the manifest as JSON, each ``"`` escaped) is under the record limit, a state holding the manifest
+as JSON again would not be."""
+PODGROUP_BYTES = 790_000
+"""Size of a field of the spec of an ``oversized-valid`` PodGroup (one ``koord apply`` keeps as it is)."""
+BIG_CLASSES = ("oversized", "oversized-valid")
+"""Classes of records of about a megabyte: never drawn at random, at most ``OVERSIZED_MAX`` in one run."""
+LATE_CLASSES = ("inbox-forged-offset-below-end", "forged-decision")
+"""Classes ``run`` sends after the valid pods, aimed at them: forged offsets below the ends of their burst,
+forged decisions onto other nodes than theirs."""
+REPLAYS_MAX = 10
+"""Most valid pods ``run`` deletes to replay their decisions (a twentieth of the pods, at least one)."""
+SETTLE_S = 10.0
+"""Seconds ``run`` gives the pipeline after the forged and replayed decisions before it reads ``koord get``."""
 log = logging.getLogger(__name__)
 _OWN_BROKER_AND_HOME = ("KOORD_BROKER", "KOORD_BROKER_KIND", "KOORD_HOME", "KOORD_DATABASE_URL")
 
@@ -71,6 +106,9 @@ class Hostile:
     value: bytes | None
     dead_letter: bool | None
     partition: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+    timestamp_ms: int | None = None
+    """The record's Kafka timestamp; None: the producer's clock."""
 
 
 def node_manifest(name: str) -> dict:
@@ -297,6 +335,46 @@ class Generator:
         envelope = self._envelope(self.topology.name("pods"), key, self._garbage())
         return Hostile("inbox-invalid-payload", "inbox-scheduling", routing.DEFAULT_DOMAIN.encode(), envelope, True)
 
+    def inbox_forged_offset_below_end(self, partition: int | None = None, offset: int = 0) -> Hostile:
+        """A forged pod claiming ``offset`` of koord.pods ``partition``, below its end: taken as real while the
+        router still forwards that partition, it would make the aggregate skip the records not yet forwarded
+        (issue 37, failure 1). ``run`` aims it at the last offset of the valid pods' burst."""
+        return self._inbox_pod("inbox-forged-offset-below-end", routing.DEFAULT_DOMAIN.encode(), offset=offset,
+                               partition=partition)
+
+    def forged_decision(self, pod: str | None = None, node: str | None = None) -> Hostile:
+        """An unsigned decision placing ``pod`` (default: one nobody applied) on ``node`` (default: one of the
+        nodes ``run`` applies): the router forwards only signed decisions (issue 37, failure 9)."""
+        name = pod or self._name("hostile-forged-pod")
+        node = node or f"hostile-node-{self.rng.randrange(NODES)}"
+        value = codec.encode("SchedulingDecision", self._decision(name, "Scheduled", node))
+        return Hostile("forged-decision", "decisions", f"{NAMESPACE}/{name}".encode(), value, True)
+
+    def future_timestamp(self) -> Hostile:
+        """A valid Node record timed ``FUTURE_AHEAD_MS`` ahead (a node with a bad clock): the router forwards it
+        at most ``streams.events.MAX_AHEAD_MS`` ahead (issue 37, failure 8)."""
+        key, value = self.valid("nodes")
+        return Hostile("future-timestamp", "nodes", key, value, False,
+                       timestamp_ms=self.now_ms + self.rng.choice(FUTURE_AHEAD_MS))
+
+    def oversized_valid(self) -> Hostile:
+        """A valid Pod of ``QUOTES`` ``"`` in a container argument, or a PodGroup of ``PODGROUP_BYTES``, under the
+        record limit: the pipeline must keep running; the router refuses it when its state would exceed the
+        budget (issue 37, failure 3)."""
+        if self.rng.random() < 0.5:
+            manifest = pod_manifest(self._name("hostile-quotes"))
+            manifest["spec"]["containers"][0]["args"] = ['"' * QUOTES]
+        else:
+            manifest = _MANIFESTS["podgroups"](self._name("hostile-big-podgroup"))
+            manifest["spec"]["padding"] = "x" * PODGROUP_BYTES
+        topic, key, value = encoded(manifest)
+        return Hostile("oversized-valid", topic, key.encode(), value, True)
+
+    def replayed_decision(self, key: bytes, value: bytes, headers: tuple[tuple[str, bytes], ...]) -> Hostile:
+        """A real decision sent again, byte for byte with its signature, after its pod was deleted: it verifies,
+        so only the readers' dedupe by decision id keeps it from reviving the pod (issue 37, failure 7)."""
+        return Hostile("replayed-decision", "decisions", key, value, None, headers=headers)
+
     def garbage_output(self) -> Hostile:
         topic = self.rng.choice(["acks", "actuation-acks", "quotastatus", "deadletters"])
         key = self.rng.choice([None, self._non_utf8(), b"x"])
@@ -307,15 +385,15 @@ class Generator:
         return Hostile("garbage-actuation", "actuations", key, self._garbage(), None)
 
     def draw(self, kind: str | None = None) -> Hostile:
-        """One hostile record of class ``kind``, or of a class drawn at random (never ``oversized``)."""
-        kind = kind or self.rng.choice([k for k in CLASSES if k != "oversized"])
+        """One hostile record of class ``kind``, or of a class drawn at random (never one of ``BIG_CLASSES``)."""
+        kind = kind or self.rng.choice([k for k in CLASSES if k not in BIG_CLASSES])
         return CLASSES[kind](self)
 
     def records(self, count: int, oversized: int = OVERSIZED_MAX) -> list[Hostile]:
         """``count`` hostile records: one of every class first, then random ones; at most ``oversized`` of
-        them just above the size limit (each costs a megabyte)."""
-        drawn = [self.draw(kind) for kind in CLASSES if kind != "oversized" or oversized > 0][:count]
-        extra = min(max(oversized - 1, 0), max(count - len(drawn), 0) // 1000)
+        them of about a megabyte (``BIG_CLASSES``; each costs a megabyte)."""
+        drawn = [self.draw(kind) for kind in CLASSES if kind not in BIG_CLASSES or oversized > 0][:count]
+        extra = min(max(oversized - len(BIG_CLASSES), 0), max(count - len(drawn), 0) // 1000)
         drawn += [self.draw("oversized") for _ in range(extra)]
         drawn += [self.draw() for _ in range(count - len(drawn))]
         self.rng.shuffle(drawn)
@@ -344,6 +422,10 @@ CLASSES: dict[str, Callable[[Generator], Hostile]] = {
     "inbox-invalid-payload": Generator.inbox_invalid_payload,
     "garbage-output": Generator.garbage_output,
     "garbage-actuation": Generator.garbage_actuation,
+    "inbox-forged-offset-below-end": Generator.inbox_forged_offset_below_end,
+    "forged-decision": Generator.forged_decision,
+    "future-timestamp": Generator.future_timestamp,
+    "oversized-valid": Generator.oversized_valid,
 }
 """Every failure class, by name."""
 
@@ -362,8 +444,9 @@ async def produce_hostile(bootstrap: str, topology: Topology, hostile: list[Host
                           one_by_one: bool = False) -> list[Sent]:
     """Send every hostile record as it is (raw key and value, no checks); a record the producer or the
     broker refuses is reported, not raised. Kafka refuses a whole batch when one record of it is invalid
-    (no key on a compacted topic), so a record without a key always goes in a batch of its own and the
-    refusal is that record's; ``one_by_one`` does so for every record. The producer is not idempotent:
+    (no key on a compacted topic, a time more than an hour ahead), so a record without a key or with a time
+    of its own always goes in a batch of its own and the refusal is that record's; ``one_by_one`` does so
+    for every record. The producer is not idempotent:
     after one refused batch an idempotent producer's sequence numbers for that partition are out of step
     and Kafka refuses every later batch there (OutOfOrderSequenceNumber), which would hide what the
     pipeline does with the records behind it."""
@@ -375,11 +458,12 @@ async def produce_hostile(bootstrap: str, topology: Topology, hostile: list[Host
         pending = []
         for item in hostile:
             topic = names[item.topic_id]
-            alone = one_by_one or item.key is None
+            alone = one_by_one or item.key is None or item.timestamp_ms is not None
             if alone:
                 await producer.flush()
             try:
-                future = await producer.send(topic, key=item.key, value=item.value, partition=item.partition)
+                future = await producer.send(topic, key=item.key, value=item.value, partition=item.partition,
+                                             timestamp_ms=item.timestamp_ms, headers=list(item.headers) or None)
             except KafkaError as error:
                 future = f"{type(error).__name__}: {error}"
             pending.append((item, topic, future))
@@ -475,49 +559,244 @@ def alive(state: dict) -> dict[str, bool]:
             **{name: supervision.pid_alive(proc["pid"]) for name, proc in state["processes"].items()}}
 
 
-async def _run(state: dict, records: int, pods: int, seed: int, timeout_s: float) -> dict:
+def _koord(state: dict, *args: str, timeout: float = 120) -> dict | None:
+    """``koord ARGS -o json`` against the run's home, parsed; None when it fails."""
+    env = {key: value for key, value in os.environ.items() if key not in _OWN_BROKER_AND_HOME}
+    env.update({"KOORD_HOME": state["home"], "KOORD_BROKER": state["bootstrap"],
+                "KOORD_BROKER_KIND": state["broker_kind"], "KOORD_DATABASE_URL": state["database_url"]})
+    try:
+        result = subprocess.run(supervision.koord_command(*args, "-o", "json"), env=env, capture_output=True,
+                                text=True, timeout=timeout)
+        return json.loads(result.stdout) if result.returncode == 0 else None
+    except (subprocess.TimeoutExpired, json.JSONDecodeError) as error:
+        log.warning("koord %s: %s", " ".join(args), error)
+        return None
+
+
+def shown_pods(state: dict) -> dict[str | None, dict] | None:
+    """The pods of ``NAMESPACE`` that ``koord get`` shows, by name (None for a manifest without one); None when
+    ``koord get`` fails."""
+    found = _koord(state, "get", "pods", "-n", NAMESPACE)
+    return None if found is None else {(pod.get("metadata") or {}).get("name"): pod for pod in found["items"]}
+
+
+def stopped(state: dict) -> list[str]:
+    """The workers and the projection that ``koord status`` does not report alive (all when it fails)."""
+    report = _koord(state, "status", "--interval", "1")
+    wanted = [name for name in state["processes"] if name.startswith("worker") or name == "projection"]
+    if not report or not report["running"]:
+        return wanted
+    return [name for name in wanted if not report["processes"].get(name, {}).get("alive")]
+
+
+def worker_metric(state: dict, name: str, **labels: str) -> float | None:
+    """The sum over the workers of a Prometheus sample; None when no worker answers."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    total, answered = 0.0, False
+    for process, proc in state["processes"].items():
+        if not process.startswith("worker") or not proc.get("metrics"):
+            continue
+        try:
+            text = urllib.request.urlopen(proc["metrics"], timeout=5).read().decode()
+        except OSError:
+            continue
+        answered = True
+        total += sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                     if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()))
+    return total if answered else None
+
+
+def aimed(hostile: Hostile, partition: int, offset: int) -> Hostile:
+    """``hostile`` (a forged InboxEvent) claiming ``offset`` of ``partition`` of its source topic instead."""
+    name, envelope = codec.decode(hostile.value)
+    return dataclasses.replace(hostile, value=codec.encode(name, {**envelope, "sourcePartition": partition,
+                                                                  "sourceOffset": offset}))
+
+
+def carried_pod(hostile: Hostile) -> str | None:
+    """The name of the pod a forged InboxEvent carries, if it carries one of ``NAMESPACE``."""
+    try:
+        _, envelope = codec.decode(hostile.value)
+    except (codec.CodecError, TypeError):
+        return None
+    key = envelope.get("key") or ""
+    return key.split("/", 1)[1] if key.startswith(f"{NAMESPACE}/") and envelope.get("payload") else None
+
+
+async def fetch_raw(bootstrap: str, topic: str, positions: set[tuple[int, int]], timeout_s: float = 30) -> dict:
+    """The (key, value, headers) of the records of ``topic`` at (partition, offset) ``positions``, as written."""
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), group_id=None,
+                                enable_auto_commit=False)
+    found: dict = {}
+    try:
+        await consumer.start()
+        partitions = sorted({partition for partition, _ in positions})
+        consumer.assign([TopicPartition(topic, p) for p in partitions])
+        for partition in partitions:
+            consumer.seek(TopicPartition(topic, partition), min(o for p, o in positions if p == partition))
+        deadline = time.monotonic() + timeout_s
+        while len(found) < len(positions) and time.monotonic() < deadline:
+            for messages in (await consumer.getmany(timeout_ms=200)).values():
+                for message in messages:
+                    if (message.partition, message.offset) in positions:
+                        found[message.partition, message.offset] = (
+                            message.key, message.value, tuple((name, value) for name, value in message.headers))
+    finally:
+        with contextlib.suppress(KafkaError, OSError, asyncio.CancelledError):
+            await consumer.stop()
+    return found
+
+
+def _decisions(found: list) -> list[tuple[int, int, dict]]:
+    return [(partition, offset, record) for partition, offset, schema, record in found
+            if schema == "SchedulingDecision"]
+
+
+async def _run(state: dict, records: int, pods: int, seed: int, timeout_s: float, oversized: int) -> dict:
     bootstrap, topology = state["bootstrap"], load_topology()
     names = topology.names()
     nodes = [encoded(node_manifest(f"hostile-node-{i}")) for i in range(NODES)]
     await produce_valid(bootstrap, topology, nodes)
     started = time.monotonic()
-    hostile = Generator(seed, topology).records(records)
-    sent = await produce_hostile(bootstrap, topology, hostile)
+    generator = Generator(seed, topology)
+    hostile = generator.records(records, oversized)
+    early = [item for item in hostile if item.kind not in LATE_CLASSES]
+    sent = await produce_hostile(bootstrap, topology, early)
     hostile_s = time.monotonic() - started
     run = f"{seed}-{int(time.time()) % 100000:05d}"
     valid = [encoded(pod_manifest(f"valid-{run}-{i:05d}")) for i in range(pods)]
-    await produce_valid(bootstrap, topology, valid)
+    placed = await produce_valid(bootstrap, topology, valid)
+    ends: dict[int, int] = {}
+    for where in placed:
+        ends[where.partition] = max(ends.get(where.partition, -1), where.offset)
+    burst = sorted(ends.items())
+    forged_offsets = [aimed(item, *burst[i % len(burst)]) if burst else item
+                      for i, item in enumerate(h for h in hostile if h.kind == "inbox-forged-offset-below-end")]
+    sent += await produce_hostile(bootstrap, topology, forged_offsets)
     wanted = {f"valid-{run}-{i:05d}" for i in range(pods)}
 
     def all_decided(found: list) -> bool:
-        return wanted <= {record["pod"]["name"] for _, _, schema, record in found if schema == "SchedulingDecision"}
+        return wanted <= {record["pod"]["name"] for *_, record in _decisions(found)}
 
     found = await read_topic(bootstrap, names["decisions"], all_decided, timeout_s)
-    decided = wanted & {record["pod"]["name"] for _, _, schema, record in found if schema == "SchedulingDecision"}
-    elapsed = time.monotonic() - started
+    real = {}
+    for partition, offset, record in _decisions(found):
+        if record["pod"]["name"] in wanted and record["result"] == "Scheduled":
+            real.setdefault(record["pod"]["name"], []).append((partition, offset, record))
+    decided_s = time.monotonic() - started
+
+    replayed_pods = sorted(real)[:min(REPLAYS_MAX, max(1, pods // 20))]
+    forged_pods = [name for name in sorted(real) if name not in replayed_pods]
+    forged = []
+    for i, item in enumerate(h for h in hostile if h.kind == "forged-decision"):
+        if not forged_pods:
+            forged.append(item)
+            continue
+        pod = forged_pods[i % len(forged_pods)]
+        real_node = real[pod][0][2]["nodeName"]
+        other = next(f"hostile-node-{n}" for n in range(NODES) if f"hostile-node-{n}" != real_node)
+        forged.append(generator.forged_decision(pod, other))
+    sent += await produce_hostile(bootstrap, topology, forged)
+    replays = []
+    if replayed_pods:
+        await kafka.produce(bootstrap, [(names["pods"], f"{NAMESPACE}/{pod}", None) for pod in replayed_pods],
+                            headers=routing.ACK_HEADERS)
+        gone = await _wait_gone(state, set(replayed_pods), timeout_s=60)
+        positions = {(p, o) for pod in replayed_pods for p, o, _ in real[pod][-1:]}
+        raw = await fetch_raw(bootstrap, names["decisions"], positions)
+        replays = [generator.replayed_decision(*raw[position]) for position in sorted(raw)]
+        sent += await produce_hostile(bootstrap, topology, replays)
+        replays_ready = gone
+    else:
+        replays_ready = True
     owed = sum(1 for item in sent if item.hostile.dead_letter and item.offset is not None)
     letters = await read_topic(bootstrap, names["deadletters"], lambda found: len(dead_lettered(sent, found)) >= owed,
                                DEAD_LETTER_READ_S)
+    await asyncio.sleep(SETTLE_S)
     matched = dead_lettered(sent, letters)
+    shown = shown_pods(state)
+    found = await read_topic(bootstrap, names["decisions"], lambda found: False, 5)
+    ours = {(s.partition, s.offset) for s in sent if s.topic == names["decisions"] and s.offset is not None}
+    scheduled = collections.Counter(record["pod"]["name"] for p, o, record in _decisions(found)
+                                    if (p, o) not in ours and record["pod"]["name"] in wanted
+                                    and record["result"] == "Scheduled")
+    decided = set(scheduled)
+    clamped = worker_metric(state, "koord_future_times_total", stage="router", action="clamped")
+    wrong = _wrong(sent, matched, shown, {record["pod"]["name"] for *_, record in _decisions(found)}, clamped, names)
+    elapsed = time.monotonic() - started
     by_class: dict[str, dict[str, int]] = {}
     for item in sent:
-        figures = by_class.setdefault(item.hostile.kind, {"sent": 0, "refused": 0, "dead_lettered": 0})
+        figures = by_class.setdefault(item.hostile.kind, {"sent": 0, "refused": 0, "dead_lettered": 0,
+                                                          "dead_letters_missing": 0, "wrong": 0})
         figures["sent"] += 1
         figures["refused"] += item.error is not None
         figures["dead_lettered"] += (item.topic, item.partition, item.offset) in matched
-    return {"seconds": round(elapsed, 1), "hostile_produce_seconds": round(hostile_s, 1), "records_sent": len(sent),
+        figures["dead_letters_missing"] += (bool(item.hostile.dead_letter) and item.offset is not None
+                                            and (item.topic, item.partition, item.offset) not in matched)
+    for kind, count in wrong.items():
+        by_class[kind]["wrong"] = count
+    stopped_now = stopped(state)
+    lost = sorted(wanted - decided)
+    return {"seconds": round(elapsed, 1), "hostile_produce_seconds": round(hostile_s, 1),
+            "decided_seconds": round(decided_s, 1), "records_sent": len(sent),
             "records_refused_by_producer_or_broker": sum(item.error is not None for item in sent),
             "dead_letters": sum(schema == "DeadLetter" for _, _, schema, _ in letters),
             "dead_letters_of_hostile_records": len(matched),
-            "dead_letters_missing": sum(1 for item in sent if item.hostile.dead_letter and item.offset is not None
-                                        and (item.topic, item.partition, item.offset) not in matched),
+            "dead_letters_missing": sum(figures["dead_letters_missing"] for figures in by_class.values()),
             "refusals": dict(collections.Counter(item.error[:160] for item in sent if item.error).most_common(5)),
-            "pods": pods, "pods_decided": len(decided), "by_class": by_class}
+            "pods": pods, "pods_decided": len(decided), "lost": len(lost), "lost_pods": lost[:20],
+            "pods_decided_more_than_once": sum(count > 1 for count in scheduled.values()),
+            "stopped": len(stopped_now), "stopped_processes": stopped_now,
+            "wrong": sum(wrong.values()), "read_model_read": shown is not None,
+            "replayed_after_deletion_seen": replays_ready, "future_times_clamped": clamped,
+            "by_class": by_class}
 
 
-def run(broker_kind: str, records: int, pods: int, seed: int, timeout_s: float) -> dict:
+async def _wait_gone(state: dict, pods: set[str], timeout_s: float) -> bool:
+    """Wait until ``koord get`` no longer shows ``pods``; whether it happened within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        shown = await asyncio.to_thread(shown_pods, state)
+        if shown is not None and not pods & set(shown):
+            return True
+        await asyncio.sleep(1)
+    return False
+
+
+def _wrong(sent: list[Sent], matched: dict, shown: dict[str | None, dict] | None, decided: set[str],
+           clamped: float | None, names: dict[str, str]) -> dict[str, int]:
+    """Per class, the records the pipeline acted on as it must not: a forged decision a pod shows, a deleted
+    pod shown again after its decision's replay, a Node record timed ahead not clamped, a refused pod shown,
+    a pod only a forged inbox record carried that was decided (``decided``: the pods of every decision). A
+    read model that cannot be read counts every forged and replayed decision wrong, and workers whose metrics
+    cannot be read every record timed ahead, since nothing shows they were not taken."""
+    wrong: collections.Counter = collections.Counter()
+    written = [item for item in sent if item.offset is not None]
+    for item in written:
+        kind = item.hostile.kind
+        if kind == "forged-decision":
+            _, decision = codec.decode(item.hostile.value)
+            pod = (shown or {}).get(decision["pod"]["name"], {})
+            wrong[kind] += shown is None or pod.get("spec", {}).get("nodeName") == decision["nodeName"]
+        elif kind == "replayed-decision":
+            _, decision = codec.decode(item.hostile.value)
+            wrong[kind] += shown is None or decision["pod"]["name"] in shown
+        elif item.topic == names["inbox-scheduling"]:
+            wrong[kind] += carried_pod(item.hostile) in decided
+        elif (item.topic == names["pods"] and (item.topic, item.partition, item.offset) in matched and shown is not None
+              and isinstance(item.hostile.key, bytes) and item.hostile.key.startswith(f"{NAMESPACE}/".encode())):
+            wrong[kind] += item.hostile.key.decode(errors="replace").split("/", 1)[1] in shown
+    future = sum(1 for item in written if item.hostile.kind == "future-timestamp")
+    if future:
+        wrong["future-timestamp"] += future if clamped is None else max(0, future - int(clamped))
+    return dict(wrong)
+
+
+def run(broker_kind: str, records: int, pods: int, seed: int, timeout_s: float,
+        oversized: int = OVERSIZED_MAX) -> dict:
     with pipeline(broker_kind) as state:
-        result = asyncio.run(_run(state, records, pods, seed, timeout_s))
+        result = asyncio.run(_run(state, records, pods, seed, timeout_s, oversized))
         processes = alive(state)
     return {"broker": broker_kind, "seed": seed, **result, "processes_alive": processes,
             "all_alive": all(processes.values()), "record_limit_bytes": RECORD_MAX_BYTES}

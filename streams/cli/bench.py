@@ -247,13 +247,16 @@ def idle_cmd(seconds: float, settle: float | None, output: str, broker_kind: str
 @click.option("--records", default=10000, show_default=True, help="Hostile records, across every topic.")
 @click.option("--pods", default=200, show_default=True, help="Valid pods applied after them.")
 @click.option("--seed", default=1, show_default=True)
+@click.option("--oversized", default=3, show_default=True,
+              help="Most records of about a megabyte among them (just over the record limit, or valid just under it).")
 @click.option("--timeout", type=float, default=300.0, show_default=True,
               help="Seconds to wait for the valid pods' decisions.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @click.option("--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
               help="The broker to start for the run: the embedded Tansu or a local Apache Kafka (KRaft; Java 17 "
                    "and Maven).")
-def hostile_cmd(records: int, pods: int, seed: int, timeout: float, output: str, broker_kind: str) -> None:
+def hostile_cmd(records: int, pods: int, seed: int, oversized: int, timeout: float, output: str,
+                broker_kind: str) -> None:
     """Hostile records of every failure class on every topic, then valid pods: how many are decided, dead
     letters, and whether every process of the pipeline survived. Always on a fresh `koord up --nodes 0`
     (KOORD_BROKER is ignored: hostile records never go to a broker others use)."""
@@ -264,7 +267,7 @@ def hostile_cmd(records: int, pods: int, seed: int, timeout: float, output: str,
             kraft.check_prerequisites()
         except kraft.MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
-    result = hostile.run(broker_kind, records, pods, seed, timeout)
+    result = hostile.run(broker_kind, records, pods, seed, timeout, oversized)
     if output == "json":
         click.echo(json.dumps(result))
         return
@@ -276,13 +279,22 @@ def hostile_cmd(records: int, pods: int, seed: int, timeout: float, output: str,
         click.echo(f"  refused {count}x: {reason}")
     click.echo(f"dead letters: {result['dead_letters']} ({result['dead_letters_of_hostile_records']} for hostile "
                f"records; {result['dead_letters_missing']} records whose class calls for one have none)")
-    click.echo(f"pods decided: {result['pods_decided']}/{result['pods']}")
+    click.echo(f"pods decided: {result['pods_decided']}/{result['pods']} "
+               f"({result['pods_decided_more_than_once']} decided more than once)")
+    click.echo(f"lost {result['lost']}, stopped {result['stopped']}, wrong {result['wrong']} (target: 0, 0, 0)")
+    if result["lost_pods"]:
+        click.echo(f"  lost: {', '.join(result['lost_pods'])}")
+    if result["stopped_processes"]:
+        click.echo(f"  stopped: {', '.join(result['stopped_processes'])}")
+    if not result["read_model_read"]:
+        click.echo("  koord get failed: every forged and replayed decision counts as wrong")
     dead = [name for name, up in result["processes_alive"].items() if not up]
     click.echo(f"processes alive: {'all' if not dead else 'NO, dead: ' + ', '.join(dead)} "
                f"({', '.join(result['processes_alive'])})")
     for kind, figures in sorted(result["by_class"].items()):
-        click.echo(f"  {kind:<28} sent {figures['sent']:>6}  refused {figures['refused']:>4}  "
-                   f"dead-lettered {figures['dead_lettered']:>6}")
+        click.echo(f"  {kind:<30} sent {figures['sent']:>6}  refused {figures['refused']:>4}  "
+                   f"dead-lettered {figures['dead_lettered']:>6}  missing {figures['dead_letters_missing']:>4}  "
+                   f"wrong {figures['wrong']:>4}")
 
 
 @bench.command("bridge")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import collections
 
 from streams import routing, validation
-from streams.bench.hostile import CLASSES, HUGE_OFFSET, Generator
+from streams.bench.hostile import CLASSES, FUTURE_AHEAD_MS, HUGE_OFFSET, Generator
+from streams.limits import RECORD_MAX_BYTES, too_big
 from streams.schemas import codec
+from streams.signing import HEADER
 from streams.topology import load_topology
 
 TOPOLOGY = load_topology()
@@ -25,7 +27,7 @@ def test_every_class_is_drawn_and_every_source_inbox_output_and_actuation_topic_
     drawn = _draw(1, 3000)
     assert len(drawn) == 3000
     assert set(collections.Counter(h.kind for h in drawn)) == set(CLASSES)
-    assert sum(h.kind == "oversized" for h in drawn) <= 3
+    assert sum(h.kind in ("oversized", "oversized-valid") for h in drawn) <= 3
     wanted = {*routing.KIND_BY_SOURCE, "inbox-node", "inbox-scheduling", "actuations", "acks", "actuation-acks",
               "quotastatus", "deadletters"}
     assert wanted <= {h.topic_id for h in drawn}
@@ -70,3 +72,19 @@ def test_every_source_topic_has_a_valid_record_that_the_router_would_accept():
         key, value = generator.valid(source_id)
         kind, record = codec.decode(value)
         assert validation.problems(source_id, key.decode(), kind, record) == [], source_id
+
+
+def test_issue_37_classes_are_hostile_the_way_they_say():
+    generator = Generator(11, TOPOLOGY, now_ms=1_000)
+    for _ in range(10):
+        forged = generator.draw("forged-decision")
+        assert _decodes(forged.value)[1]["result"] == "Scheduled" and HEADER not in dict(forged.headers)
+        ahead = generator.draw("future-timestamp")
+        assert ahead.topic_id == "nodes" and ahead.timestamp_ms - 1_000 in FUTURE_AHEAD_MS
+        assert validation.problems("nodes", ahead.key.decode(), *_decodes(ahead.value)) == []
+        _, envelope = _decodes(generator.draw("inbox-forged-offset-below-end").value)
+        assert envelope["sourceOffset"] == 0 and _decodes(envelope["payload"])[0] == "Pod"
+        big = generator.draw("oversized-valid")
+        kind, record = _decodes(big.value)
+        assert too_big(big.value, big.key) is None and len(big.value) > RECORD_MAX_BYTES * 3 // 4
+        assert validation.problems(big.topic_id, big.key.decode(), kind, record) == []
