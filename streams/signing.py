@@ -9,7 +9,8 @@ readers refuse (dead-letter) a record without a good signature, whatever the bro
     koord-mac = HMAC-SHA256(secret, topic id ‖ 0x00 ‖ len(key) as 4 bytes ‖ key ‖ value)
 
 ``topic id`` is the topology id (``inbox-scheduling``, ``decisions``), so a record signed for one topic does
-not verify on another; a deletion (no value) is signed as the 0x00 byte, a value as 0x01 followed by it.
+not verify on another; no key is signed as the length 0xFFFFFFFF, which no key has; a deletion (no value) is
+signed as the 0x00 byte, a value as 0x01 followed by it.
 
 The secret is ``KOORD_RECORD_KEY`` (``Settings.record_key``), else the file ``KOORD_HOME/record.key``, which
 the first worker of a home creates (32 random bytes, mode 0600). Every worker and replay of one deployment
@@ -30,6 +31,7 @@ from pathlib import Path
 from streams.settings import Settings, env_name
 
 HEADER = "koord-mac"
+NO_KEY = b"\xff\xff\xff\xff"
 KEY_FILE = "record.key"
 PIPELINE_SOURCES = ("decisions", "noderesources", "nodeusages")
 """Source topics (topology ids) that only the worker writes: the router forwards only signed records of them."""
@@ -47,8 +49,8 @@ class Signer:
 
     def mac(self, topic_id: str, key: bytes | None, value: bytes | None) -> bytes:
         digest = hmac.new(self.secret, digestmod=hashlib.sha256)
-        key = key or b""
-        digest.update(b"%s\x00%s%s" % (topic_id.encode(), len(key).to_bytes(4, "big"), key))
+        length = NO_KEY if key is None else len(key).to_bytes(4, "big")
+        digest.update(b"%s\x00%s%s" % (topic_id.encode(), length, key or b""))
         digest.update(b"\x00" if value is None else b"\x01")
         if value is not None:
             digest.update(value)

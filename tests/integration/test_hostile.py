@@ -256,8 +256,6 @@ def test_records_the_router_rejected_are_not_in_the_read_model(fed):
     assert sorted(rejected & set(_pods(fed["cluster"]))) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 failure 9: the read model takes a decision the router refused as "
-                                       "unsigned as the pod's latest (pending the read model's fix)")
 def test_a_forged_decision_is_not_a_pods_decision_in_the_read_model(fed):
     pods = _pods(fed["cluster"])
     taken = []
@@ -296,9 +294,6 @@ def test_a_decision_for_a_node_that_does_not_exist_makes_no_node(fed):
     assert sorted(name for name in nodes if name.startswith(hostile.GHOST_NODE)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 failure 10: the read model shows a record's manifest as it is, "
-                                       "though it contradicts the record (a manifest of [] or null, a bit-flipped "
-                                       "metadata key), pending the read model's fix")
 def test_every_object_koord_get_shows_is_named_as_its_record_is_keyed(fed):
     cluster = fed["cluster"]
     listed = {"pod": ("get", "pods", "-n", hostile.NAMESPACE), "node": ("get", "nodes")}
@@ -362,8 +357,6 @@ def test_deleting_a_bound_pod_raises_the_nodes_batch_cpu(replayed_batch):
     assert int(replayed_batch["deleted"]) > int(replayed_batch["with_pod"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 failure 7: the node aggregate applies a replayed decision again "
-                                       "(no dedupe by decision id), pending its fix")
 def test_a_replayed_decision_does_not_revive_a_deleted_pod_in_batch_allocatable(replayed_batch):
     assert replayed_batch["replayed"] == replayed_batch["deleted"]
 
@@ -447,8 +440,6 @@ def test_oversized_but_valid_objects_were_written(oversized):
     assert [(s.topic, s.error) for s in oversized["sent"] if s.error] == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 failure 3: an object whose state exceeds the budget stops the "
-                                       "worker instead of being refused (pending the state budget)")
 def test_oversized_but_valid_objects_do_not_stop_the_worker_nor_the_pods_behind_them(oversized):
     cluster = oversized["cluster"]
     assert oversized["applied"].returncode == 0, oversized["applied"].stderr[-2000:]
@@ -456,8 +447,6 @@ def test_oversized_but_valid_objects_do_not_stop_the_worker_nor_the_pods_behind_
     assert oversized["projection"].poll() is None
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 failure 3: the router does not yet refuse an object whose state "
-                                       "would exceed the budget (pending the state budget)")
 def test_each_oversized_but_valid_object_is_a_dead_letter_with_the_reason(oversized):
     letters = oversized["dead_letters"]
     found = [letters.get((s.topic, s.partition, s.offset), {}).get("reason", "") for s in oversized["sent"]]

@@ -62,3 +62,7 @@ def test_a_home_gets_one_private_key_and_a_replay_makes_none(tmp_path):
     assert stat.S_IMODE((tmp_path / "home" / "record.key").stat().st_mode) == 0o600
     assert signer(settings).secret == first.secret == signer(settings, create=False).secret
     assert signer(Settings(home=tmp_path / "home", record_key="shared")).secret == b"shared"
+
+
+def test_no_key_and_an_empty_key_sign_differently():
+    assert SIGNER.mac("decisions", None, b"v") != SIGNER.mac("decisions", b"", b"v")
