@@ -47,9 +47,36 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
         for resource, value in sorted((record.get(field) or {}).items()):
             if value < 0:
                 found.append(f"{field}.{resource}: quantity must not be negative: {value}")
-    if kind == "Pod" and "manifest" in record:
+    if "manifest" in record:
+        found += manifest_problems(kind, record)
+    if kind == "Pod" and "manifest" in record and not found:
         found += pod_manifest_problems(record)
     return found
+
+
+UNNAMED_MANIFESTS = ("KubeSchedulerConfiguration", "DeschedulerConfiguration")
+"""Kinds whose manifest has no ``metadata``: their record's name is the component's (``streams.objects``)."""
+
+
+def manifest_problems(kind: str, record: dict) -> list[str]:
+    """The manifest is what ``koord get`` shows of the record: a JSON object (``{}`` when the writer kept
+    none) naming the record's object, as ``koord apply`` and the bridge build both from one manifest. One that
+    names another object, or none, would be listed as an object that is not the one the pipeline decides on."""
+    try:
+        manifest = json.loads(record["manifest"])
+    except (ValueError, RecursionError, TypeError) as error:
+        return [f"manifest is not JSON: {error}"]
+    if not isinstance(manifest, dict):
+        return [f"manifest is not a JSON object but {type(manifest).__name__}"]
+    if not manifest or kind in UNNAMED_MANIFESTS:
+        return []
+    meta, typed = manifest.get("metadata"), record["metadata"]
+    named = meta.get("name") if isinstance(meta, dict) else None
+    spaced = meta.get("namespace") if isinstance(meta, dict) else None
+    if named != typed.get("name") or (spaced and spaced != typed.get("namespace")):
+        return [f"manifest names {spaced + '/' if spaced else ''}{named!r}, not the record's "
+                f"{typed.get('namespace') + '/' if typed.get('namespace') else ''}{typed.get('name')!r}"]
+    return []
 
 
 def pod_manifest_problems(record: dict) -> list[str]:

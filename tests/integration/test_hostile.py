@@ -419,7 +419,7 @@ def test_a_replayed_actuation_does_not_replace_the_real_acknowledgement(agent):
 
 @pytest.fixture(scope="module")
 def oversized(pipeline, fed, agent):
-    """After everything else (each object stops the worker until issue 37's failure 3 is fixed): a Pod of
+    """After everything else (each object stopped the worker before issue 37's failure 3 was fixed): a Pod of
     ``hostile.QUOTES`` ``"`` and a PodGroup of ``hostile.PODGROUP_BYTES``, then a pod applied behind them."""
     cluster, projection = pipeline
     generator = hostile.Generator(37, TOPOLOGY)
@@ -447,7 +447,13 @@ def test_oversized_but_valid_objects_do_not_stop_the_worker_nor_the_pods_behind_
     assert oversized["projection"].poll() is None
 
 
-def test_each_oversized_but_valid_object_is_a_dead_letter_with_the_reason(oversized):
+def test_oversized_but_valid_objects_whose_stored_form_fits_the_budget_are_taken(oversized):
+    """Both are valid and, stored as the scheduler keeps them (``podinfo.KEPT_MANIFEST``, decoded envelopes),
+    within the state budget: taken, not dead-lettered, and the pod is listed and decided like any other."""
     letters = oversized["dead_letters"]
-    found = [letters.get((s.topic, s.partition, s.offset), {}).get("reason", "") for s in oversized["sent"]]
-    assert len(found) == 2 and all("budget" in reason or "bytes" in reason for reason in found), found
+    assert [letters.get((s.topic, s.partition, s.offset), {}).get("reason") for s in oversized["sent"]] == [None, None]
+    (pod,) = [s.hostile for s in oversized["sent"] if s.hostile.topic_id == "pods"]
+    namespace, name = pod.key.decode().split("/")
+    listed = {item["metadata"]["name"]: item for item in
+              oversized["cluster"].koord_json("get", "pods", "-n", namespace)["items"]}
+    assert any(c["type"] == "PodScheduled" for c in listed[name].get("status", {}).get("conditions", []))

@@ -40,5 +40,5 @@ def test_a_signature_for_another_secret_topic_key_or_value_does_not_verify(secre
                                                                          key, other_key, value, other_value):
     signer = Signer(secret, "test")
     header = Signer(other_secret, "other").header(other_topic, other_key, other_value)
-    same = (other_secret, other_topic, other_key or b"", other_value) == (secret, topic_id, key or b"", value)
+    same = (other_secret, other_topic, other_key, other_value) == (secret, topic_id, key, value)
     assert (signer.problem(topic_id, key, value, [header]) is None) == same
