@@ -9,8 +9,8 @@ do not exist, a KubeSchedulerConfiguration whose plugin args are invalid, a Pod 
 JSON, records just above the size limit of a record; and the classes of issue 37: a forged pod InboxEvent
 claiming an offset below its partition's end (``run`` aims it at the valid pods' burst), an unsigned
 SchedulingDecision, a Node record timed ahead (``FUTURE_AHEAD_MS``), and valid objects just under the
-record limit whose state would not be (``oversized-valid``: a Pod of ~400,000 ``"`` in an annotation, a
-~790 KB PodGroup). Each ``Hostile`` says whether its class calls for a dead letter (``dead_letter``: True,
+record limit (``oversized-valid``: a Pod of ~400,000 ``"`` in a container argument, a ~790 KB PodGroup), which
+the state once stored too big to write and now keeps within its budget. Each ``Hostile`` says whether its class calls for a dead letter (``dead_letter``: True,
 False, or None when either is acceptable).
 
 ``run`` starts the whole pipeline as ``koord up --nodes 0 --detach`` does (a fresh broker of the
@@ -70,7 +70,7 @@ NODES = 4
 OVERSIZED_MAX = 3
 """Most records just above the size limit in one run: each is a megabyte the broker keeps."""
 HUGE_OFFSET = 1 << 62
-DEAD_LETTER_READ_S = 20.0
+DEAD_LETTER_READ_S = 60.0
 """Longest read of the dead-letter topic once the pods are decided (or the wait timed out): it ends
 sooner when every record whose class calls for a dead letter has one."""
 GHOST_NODE = "hostile-ghost-node"
@@ -359,8 +359,8 @@ class Generator:
 
     def oversized_valid(self) -> Hostile:
         """A valid Pod of ``QUOTES`` ``"`` in a container argument, or a PodGroup of ``PODGROUP_BYTES``, under the
-        record limit: the pipeline must keep running; the router refuses it when its state would exceed the
-        budget (issue 37, failure 3)."""
+        record limit: the pipeline must keep running and take it, as its stored form fits the state budget (issue
+        37, failure 3; one whose stored form would not is refused by ``koord apply`` and the router)."""
         if self.rng.random() < 0.5:
             manifest = pod_manifest(self._name("hostile-quotes"))
             manifest["spec"]["containers"][0]["args"] = ['"' * QUOTES]
@@ -368,7 +368,7 @@ class Generator:
             manifest = _MANIFESTS["podgroups"](self._name("hostile-big-podgroup"))
             manifest["spec"]["padding"] = "x" * PODGROUP_BYTES
         topic, key, value = encoded(manifest)
-        return Hostile("oversized-valid", topic, key.encode(), value, True)
+        return Hostile("oversized-valid", topic, key.encode(), value, False)
 
     def replayed_decision(self, key: bytes, value: bytes, headers: tuple[tuple[str, bytes], ...]) -> Hostile:
         """A real decision sent again, byte for byte with its signature, after its pod was deleted: it verifies,
