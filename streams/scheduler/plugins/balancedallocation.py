@@ -67,25 +67,45 @@ class BalancedAllocation:
         args.validate()
         self.args = args
         self.cluster = cluster
+        self._prepared: tuple | None = None
+
+    def _allocatable(self, count: int) -> list[tuple[str, int, np.ndarray, np.ndarray | None]]:
+        """Per configured resource the nodes have: (name, row, allocatable as float with 0 read as 1, the
+        mask of nodes that have it or None when all do), until the columns change."""
+        columns = self.cluster.columns
+        key = (columns.version, count, len(columns.resources))
+        if self._prepared is None or self._prepared[0] != key:
+            prepared = []
+            for resource, _ in self.args.resources:
+                index = columns.index.get(resource)
+                if index is not None:
+                    allocatable = columns.allocatable[index, :count].astype(np.float64)
+                    has = allocatable > 0
+                    prepared.append((resource, index, np.maximum(allocatable, 1.0), None if has.all() else has))
+            self._prepared = (key, prepared)
+        return self._prepared[1]
 
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         count = len(candidates)
         if not any(pod.requests.get(resource, 0) for resource, _ in self.args.resources):
             return np.zeros(count, dtype=np.int64)
-        columns = self.cluster.columns
+        requested = self.cluster.columns.requested
         fractions, present = [], []
-        for resource, _ in self.args.resources:
-            index = columns.index.get(resource)
-            if index is None or (resource not in NATIVE and not pod.requests.get(resource, 0)):
+        for resource, index, allocatable, has in self._allocatable(count):
+            request = pod.requests.get(resource, 0)
+            if resource not in NATIVE and not request:
                 continue
-            allocatable = columns.allocatable[index, :count].astype(np.float64)
-            requested = columns.requested[index, :count] + pod.requests.get(resource, 0)
-            has = allocatable > 0
-            fractions.append(np.where(has, np.minimum(requested / np.maximum(allocatable, 1.0), 1.0), 0.0))
+            fraction = np.minimum((requested[index, :count] + request) / allocatable, 1.0)
+            fractions.append(fraction if has is None else np.where(has, fraction, 0.0))
             present.append(has)
         if not fractions:
             return np.full(count, 100, dtype=np.int64)
-        return (100 * (1 - _deviation(np.array(fractions), np.array(present)))).astype(np.int64)
+        if len(fractions) == 2 and present[0] is None and present[1] is None:
+            deviation = np.abs(fractions[0] - fractions[1]) / 2
+        else:
+            masks = [np.ones(count, dtype=bool) if has is None else has for has in present]
+            deviation = _deviation(np.array(fractions), np.array(masks))
+        return (100 * (1 - deviation)).astype(np.int64)
 
 
 def _deviation(fractions: np.ndarray, present: np.ndarray) -> np.ndarray:
