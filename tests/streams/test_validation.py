@@ -21,3 +21,21 @@ def pod(name="web", namespace="default", cpu=100):
 ])
 def test_problems(source, key, kind, record, expected):
     assert problems(source, key, kind, record) == expected
+
+
+@pytest.mark.parametrize("manifest, expected", [
+    pytest.param('{"metadata": {"name": "web", "namespace": "shop"}}', [], id="the record's own object"),
+    pytest.param("{}", [], id="a writer that kept no manifest"),
+    pytest.param('{"metadata": {"naee": "web"}}', ["manifest names None, not the record's shop/'web'"],
+                 id="a bit-flipped name key"),
+    pytest.param('{"metadata": {"name": "other", "namespace": "shop"}}',
+                 ["manifest names shop/'other', not the record's shop/'web'"], id="another object"),
+    pytest.param("null", ["manifest is not a JSON object but NoneType"], id="null"),
+    pytest.param("[]", ["manifest is not a JSON object but list"], id="a list"),
+])
+def test_a_manifest_names_the_records_object(manifest, expected):
+    """Issue 37 failure 10: ``koord get`` showed such manifests as objects without a name."""
+    from streams.validation import manifest_problems
+
+    record = {"metadata": {"name": "web", "namespace": "shop"}, "manifest": manifest}
+    assert manifest_problems("ConfigMap", record) == expected
