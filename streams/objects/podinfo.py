@@ -55,7 +55,8 @@ KEPT_MANIFEST = {
                  "deletionTimestamp": ALL, "firstSeenMs": ALL},
     "spec": {"affinity": ALL, "tolerations": ALL, "topologySpreadConstraints": ALL, "volumes": ALL,
              "overhead": ALL, "preemptionPolicy": ALL, "priority": ALL, "priorityClassName": ALL,
-             "schedulerName": ALL, "nodeName": ALL, "nodeSelector": ALL, "runtimeClassName": ALL,
+             "schedulerName": ALL, "schedulingGates": ALL, "nodeName": ALL, "nodeSelector": ALL,
+             "runtimeClassName": ALL,
              "containers": CONTAINER_KEPT, "initContainers": CONTAINER_KEPT},
     "status": {"phase": ALL, "reason": ALL, "qosClass": ALL, "conditions": ALL},
 }

@@ -23,7 +23,8 @@ enables. Order within a stage:
 - Reservation: PreFilter (nominates a reservation per node and counts its unallocated resources free for
   the owner), Filter after the label checks (a pod with a reservation affinity fails where none matches),
   Score (weight 5000: an owner lands on its reservation), PreBind (``reservation-allocated``).
-- preEnqueue, permit: Coscheduling (gangs wait in Permit until their whole group fits; a no-op for
+- preEnqueue: SchedulingGates (a pod with scheduling gates waits until they are removed), then Coscheduling.
+- permit, and preEnqueue after SchedulingGates: Coscheduling (gangs wait in Permit until their whole group fits; a no-op for
   pods of no gang).
 - postFilter: Coscheduling first (a Strict gang's waiting members are rejected whatever preemption
   then finds; it never preempts), then ElasticQuota (preemption within the pod's own quota), then
@@ -53,12 +54,13 @@ from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOve
 from streams.scheduler.plugins import (
     balancedallocation, defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, nodeports,
     noderesourcesfit, noderesourcesfitplus, nodeunschedulable, podtopologyspread, scarceresourceavoidance,
-    tainttoleration)
+    schedulinggates, tainttoleration)
 from streams.scheduler.plugins import (
     coscheduling, deviceshare, elasticquota, interpodaffinity, nodenumaresource, reservation)
 
 
 REGISTRY: dict[str, type] = make_registry([
+    (schedulinggates.NAME, schedulinggates.SchedulingGates),
     (nodeunschedulable.NAME, nodeunschedulable.NodeUnschedulable),
     (nodename.NAME, nodename.NodeName),
     (tainttoleration.NAME, tainttoleration.TaintToleration),
@@ -126,7 +128,7 @@ RESERVATION_SCORE_WEIGHT = 5000
 outweighs every other score, so an owner lands on its reservation."""
 
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
-    "preEnqueue": ((coscheduling.NAME, 0),),
+    "preEnqueue": ((schedulinggates.NAME, 0), (coscheduling.NAME, 0)),
     "preFilter": ((nodeaffinity.NAME, 0), (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0),
                   (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0),
                   (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),

@@ -25,7 +25,7 @@ B = {"NodeResourcesBalancedAllocation": 1}
 
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
-        "preEnqueue": ["Coscheduling"],
+        "preEnqueue": ["SchedulingGates", "Coscheduling"],
         "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
                       "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "Reservation",
