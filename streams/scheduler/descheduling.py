@@ -40,11 +40,11 @@ from streams.koordinator.annotations import (
 from streams.koordinator.classes import kube_qos_class
 from streams.objects.fields import FieldReader
 from streams.objects.kinds.nodemetric import rfc3339_millis
+from streams.objects.nodeselector import matches
 from streams.objects.podinfo import PodInfo
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.framework import ReservationHolder
 from streams.scheduler.outputs import UNSCHEDULABLE, Outputs
-from streams.scheduler.plugins.nodeaffinity import matches
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import tolerated
 

@@ -30,6 +30,7 @@ import dataclasses
 import numpy as np
 
 from streams.objects.args import no_args
+from streams.objects.nodeselector import matches
 from streams.objects.podinfo import PodInfo, Requirement
 from streams.scheduler.framework import (
     NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
@@ -52,32 +53,6 @@ class NodeAffinityArgs:
 
     def validate(self) -> None:
         pass
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
-def matches(requirement: Requirement, value: str | None) -> bool:
-    """One label requirement against one node's label value (None: label absent)."""
-    op, values = requirement.operator, requirement.values
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and len(values) == 1:
-        left, right = _int(value), _int(values[0])
-        if left is None or right is None:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
 
 
 class NodeAffinity:

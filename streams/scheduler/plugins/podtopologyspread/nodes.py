@@ -3,9 +3,9 @@
 - ``domains(key)``: each node's domain for a topology key as an index into the sorted distinct values (-1: the
   node lacks the label); cached until node labels change (rows change with them).
 - ``affinity_match(pod)``: kube's ``RequiredNodeAffinity.Match`` (``nodeSelector`` and required node affinity
-  terms), for ``nodeAffinityPolicy: Honor``. The matching copies NodeAffinity's (plugins never import each
-  other): In, NotIn (absent matches), Exists, DoesNotExist, Gt, Lt; ``matchFields`` on ``metadata.name``; a
-  term without requirements matches nothing.
+  terms), for ``nodeAffinityPolicy: Honor``, with NodeAffinity's requirement matching
+  (``streams.objects.nodeselector``); ``matchFields`` on ``metadata.name``; a term without requirements matches
+  nothing.
 - ``tolerated_nodes(pod)``: nodes without a NoSchedule/NoExecute taint the pod does not tolerate
   (``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``), for ``nodeTaintsPolicy: Honor``.
 """
@@ -14,35 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from streams.objects.podinfo import PodInfo, Requirement, SelectorTerm
+from streams.objects.nodeselector import matches
+from streams.objects.podinfo import PodInfo, SelectorTerm
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import key_of, tolerated
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
-
-
-def requirement_matches(requirement: Requirement, value: str | None) -> bool:
-    """One node selector requirement against one label value (None: absent)."""
-    op, values = requirement.operator, requirement.values
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and len(values) == 1:
-        left, right = _int(value), _int(values[0])
-        if left is None or right is None:
-            return False
-        return left > right if op == "Gt" else left < right
-    return False
 
 
 def term_matches(term: SelectorTerm, name: str, labels) -> bool:
@@ -50,9 +25,9 @@ def term_matches(term: SelectorTerm, name: str, labels) -> bool:
         return False
     for requirement in term.match_fields:
         if requirement.key != "metadata.name" or requirement.operator not in ("In", "NotIn") or \
-                not requirement_matches(requirement, name):
+                not matches(requirement, name):
             return False
-    return all(requirement_matches(r, labels.get(r.key)) for r in term.match_expressions)
+    return all(matches(r, labels.get(r.key)) for r in term.match_expressions)
 
 
 MAX_CACHED = 256
