@@ -117,18 +117,9 @@ class KubeApi:
         """An Event (FailedScheduling, named after the decision; a 409 means it exists) then the pod's
         ``PodScheduled=False`` condition, as kube-scheduler writes both."""
         now = _now()
-        event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": write.event_name, "namespace": write.namespace},
-                 "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": write.namespace,
-                                    "name": write.name, "uid": write.uid},
-                 "reason": "FailedScheduling", "message": write.message, "type": "Warning",
-                 "source": {"component": scheduler_name}, "reportingComponent": scheduler_name,
-                 "firstTimestamp": now, "lastTimestamp": now, "count": 1}
-        try:
-            await self._call("create", "events", "POST", f"/api/v1/namespaces/{write.namespace}/events", event)
-        except ApiError as error:
-            if error.code != CONFLICT:
-                raise
+        await self._warning(write.namespace, write.event_name,
+                            {"apiVersion": "v1", "kind": "Pod", "namespace": write.namespace, "name": write.name,
+                             "uid": write.uid}, "FailedScheduling", write.message, scheduler_name, now)
         condition = {"type": POD_SCHEDULED, "status": "False", "reason": write.reason, "message": write.message,
                      "lastProbeTime": None, "lastTransitionTime": now}
         await self._call("patch", "pods/status", "PATCH",
@@ -140,16 +131,19 @@ class KubeApi:
         """A Warning Event ``KoordstreamRefused`` on ``obj``, named after its resourceVersion (a 409 means it
         exists): koordstream will not schedule by this version of the object, and why."""
         metadata = obj.get("metadata") or {}
-        namespace = metadata.get("namespace") or "default"
-        now = _now()
-        event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": f"{str(metadata.get('name'))[:200]}.koordstream-refused."
-                                      f"{metadata.get('resourceVersion')}", "namespace": namespace},
-                 "involvedObject": {"apiVersion": api_version, "kind": kind, "namespace": metadata.get("namespace"),
-                                    "name": metadata.get("name"), "uid": metadata.get("uid"),
-                                    "resourceVersion": metadata.get("resourceVersion")},
-                 "reason": REFUSED, "message": reason[:EVENT_MESSAGE_MAX], "type": "Warning",
-                 "source": {"component": BRIDGE}, "reportingComponent": BRIDGE,
+        await self._warning(metadata.get("namespace") or "default",
+                            f"{str(metadata.get('name'))[:200]}.koordstream-refused.{metadata.get('resourceVersion')}",
+                            {"apiVersion": api_version, "kind": kind, "namespace": metadata.get("namespace"),
+                             "name": metadata.get("name"), "uid": metadata.get("uid"),
+                             "resourceVersion": metadata.get("resourceVersion")},
+                            REFUSED, reason[:EVENT_MESSAGE_MAX], BRIDGE, _now())
+
+    async def _warning(self, namespace: str, name: str, involved: dict, reason: str, message: str, component: str,
+                       now: str) -> None:
+        """Create the Warning Event ``name`` about ``involved``; one that exists (409) was created before."""
+        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
+                 "involvedObject": involved, "reason": reason, "message": message, "type": "Warning",
+                 "source": {"component": component}, "reportingComponent": component,
                  "firstTimestamp": now, "lastTimestamp": now, "count": 1}
         try:
             await self._call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events", event)
