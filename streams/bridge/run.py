@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 
 from streams import kafka
+from streams.stopsignals import stop_on_signals
 from streams.bridge.actuator import Actuator
 from streams.bridge.api import KubeApi
 from streams.bridge.checkpoint import Checkpoint
@@ -28,9 +28,7 @@ CHECKPOINT_FILE = "checkpoint.sqlite"
 async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> None:
     """Run until a SIGTERM or SIGINT; then stop every task and close the clients."""
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop_on_signals(stop)
     checkpoint = Checkpoint(config.state_dir / CHECKPOINT_FILE)
     api = KubeApi(config.kubeconfig, config.context, config.watch_timeout_s)
     view = ClusterView()

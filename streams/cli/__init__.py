@@ -1,9 +1,7 @@
 """``koord``: the command line, a thin shell over the core and the topics.
 
 ``main`` makes SIGTERM and SIGINT stop any command quietly with exit status 0 from its first
-instruction: importing the commands takes seconds, and a supervisor (``koord up``, Kubernetes,
-Ctrl-C) may stop a process at any point. A long-running command replaces these handlers with
-its event loop's, which stop it gracefully (``loop.add_signal_handler``).
+instruction (``streams.stopsignals``).
 
 A file that cannot be read or written (a read-only or full KOORD_HOME) ends a command with one line
 naming the file and the OS error, as click prints its own errors, not a traceback.
@@ -11,18 +9,17 @@ naming the file and the OS error, as click prints its own errors, not a tracebac
 
 from __future__ import annotations
 
-import signal
 import sys
 
-
-def _stop_quietly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+from streams import stopsignals
 
 
 def main() -> None:
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _stop_quietly)
+    stopsignals.install()
     from streams.cli.commands import cli
+
+    if stopsignals.received():
+        sys.exit(0)
 
     try:
         cli()

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 
 import click
 
 from state import queries
 from streams import kafka
+from streams.stopsignals import stop_on_signals
 from streams.cli import context
 from streams.cli.output import FORMATS, emit
 from streams.cli.readmodel import open_for_view
@@ -227,9 +227,7 @@ def watch(stream: str, output: str, from_beginning: bool) -> None:
 
     async def main() -> None:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+        stop_on_signals(stop)
         await print_decisions(context.bootstrap(config), context.topology(config), output, from_beginning, stop)
 
     asyncio.run(main())

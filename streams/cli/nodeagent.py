@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 
 import click
@@ -37,6 +36,7 @@ from streams.cli.fieldoptions import settings_options
 from streams.cli.options import metrics_options
 from streams.metrics import serve
 from streams.cli.output import emit
+from streams.stopsignals import stop_on_signals
 
 
 @click.command("node-agent")
@@ -86,9 +86,7 @@ def _once(agent: NodeAgent, output: str) -> None:
 
 async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuator: Actuator | None) -> None:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop_on_signals(stop)
     publisher = Publisher(bootstrap, names, max_buffered_metrics=agent.settings.max_buffered_metrics)
     tasks = [publisher.run(stop), run_agent(agent, publisher, stop), follow_pods(agent, bootstrap, names, stop, publisher)]
     if actuator is not None:

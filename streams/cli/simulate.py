@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 
 import click
@@ -20,6 +19,7 @@ from node_agent import metrics
 from node_agent.publisher import Publisher
 from node_agent.simulator import Fleet, FleetArgs
 from streams import kafka, records
+from streams.stopsignals import stop_on_signals
 from streams.cli import context
 from streams.cli.options import metrics_options
 from streams.metrics import serve
@@ -54,9 +54,7 @@ def simulate(nodes: int, pods_per_node: int, seed: int, speed: float, duration: 
 
 async def _main(fleet: Fleet, bootstrap: str, names: dict[str, str], speed: float, duration: int) -> None:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop_on_signals(stop)
     publisher = Publisher(bootstrap, names, max_buffered_metrics=max(360, 36 * len(fleet.node_names)))
     clock = {"second": 0}
     tasks = [asyncio.create_task(publisher.run(stop)),

@@ -23,6 +23,8 @@ from pathlib import Path
 import click
 
 from streams import roles, supervision
+from streams import stopsignals
+from streams.stopsignals import stop_on_signals
 from streams.broker import embedded, kraft, local
 from streams.cli import context
 from streams.cli.get import print_decisions
@@ -106,7 +108,7 @@ def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, b
 def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: str,
                bridge: tuple[str, str] | None, role_names: tuple[str, ...]) -> int:
     home = config.home
-    stop = {"signal": None}
+    stop = {"signal": signal.SIGTERM if stopsignals.received() else None}
     own_output = _tolerant_output()
 
     def on_signal(signum, _frame):
@@ -375,9 +377,7 @@ def project(metrics_port: int | None, metrics_host: str) -> None:
 
     async def main() -> None:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+        stop_on_signals(stop)
         await run_projection(context.bootstrap(config), context.topology(config), config.resolved_database_url, stop)
 
     asyncio.run(main())

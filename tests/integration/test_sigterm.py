@@ -72,13 +72,17 @@ def _start(broker_env, tmp_path, args: list[str], port: int | None) -> tuple[sub
 
 
 def _stopped(proc: subprocess.Popen, log, signum: int) -> str:
+    """Signal ``proc`` and return its stderr once it exits; if it does not, fail with every thread's stack."""
     proc.send_signal(signum)
     try:
         proc.wait(timeout=STOP_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        proc.kill()
+        proc.wait()
+        log.seek(0)
+        pytest.fail(f"still running {STOP_TIMEOUT_S}s after {signal.Signals(signum).name}:\n{log.read()[-6000:]}")
     log.seek(0)
     return log.read()
 
