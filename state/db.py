@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from state.models import Base, SchemaVersion
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite connection waits for a lock before failing: long enough to outlast one
 projector batch, short enough that a stuck writer surfaces as an error."""

@@ -109,6 +109,9 @@ class Decision(Causation, Base):
     filter_results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     scores: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     requests: Mapped[dict[str, int]] = mapped_column(JSON, doc="The pod's effective requests (canonical units).")
+    labels: Mapped[dict[str, str]] = mapped_column(JSON, default=dict, doc="The pod labels the decision copies.")
+    annotations: Mapped[dict[str, str]] = mapped_column(
+        JSON, default=dict, doc="The pod annotations the decision copies and those its PreBind plugins wrote.")
     timestamp_ms: Mapped[int] = mapped_column(BigInteger)
     topic_partition: Mapped[int]
     topic_offset: Mapped[int] = mapped_column(BigInteger)

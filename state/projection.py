@@ -205,6 +205,8 @@ def _decision_row(record: ProjectedRecord) -> Row:
         "filter_results": list(value.get("filterResults", [])),
         "scores": list(value.get("scores", [])),
         "requests": dict(value.get("requests", {})),
+        "labels": dict(value.get("labels") or {}),
+        "annotations": dict(value.get("annotations") or {}),
         "timestamp_ms": value["timestamp"],
         **_causation(value["causation"]),
         **_topic_position(record),

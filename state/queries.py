@@ -4,9 +4,11 @@ progress checks behind `koord apply --wait`.
 Objects come back as the user applied them, with only what koordstream decided merged in:
 
 - a pod whose latest decision (highest decisions-topic offset; decisions are keyed by pod, so
-  one partition orders them) placed it on a node gets `spec.nodeName` and the condition
-  PodScheduled=True; an Unschedulable one gets PodScheduled=False with the decision's message
-  and phase Pending. koordstream runs no kubelet, so a placed pod keeps the phase it was applied
+  one partition orders them) placed it on a node gets `spec.nodeName`, the condition
+  PodScheduled=True and the annotations the decision's PreBind plugins wrote (resource-status,
+  device-allocated, reservation-allocated, ...: ``decisions.written_on_bind``), as the API server
+  holds them on a pod the bridge bound; an Unschedulable one gets PodScheduled=False with the
+  decision's message and phase Pending. koordstream runs no kubelet, so a placed pod keeps the phase it was applied
   with, Pending by default, as a bound pod not yet started has in Kubernetes. Decisions about a
   previous pod with the same name (another uid, or at or before the scheduler's release of the
   deleted pod) are ignored. A decision is stored once by its id (``state.projection``), so a
@@ -45,6 +47,7 @@ from state.models import Ack, DeadLetter, Decision, Eviction, LatestObject, Node
 from state.projection import LEFT_OUT
 from state.projection import STAGE as PROJECTION_STAGE
 from streams import routing
+from streams.decisions import written_on_bind
 from streams.descheduler.migration.jobs import CONDITION_ARBITRATION
 from streams.koordinator.annotations import ANNOTATION_EVICT_REASON, ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
 from streams.koordinator.resources import BATCH_RESOURCES, EXTENDED_RESOURCES
@@ -163,6 +166,9 @@ def _pod_object(pod: Pod, decision: Decision | None, nodes: set[str]) -> dict[st
         }
     elif decision.node_name is not None:
         obj["spec"] = {**(obj.get("spec") or {}), "nodeName": decision.node_name}
+        if written := written_on_bind(decision.annotations):
+            metadata = obj["metadata"]
+            metadata["annotations"] = {**(metadata.get("annotations") or {}), **written}
         condition = {"type": POD_SCHEDULED, "status": "True"}
     else:
         return obj
@@ -296,6 +302,8 @@ def _decision_record(decision: Decision) -> dict[str, Any]:
         "message": decision.message,
         "filterResults": decision.filter_results,
         "scores": decision.scores,
+        "labels": decision.labels or {},
+        "annotations": decision.annotations or {},
         "causation": {
             "inboxTopic": decision.inbox_topic,
             "inboxPartition": decision.inbox_partition,
@@ -555,7 +563,8 @@ def _explained_decision(decision: Decision) -> dict[str, Any]:
     rejected = sum(result["count"] for result in decision.filter_results or [])
     scores = sorted(decision.scores or [], key=lambda s: (-s["score"], s["node"]))
     return {**record, "requests": decision.requests, "rejectedNodes": rejected,
-            "filterSummary": filter_summary(decision.filter_results), "topScores": scores[:TOP_SCORES_SHOWN]}
+            "filterSummary": filter_summary(decision.filter_results), "topScores": scores[:TOP_SCORES_SHOWN],
+            "allocated": written_on_bind(decision.annotations) if decision.node_name else {}}
 
 
 def explain_node(engine: Engine, name: str, history: int = 5) -> dict[str, Any] | None:

@@ -25,6 +25,13 @@ ANNOTATIONS = (ANNOTATION_CPU_QOS, ANNOTATION_CPU_BURST, ANNOTATION_NETWORK_QOS,
 DECISION_ANNOTATIONS = (*ANNOTATIONS, ANNOTATION_RESOURCE_STATUS)
 
 
+def written_on_bind(annotations: Mapping[str, str] | None) -> dict[str, str]:
+    """The annotations a placing decision writes on its pod (what the PreBind plugins decided:
+    resource-status, device-allocated, reservation-allocated, ...): all it carries but those copied from
+    the pod (``ANNOTATIONS``), which the pod itself holds, perhaps newer."""
+    return {key: value for key, value in (annotations or {}).items() if key not in ANNOTATIONS}
+
+
 def selected(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> dict[str, str]:
     """The entries of ``values`` under ``keys`` (what a SchedulingDecision carries)."""
     return {key: values[key] for key in keys if values and key in values}

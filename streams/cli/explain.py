@@ -65,6 +65,8 @@ def _print_pod(found: dict) -> None:
         label = "Latest decision" if index == 0 else "Earlier decision"
         click.echo(f"\n{label}: {decision['result']}" + (f" on {decision['nodeName']}" if decision["nodeName"] else ""))
         click.echo(f"  id:        {decision['decisionId']} at {_when(decision['timestamp'])}")
+        for key, value in sorted(decision["allocated"].items()):
+            click.echo(f"  {key}: {value}")
         if decision["message"]:
             click.echo(f"  message:   {decision['message']}")
         if decision["filterResults"]:

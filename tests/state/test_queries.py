@@ -243,6 +243,8 @@ def test_get_decisions_filters_and_keeps_the_newest(projector, read_model, recor
         "message": "",
         "filterResults": [],
         "scores": [{"node": "node-b", "score": 87}],
+        "labels": {},
+        "annotations": {},
         "causation": {
             "inboxTopic": "koord.inbox.scheduling",
             "inboxPartition": 0,

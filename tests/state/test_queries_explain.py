@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from state.queries import explain_node, explain_pod, filter_summary
+from state.queries import explain_node, explain_pod, filter_summary, get_decisions, get_pods
 
 BATCH_CPU, MID_CPU = "kubernetes.io/batch-cpu", "kubernetes.io/mid-cpu"
 
@@ -102,3 +102,28 @@ def test_explain_node_gives_the_latest_resource_and_the_batch_history(projector,
     assert (latest["causation"]["sourceTopic"], latest["causation"]["sourceOffset"]) == ("koord.nodemetrics", 22)
     assert [h[BATCH_CPU] for h in explained["history"]] == [23000, 24000]
     assert explained["latestNodeMetric"]["sourceOffset"] == 5
+
+
+def test_a_placed_pod_shows_what_its_decision_allocated_and_not_the_pod_annotations_it_copied(
+        projector, read_model, records):
+    """Issue 40, item 5: `koord get pods`, `koord get decisions` and `koord explain pod` show the cpuset, GPU and
+    reservation a decision allocated, as the API server holds them on a pod the bridge bound; an annotation the
+    decision only copied from the pod (cpuQOS) is the pod's own, so the pod's newer value is kept."""
+    allocated = {"scheduling.koordinator.sh/resource-status": '{"cpuset":"0-3"}',
+                 "scheduling.koordinator.sh/device-allocated": '{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}',
+                 "scheduling.koordinator.sh/reservation-allocated": '{"name":"r1","uid":"u-r1"}'}
+    placed = records.decision("d-1", "default/web", "Scheduled", 3, node_name="node-a")
+    placed.value["annotations"] = {**allocated, "koordinator.sh/cpuQOS": '{"groupIdentity":1}'}
+    placed.value["labels"] = {"koordinator.sh/qosClass": "LSE"}
+    pod = records.pod("web", 1)
+    manifest = json.loads(pod.value["manifest"])
+    manifest["metadata"]["annotations"] = {"koordinator.sh/cpuQOS": '{"groupIdentity":-1}'}
+    pod.value["manifest"] = json.dumps(manifest)
+    projector.apply([records.node("node-a", 1), pod, placed])
+
+    [shown] = get_pods(read_model)
+    assert shown["metadata"]["annotations"] == {**allocated, "koordinator.sh/cpuQOS": '{"groupIdentity":-1}'}
+    [decision] = get_decisions(read_model)
+    assert decision["annotations"] == placed.value["annotations"]
+    assert decision["labels"] == {"koordinator.sh/qosClass": "LSE"}
+    assert explain_pod(read_model, "default", "web")["decisions"][0]["allocated"] == allocated
