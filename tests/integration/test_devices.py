@@ -129,3 +129,16 @@ def test_the_v1_6_articles_gpu_examples_place_as_it_says(cluster):
     assert shared[0]["resources"] == {"koordinator.sh/gpu-core": "50", "koordinator.sh/gpu-memory": "40Gi",
                                       "koordinator.sh/gpu-memory-ratio": "50"}
     assert found["pod-example"]["annotations"]["hami.io/vgpu-node"] == "dev-hami"
+    _assert_shown_with(cluster, "pod-example", found["pod-example"]["annotations"])
+
+
+def _assert_shown_with(cluster, name: str, annotations: dict[str, str], timeout_s: float = 60) -> None:
+    """`koord get pods` shows the pod with the annotations its decision wrote, once the read model has it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shown = {pod["metadata"]["name"]: pod for pod in cluster.koord_json("get", "pods", "-n", "e2e-devices")["items"]}
+        held = (shown.get(name) or {}).get("metadata", {}).get("annotations") or {}
+        if all(held.get(key) == value for key, value in annotations.items()):
+            return
+        assert time.monotonic() < deadline, f"koord get pods shows {name} with {held}, not {annotations}"
+        time.sleep(0.5)
