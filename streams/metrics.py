@@ -71,7 +71,7 @@ PER_NODE_ENABLED = Settings.from_env().metrics_per_node != "0"
 def export_plugin_stats(stats) -> None:
     """Move a core's per-plugin counts and times (a ``streams.pluginstats.PluginStats``) into Prometheus,
     and reset them."""
-    calls, stats.calls = stats.calls, {}
+    calls = stats.take()
     for (plugin, stage, result), (count, seconds) in calls.items():
         PLUGIN_RUNS.labels(plugin, stage, result).inc(count)
         PLUGIN_SECONDS.labels(plugin, stage, result).inc(seconds)

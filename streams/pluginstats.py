@@ -28,3 +28,8 @@ class PluginStats:
     def record(self, plugin: str, stage: str, result: str, started: float) -> None:
         """One call that began at ``started`` (``time.perf_counter()``) and ends now."""
         self.add(plugin, stage, result, time.perf_counter() - started)
+
+    def take(self) -> dict[tuple[str, str, str], list]:
+        """The figures since the last take, ``{(plugin, stage, result): [calls, seconds]}``; counting starts again."""
+        calls, self.calls = self.calls, {}
+        return calls

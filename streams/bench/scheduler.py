@@ -225,6 +225,9 @@ def core_lines(core: dict) -> list[str]:
     for part in core["slices"]:
         lines.append(f"  pods {part['first']:>6}-{part['first'] + part['pods']:<6} {part['pods_per_s']:7.0f} pods/s "
                      f"({part['cpu_pods_per_s']:.0f} per CPU second)")
+    lines.append("  cost per plugin (wall-clock µs per pod, costliest first):")
+    lines.extend(f"    {row['plugin']:<32} {row['stage']:<11} {row['us_per_pod']:8.1f}" for row in core["plugins"]
+                 if row["us_per_pod"] >= 0.5)
     if "profile" in core:
         lines.append(core["profile"])
     return lines

@@ -95,9 +95,12 @@ def run_in_process(nodes: int, pods: int, seed: int, slice_pods: int = SLICE_POD
 
     Returns {"pods_per_s" (wall clock), "cpu_pods_per_s" (this process's CPU time: what a busy
     machine does not distort), "seconds", "nodes", "pods", "scheduled", "slices" (per slice of
-    ``slice_pods`` pods: "first" pod index, "pods", "pods_per_s", "cpu_pods_per_s"), and with
+    ``slice_pods`` pods: "first" pod index, "pods", "pods_per_s", "cpu_pods_per_s"), "plugins" (per plugin and
+    extension point: calls and µs per pod, costliest first, from the framework's own ``PluginStats``), and with
     ``profile_from`` "profile" (the cProfile top lines; the slices it covers run slower)}."""
     domain, events = build(nodes, pods, seed)
+    for framework in domain.frameworks.values():
+        framework.stats.take()
     gc.collect()
     gc.freeze()
     profiler = cProfile.Profile() if profile_from is not None and profile_from < pods else None
@@ -120,11 +123,25 @@ def run_in_process(nodes: int, pods: int, seed: int, slice_pods: int = SLICE_POD
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     gc.unfreeze()
     result = {"pods_per_s": _rate(pods, elapsed), "cpu_pods_per_s": _rate(pods, cpu), "seconds": elapsed,
-              "nodes": nodes, "pods": pods, "scheduled": scheduled, "slices": slices}
+              "nodes": nodes, "pods": pods, "scheduled": scheduled, "slices": slices,
+              "plugins": plugin_costs(domain, pods)}
     if profiler is not None:
         profiler.disable()
         result["profile"] = profile_lines(profiler)
     return result
+
+
+def plugin_costs(domain, pods: int) -> list[dict]:
+    """Each (plugin, extension point)'s calls and wall-clock µs per pod over the run, costliest first."""
+    totals: dict[tuple[str, str], list] = {}
+    for framework in domain.frameworks.values():
+        for (plugin, stage, _), (calls, seconds) in framework.stats.take().items():
+            entry = totals.setdefault((plugin, stage), [0, 0.0])
+            entry[0] += calls
+            entry[1] += seconds
+    rows = [{"plugin": plugin, "stage": stage, "calls": calls, "us_per_pod": seconds * 1e6 / max(pods, 1)}
+            for (plugin, stage), (calls, seconds) in totals.items()]
+    return sorted(rows, key=lambda row: (-row["us_per_pod"], row["plugin"], row["stage"]))
 
 
 def profile_lines(profiler: cProfile.Profile, lines: int = PROFILE_LINES) -> str:

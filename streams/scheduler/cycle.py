@@ -204,7 +204,11 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
     total = np.zeros(count, dtype=np.int64)
     for plugin, weight in fw.weights:
         started = time.perf_counter()
-        total += plugin.score(state, pod, candidates) * weight
+        scores = plugin.score(state, pod, candidates)
+        if isinstance(scores, np.ndarray):
+            total += scores * weight if weight != 1 else scores
+        elif scores:
+            total += scores * weight
         stats.record(plugin.name, "score", "Success", started)
     keyed = total * (count + 1)
     keyed += cluster.columns.name_rank()

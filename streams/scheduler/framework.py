@@ -294,8 +294,9 @@ class PostFilterPlugin(Protocol):
 class ScorePlugin(Protocol):
     name: str
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
-        """Normalized scores 0..100 (int64) for every node; only ``candidates`` are read."""
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
+        """Normalized scores 0..100 (int64) for every node; only ``candidates`` are read. An ``int`` is the
+        same score on every node: a pod that uses none of the plugin's features (0) costs the cycle nothing."""
         ...
 
 

@@ -68,12 +68,14 @@ class NodeAffinity:
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
         return SUCCESS if pod.node_selector or pod.required_terms is not None else SKIP
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
+        if not pod.preferred_terms:
+            return 0
         count = len(candidates)
         total = np.zeros(count, dtype=np.int64)
         for weight, term in pod.preferred_terms:
             total += weight * self._term_mask(term, count)
-        return normalized(total, candidates) if pod.preferred_terms else total
+        return normalized(total, candidates)
 
     def _term_mask(self, term, count: int) -> np.ndarray:
         """Nodes matching every requirement of ``term``."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from streams.objects.args import no_args
 from streams.objects.podinfo import PodInfo
-from streams.scheduler.framework import NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
+from streams.scheduler.framework import MAX_NODE_SCORE, NODE_ADD, NODE_UPDATE, Code, CycleState, FilterResult, register
 from streams.scheduler.scoring import normalized
 from streams.scheduler.state import NO_SCHEDULE_EFFECTS, Cluster
 from streams.scheduler.taints import key_of, tolerated
@@ -55,7 +55,7 @@ class TaintToleration:
     def __init__(self, args: TaintTolerationArgs, cluster: Cluster) -> None:
         self.cluster = cluster
         self._cache: dict[tuple, tuple[np.ndarray, tuple[tuple[str, np.ndarray], ...]]] = {}
-        self._intolerable: dict[tuple, np.ndarray] = {}
+        self._intolerable: dict[tuple, tuple[int, np.ndarray | None]] = {}
         self._version = -1
 
     def _current(self) -> None:
@@ -76,14 +76,18 @@ class TaintToleration:
             return FilterResult(candidates)
         return FilterResult(candidates & ~failed, reasons, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
+        """No node with a PreferNoSchedule taint the pod does not tolerate: 100 on every node (what the reversed
+        normalization of all-zero counts gives), without an array."""
         self._current()
         tolerations = tuple(t for t in pod.tolerations if t.get("effect") in (None, "", PREFER_NO_SCHEDULE))
         key = key_of(tolerations)
-        counts = self._intolerable.get(key)
-        if counts is None or len(counts) != len(candidates):
-            counts = self._intolerable[key] = self._count_intolerable(tolerations, len(candidates))
-        return normalized(counts, candidates, reverse=True)
+        cached = self._intolerable.get(key)
+        if cached is None or cached[0] != len(candidates):
+            counts = self._count_intolerable(tolerations, len(candidates))
+            cached = self._intolerable[key] = (len(candidates), counts if counts.any() else None)
+        counts = cached[1]
+        return MAX_NODE_SCORE if counts is None else normalized(counts, candidates, reverse=True)
 
     def _count_intolerable(self, tolerations: tuple, count: int) -> np.ndarray:
         """Per node, its PreferNoSchedule taints none of ``tolerations`` tolerates."""

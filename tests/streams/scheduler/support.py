@@ -249,3 +249,10 @@ def pod_info(ev: InboxEvent):
     from streams.objects import podinfo
 
     return podinfo.from_record(ev.key, ev.record)
+
+
+def node_scores(plugin, state, pod, candidates) -> list[int]:
+    """A score plugin's scores of every node as a list: an ``int`` it returns is that score on every node."""
+    import numpy as np
+
+    return np.broadcast_to(plugin.score(state, pod, candidates), candidates.shape).tolist()

@@ -200,12 +200,12 @@ class DeviceShare:
             return FilterResult(passed, tuple(hard), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         return FilterResult(passed, tuple(resolvable + hard))
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
         devices: PodDevices | None = state.get(NAME)
+        if devices is None:
+            return 0
         count = len(candidates)
         scores = np.zeros(count, dtype=np.int64)
-        if devices is None:
-            return scores
         columns = self.cluster.columns
         if self._fast(devices):
             scores = self._fast_scores(devices, count)

@@ -214,12 +214,12 @@ class ElasticQuota:
         limit = tree.limit(name, self.args.enable_runtime_quota)
         request = info.masked(pod.requests)
         state[NAME] = (name, tree_id, request, limit)
-        used = self._used_without(info, pod)
+        used = tree.used(name)
         message = check_quota(name, limit, used, request)
         if message:
             return Status.unschedulable(message, NAME)
         if pod.non_preemptible:
-            np_used = self._used_without(info, pod, non_preemptible=True)
+            np_used = tree.used(name, non_preemptible=True)
             message = check_non_preemptible(name, info.spec.min, np_used, request)
             if message:
                 return Status.unschedulable(message, NAME)
@@ -230,14 +230,10 @@ class ElasticQuota:
                     break
                 topo.insert(0, ancestor.name)
                 message = check_parent(topo, tree.limit(ancestor.name, self.args.enable_runtime_quota),
-                                       ancestor.used, request)
+                                       tree.used(ancestor.name), request)
                 if message:
                     return Status.unschedulable(message, NAME)
         return SUCCESS
-
-    def _used_without(self, info, pod: PodInfo, non_preemptible: bool = False) -> dict[str, int]:
-        """The quota's used; a pod being rescheduled is never counted (it is not assigned)."""
-        return dict(info.np_used if non_preemptible else info.used)
 
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         return SUCCESS
@@ -289,7 +285,8 @@ class ElasticQuota:
     def _candidates(self, state, pod, quota, tree_id, request, limit, victims_by_node, diagnosis) -> list:
         cluster = self.cluster
         columns = cluster.columns
-        info = self.trees[tree_id].quotas[quota]
+        tree = self.trees[tree_id]
+        info = tree.quotas[quota]
         wanted = {name: value for name, value in pod.requests.items() if value > 0}
         out = []
         for node in sorted(victims_by_node):
@@ -309,7 +306,7 @@ class ElasticQuota:
             if not fits:
                 continue
             freed: dict[str, int] = {}
-            used = dict(info.used)
+            used = tree.used(info.name)
             for key in keys:
                 for name, value in info.masked(cluster.pods[key].requests).items():
                     used[name] = used.get(name, 0) - value

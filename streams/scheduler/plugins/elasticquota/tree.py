@@ -285,6 +285,17 @@ class QuotaTree:
         info.limited = {k: min(v, maximum[k]) if k in maximum else v for k, v in request.items()}
         return info
 
+    def used(self, name: str, non_preemptible: bool = False) -> dict[str, int]:
+        """A quota's used (or non-preemptible used). The system and default quotas are leaves whose used is
+        their own pods', so asking theirs refreshes nothing: a pod without a quota of its own costs the tree
+        no recomputation (the next runtime asked recomputes it)."""
+        info = self.quotas[name]
+        if name in (SYSTEM, DEFAULT) and not self.children(name):
+            return dict(info.self_np_used if non_preemptible else info.self_used)
+        if self.dirty or self._used_dirty:
+            self.refresh()
+        return dict(info.np_used if non_preemptible else info.used)
+
     def resource_keys(self, parent: QuotaInfo) -> list[str]:
         if self._children is None or self._keys is None:
             self.children(ROOT)
@@ -343,12 +354,14 @@ class QuotaTree:
             child.auto_min = scaled
 
     def limit(self, name: str, enable_runtime: bool) -> dict[str, int]:
-        """What PreFilter checks used against: the runtime (max for system/default), or the max."""
-        if self.dirty or self._used_dirty:
-            self.refresh()
+        """What PreFilter checks used against: the runtime (max for system/default), or the max.
+
+        A max is the spec's, so only a runtime needs the tree refreshed."""
         info = self.quotas[name]
         if not enable_runtime or name in (SYSTEM, DEFAULT):
             return dict(info.spec.max)
+        if self.dirty or self._used_dirty:
+            self.refresh()
         if name == ROOT:
             return dict(info.runtime)
         return info.masked_runtime()

@@ -194,10 +194,10 @@ class InterPodAffinity:
 
     # -- Score ---------------------------------------------------------------------------------
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
         terms = self.index.terms_of(pod)
         if not terms.preferred and (self.args.ignore_preferred_terms_of_existing_pods or not self.index.any_terms):
-            return np.zeros(len(candidates), dtype=np.int64)
+            return 0
         scores = topology_score(pod, terms, self.index, self.args.hard_pod_affinity_weight, self._node_labels,
                                 self.namespace_labels)
         if scores is None:

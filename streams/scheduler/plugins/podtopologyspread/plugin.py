@@ -173,14 +173,14 @@ class PodTopologySpread:
 
     # -- score ---------------------------------------------------------------------------
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
         size = len(candidates)
         own = self._own(state, pod)
         if not own and not self._has_soft_defaults:
-            return np.zeros(size, dtype=np.int64)
+            return 0
         constraints = constraints_of(own, pod.labels, pod.owner_kinds, self.defaults, SCHEDULE_ANYWAY)
         if not constraints:
-            return np.zeros(size, dtype=np.int64)
+            return 0
         require_all = bool(own) or not self.system_defaulted
         domains = [self.nodes.domains(c.topology_key) for c in constraints]
         with_keys = np.ones(size, dtype=bool)

@@ -338,8 +338,10 @@ class Reservation:
         has[self._rows(chosen, len(candidates))] = True
         return FilterResult(candidates & has, ((REASON_AFFINITY, ~has),), Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
         chosen, _ = state.get(NAME, ({}, None))
+        if not chosen:
+            return 0
         scores = np.zeros(len(candidates), dtype=np.int64)
         scores[self._rows(chosen, len(candidates))] = 100
         return scores

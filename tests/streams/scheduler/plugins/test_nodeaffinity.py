@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from streams.scheduler.framework import Code, CycleState
-from tests.streams.scheduler.support import decisions, k8s_pod, node, pod, plugin_of, pod_info, run
+from tests.streams.scheduler.support import decisions, k8s_pod, node, node_scores, plugin_of, pod, pod_info, run
 
 
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -91,8 +91,8 @@ AFFINITY2 = preferred((2, [expr("foo", "In", "bar")]), (4, [expr("key", "In", "v
 def test_TestNodeAffinityPriority(affinity, nodes, expected):
     domain, _ = run(*(node(name, labels=labels) for name, labels in nodes))
     plugin = plugin_of(domain, "NodeAffinity")
-    scores = plugin.score(CycleState(), pod_info(k8s_pod("p", affinity=affinity)), np.ones(len(nodes), dtype=bool))
-    assert scores.tolist() == expected
+    assert node_scores(plugin, CycleState(), pod_info(k8s_pod("p", affinity=affinity)),
+                       np.ones(len(nodes), dtype=bool)) == expected
 
 
 def test_a_pod_lands_on_the_node_its_preferred_terms_weigh_most():

@@ -5,7 +5,7 @@ import pytest
 
 from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.tainttoleration import NAME, REASON_UNTOLERATED
-from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, node, plugin_of, pod_info, run
+from tests.streams.scheduler.support import decisions, k8s_node, k8s_pod, node, node_scores, plugin_of, pod_info, run
 
 DEDICATED = REASON_UNTOLERATED.format(key="dedicated", value="gpu")
 UNREACHABLE = REASON_UNTOLERATED.format(key="node.kubernetes.io/unreachable", value="")
@@ -74,9 +74,8 @@ def test_TestTaintTolerationScore(tolerations, taints, expected):
     release), through Score and NormalizeScore over every node."""
     domain, _ = run(*(node(name, taints=t) for name, t in taints.items()))
     plugin = plugin_of(domain, NAME)
-    scores = plugin.score(CycleState(), pod_info(k8s_pod("pod1", tolerations=tolerations)),
-                          np.ones(len(taints), dtype=bool))
-    assert scores.tolist() == expected
+    assert node_scores(plugin, CycleState(), pod_info(k8s_pod("pod1", tolerations=tolerations)),
+                       np.ones(len(taints), dtype=bool)) == expected
 
 
 def test_a_pod_lands_on_the_node_with_fewer_intolerable_prefer_no_schedule_taints():

@@ -9,7 +9,7 @@ from streams.scheduler.framework import Code, CycleState
 from streams.scheduler.plugins.interpodaffinity import NAME, InterPodAffinityArgs
 from tests.streams.scheduler.plugins.interpodaffinity.wrappers import (
     affinity, cluster, incoming, make_pod, namespace_event, run_filter, term)
-from tests.streams.scheduler.support import decisions, deleted, k8s_node, k8s_pod, plugin_of, run
+from tests.streams.scheduler.support import decisions, deleted, k8s_node, k8s_pod, node_scores, plugin_of, run
 
 HOSTNAME = "kubernetes.io/hostname"
 WEB = {"app": "web"}
@@ -103,7 +103,7 @@ def test_a_pod_without_terms_in_a_cluster_without_anti_affinity_skips_and_scores
     plugin = plugin_of(domain, NAME)
     pod = incoming(make_pod(labels=WEB))
     assert plugin.pre_filter(CycleState(), pod).code == Code.SKIP
-    assert plugin.score(CycleState(), pod, np.ones(2, dtype=bool)).tolist() == [0, 0]
+    assert node_scores(plugin, CycleState(), pod, np.ones(2, dtype=bool)) == [0, 0]
     assert not plugin.index.any_terms and not plugin.index.required_anti_affinity
 
 

@@ -19,7 +19,7 @@ from streams.scheduler.domain import SchedulingDomain
 from streams.scheduler.framework import Code, CycleState
 from streams.scheduler.plugins.interpodaffinity import (
     NAME, REASON_AFFINITY, REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY)
-from tests.streams.scheduler.support import converted, k8s_node, plugin_of, pod_info, profile_with, run
+from tests.streams.scheduler.support import converted, k8s_node, node_scores, plugin_of, pod_info, profile_with, run
 
 REQUIRED, PREFERRED = "required", "preferred"
 AFFINITY = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, REASON_AFFINITY)
@@ -217,4 +217,4 @@ def run_score(domain: SchedulingDomain, body: dict) -> list[int]:
     """Score (PreScore, Score, NormalizeScore) of every node, in row order."""
     plugin = plugin_of(domain, NAME)
     count = len(domain.cluster.columns)
-    return plugin.score(CycleState(), incoming(body), np.ones(count, dtype=bool)).tolist()
+    return node_scores(plugin, CycleState(), incoming(body), np.ones(count, dtype=bool))

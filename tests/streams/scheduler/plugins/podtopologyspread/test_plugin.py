@@ -16,7 +16,7 @@ from streams.scheduler.plugins.podtopologyspread import (
 from streams.scheduler.plugins.podtopologyspread.constraints import constraints_of, own_constraints
 from tests.streams.scheduler.plugins.podtopologyspread.builders import (
     DNS, SA, existing, incoming, k8s_pod, run_plugin, spread, zoned)
-from tests.streams.scheduler.support import decisions, deleted, node, pod_info, profile_with, run
+from tests.streams.scheduler.support import decisions, deleted, node, node_scores, pod_info, profile_with, run
 
 
 def constraint(max_skew=1, key="node", when=DNS, **fields) -> DefaultConstraint:
@@ -70,7 +70,7 @@ def test_pre_filter_skips_a_pod_without_constraints_and_one_with_only_soft_ones(
     _, plugin = run_plugin([zoned("n1", "z1")], [existing("p-1", "n1")], PodTopologySpreadArgs())
     unconstrained = pod_info(incoming())
     assert plugin.pre_filter(CycleState(), unconstrained) == SKIP
-    assert plugin.score(CycleState(), unconstrained, np.ones(1, dtype=bool)).tolist() == [0]
+    assert node_scores(plugin, CycleState(), unconstrained, np.ones(1, dtype=bool)) == [0]
     assert plugin.pods.counted() == 0, "a pod without constraints reads no pod"
     assert plugin.pre_filter(CycleState(), pod_info(incoming(owner="ReplicaSet"))) == SKIP
     assert plugin.pre_filter(CycleState(), pod_info(incoming(spread(1, "zone", SA)))) == SKIP
