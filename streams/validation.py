@@ -13,6 +13,7 @@ its signature showed the router did (``streams.signing``).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from streams import limits
 from streams.events import MAX_AHEAD_MS, too_far_ahead
@@ -28,12 +29,21 @@ ROUTER_STAGE = "router"
 QUANTITY_FIELDS = ("capacity", "allocatable", "requests", "limits", "min", "max", "nodeUsage")
 
 
+_UNPARSED = object()
+"""No parsed manifest given: the check parses the record's."""
+
 def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[str]:
+    """Why a decoded source record is bad: its kind on this topic, its key, quantities and manifest."""
+    return _problems(source_id, key, kind, record)[0]
+
+
+def _problems(source_id: str, key: str | None, kind: str, record: dict) -> tuple[list[str], Any]:
+    """``problems`` and the record's manifest parsed (``_UNPARSED`` when no check parsed it)."""
     allowed = KIND_BY_SOURCE.get(source_id, ())
     if kind not in allowed:
-        return [f"a {kind} record does not belong on the {source_id} topic (expected {', '.join(allowed)})"]
+        return [f"a {kind} record does not belong on the {source_id} topic (expected {', '.join(allowed)})"], _UNPARSED
     if "metadata" not in record:
-        return []
+        return [], _UNPARSED
     found = []
     meta = record["metadata"]
     name = meta.get("name")
@@ -47,25 +57,36 @@ def problems(source_id: str, key: str | None, kind: str, record: dict) -> list[s
         for resource, value in sorted((record.get(field) or {}).items()):
             if value < 0:
                 found.append(f"{field}.{resource}: quantity must not be negative: {value}")
-    if "manifest" in record:
-        found += manifest_problems(kind, record)
-    if kind == "Pod" and "manifest" in record and not found:
-        found += pod_manifest_problems(record)
-    return found
+    if "manifest" not in record:
+        return found, _UNPARSED
+    manifest, unreadable = _parsed(record)
+    found += [unreadable] if unreadable else manifest_problems(kind, record, manifest)
+    if kind == "Pod" and not found:
+        found += pod_manifest_problems(record, manifest)
+    return found, manifest
+
+
+def _parsed(record: dict) -> tuple[Any, str | None]:
+    """(the record's manifest parsed, None) or (None, why it is not JSON); parsed once for every check."""
+    try:
+        return json.loads(record["manifest"]), None
+    except (ValueError, RecursionError, TypeError) as error:
+        return None, f"manifest is not JSON: {error}"
 
 
 UNNAMED_MANIFESTS = ("KubeSchedulerConfiguration", "DeschedulerConfiguration")
 """Kinds whose manifest has no ``metadata``: their record's name is the component's (``streams.objects``)."""
 
 
-def manifest_problems(kind: str, record: dict) -> list[str]:
+def manifest_problems(kind: str, record: dict, manifest: Any = _UNPARSED) -> list[str]:
     """The manifest is what ``koord get`` shows of the record: a JSON object (``{}`` when the writer kept
     none) naming the record's object, as ``koord apply`` and the bridge build both from one manifest. One that
-    names another object, or none, would be listed as an object that is not the one the pipeline decides on."""
-    try:
-        manifest = json.loads(record["manifest"])
-    except (ValueError, RecursionError, TypeError) as error:
-        return [f"manifest is not JSON: {error}"]
+    names another object, or none, would be listed as an object that is not the one the pipeline decides on.
+    ``manifest`` is the record's, parsed, when the caller has it."""
+    if manifest is _UNPARSED:
+        manifest, unreadable = _parsed(record)
+        if unreadable:
+            return [unreadable]
     if not isinstance(manifest, dict):
         return [f"manifest is not a JSON object but {type(manifest).__name__}"]
     if not manifest or kind in UNNAMED_MANIFESTS:
@@ -79,15 +100,15 @@ def manifest_problems(kind: str, record: dict) -> list[str]:
     return []
 
 
-def pod_manifest_problems(record: dict) -> list[str]:
+def pod_manifest_problems(record: dict, manifest: Any = _UNPARSED) -> list[str]:
     """A Pod record's typed ``requests`` and ``limits`` (what the scheduler uses) must be those its
     manifest's containers give (what ``koord get`` shows), as ``koord apply`` and the bridge build both from
     one manifest (``streams.objects.kinds.pod``): a record where they differ would be scheduled as one pod
-    and shown as another."""
-    try:
-        manifest = json.loads(record["manifest"])
-    except (ValueError, RecursionError) as error:
-        return [f"manifest is not JSON: {error}"]
+    and shown as another. ``manifest`` is the record's, parsed, when the caller has it."""
+    if manifest is _UNPARSED:
+        manifest, unreadable = _parsed(record)
+        if unreadable:
+            return [unreadable]
     spec = manifest.get("spec") if isinstance(manifest, dict) else None
     reader = FieldReader()
     resources = read_pod_resources(reader, spec if isinstance(spec, dict) else {}, "spec")
@@ -118,8 +139,8 @@ def check_source(source_id: str, message, now_ms: int) -> tuple[str | None, str 
         kind, record = codec.decode(message.value)
     except codec.CodecError as error:
         return key, None, None, f"undecodable record: {error}"
-    found = problems(source_id, key, kind, record)
-    found = found or [reason for reason in [state_problem(kind, record)] if reason]
+    found, manifest = _problems(source_id, key, kind, record)
+    found = found or [reason for reason in [state_problem(kind, record, manifest)] if reason]
     if not found and kind == "Tick":
         ahead = too_far_ahead("the Tick's timestamp", int(record.get("timestamp") or 0), now_ms + MAX_AHEAD_MS)
         if ahead:

@@ -246,10 +246,10 @@ def from_record(key: str, record: Mapping) -> PodInfo:
     )
 
 
-def stored_record(record: Mapping) -> dict:
-    """``record`` as the scheduling state keeps it: its manifest reduced to ``KEPT_MANIFEST``, as compact JSON
-    with sorted keys. Reducing a stored record again gives it back."""
-    return _stored(record, _json(record.get("manifest")))
+def stored_record(record: Mapping, manifest: dict | None = None) -> dict:
+    """``record`` as the scheduling state keeps it: its manifest (``manifest`` when the caller parsed it) reduced
+    to ``KEPT_MANIFEST``, as compact JSON with sorted keys. Reducing a stored record again gives it back."""
+    return _stored(record, _json(record.get("manifest")) if manifest is None else manifest)
 
 
 def _stored(record: Mapping, manifest: dict) -> dict:

@@ -38,12 +38,13 @@ def size_problem(schema: str, key: str, record: dict, body: Any, headers: limits
     return f"{path}: {size:,} bytes; {reason}" if path else reason
 
 
-def state_problem(kind: str | None, record: Mapping | None) -> str | None:
+def state_problem(kind: str | None, record: Mapping | None, manifest: Any = None) -> str | None:
     """Why the stored form of ``record`` (an object of ``kind``) is over the state budget, naming its heaviest
-    field; None when it fits, when there is no record (a deletion) or when no table keeps the record."""
+    field; None when it fits, when there is no record (a deletion) or when no table keeps the record.
+    ``manifest`` is the record's parsed, when the caller has it (a Pod's is reduced, not parsed again)."""
     if record is None or kind in UNSTORED_KINDS:
         return None
-    stored = stored_form(kind, record)
+    stored = stored_form(kind, record, manifest)
     size = len(json.dumps(stored, separators=(",", ":")))
     if size <= limits.STORED_OBJECT_MAX_BYTES:
         return None
@@ -53,11 +54,11 @@ def state_problem(kind: str | None, record: Mapping | None) -> str | None:
             f"{limits.STORED_OBJECT_MAX_BYTES:,}-byte budget of a stored object")
 
 
-def stored_form(kind: str | None, record: Mapping) -> dict:
+def stored_form(kind: str | None, record: Mapping, manifest: Any = None) -> dict:
     """What a state table keeps of ``record``: a Pod's reduced record (``podinfo.stored_record``), a Node's
     record without its manifest (the scheduler reads a node's typed fields only), any other kind's record."""
     if kind == "Pod":
-        return podinfo.stored_record(record)
+        return podinfo.stored_record(record, manifest if isinstance(manifest, dict) else None)
     if kind == "Node":
         return {**record, "manifest": "{}"}
     return dict(record)
