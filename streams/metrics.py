@@ -54,6 +54,9 @@ INBOX_SKIPPED = Counter(
 STATE_ENTRIES_REFUSED = Counter(
     "koord_state_entries_refused", "State-table entries over streams.limits.STATE_ENTRY_MAX_BYTES, not written "
     "(their changelog record would be too big to send)")
+JOURNAL_PARTS_IGNORED = Counter(
+    "koord_journal_parts_ignored", "Table entries under a journal key that are not a journal part, ignored by the "
+    "restore (streams.agents.journal)")
 FUTURE_TIMES = Counter(
     "koord_future_times", "Record times more than streams.events.MAX_AHEAD_MS past the reader's clock: clamped "
     "(the router forwards the record at its clock plus that limit) or refused (dead-lettered)",

@@ -34,7 +34,7 @@ import logging
 from typing import Any, Callable, Mapping, MutableMapping, Protocol
 
 from streams.limits import STATE_ENTRY_MAX_BYTES
-from streams.metrics import STATE_ENTRIES_REFUSED
+from streams.metrics import JOURNAL_PARTS_IGNORED, STATE_ENTRIES_REFUSED
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,26 @@ RAW_PARTS = Parts(_raw_encode, _raw_decode, lambda value: 4 if value is None els
 change's key and length (-1: removed), then the values one after the other."""
 
 
+def _readable(parts: Parts, key: str, value: Any) -> dict | None:
+    """A journal part as written (sequence, index, count and changes), or None, logged, for one that is not:
+    only the worker writes its changelog, but one unreadable record must not stop every restore of the table
+    (its batch is then restored as the entries hold it, as if the journal had not reached the changelog)."""
+    try:
+        part = parts.decode(value)
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        part, error_text = None, f"{type(error).__name__}: {error}"
+    else:
+        fields_ok = (isinstance(part, dict) and isinstance(part.get("changes"), dict)
+                     and all(type(part.get(name)) is int for name in ("seq", "part", "parts"))
+                     and (type(part.get("pieces", 0)) is int))
+        error_text = None if fields_ok else "not a journal part (seq, part, parts, changes)"
+    if error_text is None:
+        return part
+    log.warning("journal: ignoring table entry %s: %s", key, error_text)
+    JOURNAL_PARTS_IGNORED.inc()
+    return None
+
+
 class Journal:
     """The journal of one core's entries in ``table`` (laid out by ``keys``, kept as ``parts``): its last
     sequence number and how many parts the table holds, read from the table once. ``entries`` are the
@@ -135,8 +155,9 @@ class Journal:
     def __init__(self, table: MutableMapping[str, Any], keys: Keys, parts: Parts = JSON_PARTS) -> None:
         self.table, self.keys, self.codec = table, keys, parts
         journal = keys.journal_key(0)[:-1]
-        self._found = [parts.decode(value) for key, value in table.items()
-                       if key.startswith(journal) and key[len(journal):].isdigit()]
+        self._found = [part for key, value in table.items()
+                       if key.startswith(journal) and key[len(journal):].isdigit()
+                       for part in [_readable(parts, key, value)] if part is not None]
         self.seq = max((part["seq"] for part in self._found), default=0)
         self.parts = len(self._found)
         self.repaired: dict[str, Any] = {}

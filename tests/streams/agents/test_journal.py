@@ -158,3 +158,28 @@ def test_an_entry_over_the_budget_is_neither_journaled_nor_written_but_counted()
     assert STATE_ENTRIES_REFUSED._value.get() - before == 1
     assert Journal(table, KEYS).restore() == {"pod/ok": {"node": "n1"}}
     assert max(journal_module.JSON_PARTS.size(value) for value in table.values()) < 1_000
+
+
+@pytest.mark.parametrize("garbage", [
+    pytest.param([1, 2], id="a-list"), pytest.param({"seq": "2", "part": 0, "parts": 1, "changes": {}}, id="seq-text"),
+    pytest.param({"seq": 2, "part": 0, "parts": 1}, id="no-changes"),
+    pytest.param({"seq": 2, "part": 0, "parts": 1, "changes": [], "pieces": 1}, id="changes-a-list"),
+])
+def test_a_table_entry_under_a_journal_key_that_is_no_journal_part_is_ignored_and_counted(garbage):
+    """Issue 37's last fragile spot: a JSON value of the wrong shape under ``journal/0`` stopped every restore."""
+    from streams.metrics import JOURNAL_PARTS_IGNORED
+
+    table = Changelog()
+    Journal(table, KEYS).write(BEFORE)
+    table[KEYS.journal_key(1)] = garbage
+    ignored = JOURNAL_PARTS_IGNORED._value.get()
+    journal = Journal(table, KEYS)
+    assert journal.restore() == BEFORE
+    assert JOURNAL_PARTS_IGNORED._value.get() == ignored + 1
+    journal.write(BATCH)
+    assert Journal(table, KEYS).restore() == after(BEFORE, BATCH)
+
+
+def test_raw_parts_that_do_not_decode_are_ignored():
+    table = {KEYS.journal_key(0): b"not json\n", PREFIX + "n1": b"x"}
+    assert Journal(table, KEYS, journal_module.RAW_PARTS).restore() == {"n1": b"x"}
