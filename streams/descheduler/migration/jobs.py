@@ -29,7 +29,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from streams.descheduler.migration.arbitration import FAILED, FORBIDDEN, PASSED, JobView, WorkloadView, arbitrate
-from streams.descheduler.migration.args import MODE_EVICT_DIRECTLY, MODE_RESERVATION_FIRST, MigrationArgs
+from streams.descheduler.migration.args import MODE_RESERVATION_FIRST, MigrationArgs
 from streams.descheduler.migration.limits import TokenBucket, max_migrating, new_bucket
 from streams.descheduler.snapshot import PodView
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 import time
 
 import pytest

@@ -18,7 +18,7 @@ from streams.objects import load_documents, to_record
 from streams.objects.documents import Document
 from streams.objects.podinfo import PodInfo, from_record
 from streams.sloconfig.configmap import DEFAULT_CONFIG, SloConfig, parse_slo_config
-from tests.streams.noderesource.support import G, NOW, event, metric_record, node_record, pod_usage
+from tests.streams.noderesource.support import G, event, metric_record, node_record, pod_usage
 from tests.streams.nodeqos.seedpods import bound
 from tests.streams.objects.seeds import seed_block
 

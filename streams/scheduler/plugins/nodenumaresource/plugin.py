@@ -64,7 +64,7 @@ from streams.scheduler.plugins.nodenumaresource.numa import (
 from streams.scheduler.plugins.nodenumaresource.resourcemanager import (
     ERR_INVALID_CPU_TOPOLOGY, NATIVE_SCORED, NodeUnfit, ResourceManager, ResourceOptions, resource_score, unfit)
 from streams.scheduler.plugins.nodenumaresource.topologymanager import (
-    EXCLUSIVE_REQUIRED, POLICY_BEST_EFFORT, POLICY_NONE, Hint, count, merge)
+    EXCLUSIVE_REQUIRED, POLICY_BEST_EFFORT, POLICY_NONE, Hint, merge)
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodAssigned, PodUnassigned
 
