@@ -10,8 +10,8 @@ from tests.streams.scheduler.support import converted, decisions, deleted, k8s_p
 
 MB = 1024 * 1024
 
-NODE_40_300_2000 = [(["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40), (["gcr.io/300:latest", "gcr.io/300:v1"], 300),
-                    (["gcr.io/2000:latest"], 2000)]
+NODE_40_300_2000 = [(["gcr.io/40:latest", "gcr.io/40:v1", "gcr.io/40:v1"], 40),
+                    (["gcr.io/300:latest", "gcr.io/300:v1"], 300), (["gcr.io/2000:latest"], 2000)]
 NODE_250_10 = [(["gcr.io/250:latest"], 250), (["gcr.io/10:latest", "gcr.io/10:v1"], 10)]
 NODE_600_40_900 = [(["gcr.io/600:latest"], 600), (["gcr.io/40:latest"], 40), (["gcr.io/900:latest"], 900)]
 NODE_300_600_900 = [(["gcr.io/300:latest"], 300), (["gcr.io/600:latest"], 600), (["gcr.io/900:latest"], 900)]
@@ -29,7 +29,8 @@ def image_node(name: str, images: list, ts: int = 1000):
 
 
 def image_pod(name: str, *images: str, init: tuple[str, ...] = (), node_name: str | None = None):
-    return k8s_pod(name, node_name=node_name, containers=[{"name": f"c{i}", "image": image} for i, image in enumerate(images)],
+    return k8s_pod(name, node_name=node_name,
+                   containers=[{"name": f"c{i}", "image": image} for i, image in enumerate(images)],
                    init_containers=[{"name": f"i{i}", "image": image} for i, image in enumerate(init)] or None)
 
 
@@ -48,8 +49,8 @@ def scores(pod, *nodes) -> dict[str, int]:
                  id="if exceed limit, use limit"),
     pytest.param(image_pod("p", "gcr.io/10", "gcr.io/4000"), (NODE_4000_30, NODE_250_10, NO_IMAGES), (66, 0, 0),
                  id="if exceed limit, use limit (with node which has no images present)"),
-    pytest.param(image_pod("p", "gcr.io/300", "gcr.io/600", "gcr.io/900"), (NODE_600_40_900, NODE_300_600_900, NO_IMAGES),
-                 (32, 36, 0), id="pod with multiple large images, node2 is preferred"),
+    pytest.param(image_pod("p", "gcr.io/300", "gcr.io/600", "gcr.io/900"),
+                 (NODE_600_40_900, NODE_300_600_900, NO_IMAGES), (32, 36, 0), id="pod with multiple large images, node2 is preferred"),
     pytest.param(image_pod("p", "gcr.io/30", "gcr.io/40"), (NODE_20_30_40, NODE_4000_30), (1, 0),
                  id="pod with multiple small images"),
     pytest.param(image_pod("p", "gcr.io/30", init=("gcr.io/300",)), (NODE_40_300_2000, NODE_20_30_40), (6, 0),
@@ -107,5 +108,19 @@ def test_spread_follows_node_changes():
 
 def test_a_pod_without_known_images_scores_zero():
     domain, _ = run(image_node("n1", NODE_250_10))
-    got = plugin_of(domain, NAME).score(CycleState(), pod_info(image_pod("p", "gcr.io/unknown")), np.ones(1, dtype=bool))
-    assert got.tolist() == [0]
+    info = pod_info(image_pod("p", "gcr.io/unknown"))
+    assert plugin_of(domain, NAME).score(CycleState(), info, np.ones(1, dtype=bool)).tolist() == [0]
+
+
+def test_a_restored_domain_scores_the_same():
+    """The stored node keeps its images: a domain restored from its entries scores as the live one."""
+    from streams.scheduler.domain import SchedulingDomain
+
+    live, _ = run(image_node("node1", NODE_600_40_900), image_node("node2", NODE_300_600_900),
+                  image_node("node3", NO_IMAGES))
+    restored = SchedulingDomain.restore("default", live.entries())
+    info = pod_info(image_pod("p", "gcr.io/300", "gcr.io/600", "gcr.io/900"))
+    got = [dict(zip(domain.cluster.columns.names,
+                    plugin_of(domain, NAME).score(CycleState(), info, np.ones(3, dtype=bool)).tolist()))
+           for domain in (live, restored)]
+    assert got == [{"node1": 32, "node2": 36, "node3": 0}] * 2

@@ -128,3 +128,13 @@ def test_preemption_dry_run_leaves_removed_pods_out():
     plugin.pre_filter(state, info)
     state[REMOVED_PODS] = frozenset({"default/holder"})
     assert plugin.filter(state, info, np.ones(1, dtype=bool)).passed.tolist() == [True]
+
+
+def test_a_restored_domain_still_sees_the_held_disk():
+    from streams.scheduler.domain import SchedulingDomain
+
+    live, _ = run(NODE, volume_pod("holder", GCE, node_name="m1"))
+    restored = SchedulingDomain.restore("default", live.entries())
+    plugin, state, info = plugin_of(restored, NAME), CycleState(), pod_info(volume_pod("p", GCE))
+    plugin.pre_filter(state, info)
+    assert plugin.filter(state, info, np.ones(1, dtype=bool)).passed.tolist() == [False]
