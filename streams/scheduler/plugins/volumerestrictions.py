@@ -36,7 +36,6 @@ REASON = "node(s) had no available disk"
 """kube-scheduler's ``ErrReasonDiskConflict``."""
 SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "iscsi", "rbd")
 """The volume sources with restrictions (``needsRestrictionsCheck``)."""
-_MARKERS = tuple(f'"{source}"' for source in SOURCES)
 DEFAULT_RBD_POOL = "rbd"
 """The API server's default of ``rbd.pool``."""
 
@@ -61,7 +60,8 @@ class VolumeRestrictionsArgs:
 def disks(record: Mapping | None) -> tuple[Disk, ...]:
     """The restricted volume sources of a Pod record's ``spec.volumes``."""
     text = (record or {}).get("manifest")
-    if not isinstance(text, str) or not any(marker in text for marker in _MARKERS):
+    if not isinstance(text, str) or not (
+            '"gcePersistentDisk"' in text or '"awsElasticBlockStore"' in text or '"iscsi"' in text or '"rbd"' in text):
         return ()
     try:
         volumes = (json.loads(text).get("spec") or {}).get("volumes") or ()
@@ -111,6 +111,8 @@ class VolumeRestrictions:
         self.cluster = cluster
         self._held: dict[str, tuple[str, tuple[Disk, ...]]] = {}
         """Assigned pod key -> (its node, its restricted volumes), for the pods that have any."""
+        self._last: tuple[dict | None, tuple[Disk, ...]] = (None, ())
+        """(record, its disks) of the pod PreFilter last read: the pod then assigned is usually that one."""
         for key in sorted(cluster.assignment):
             self._assign(key, cluster.pods[key], cluster.assignment[key])
 
@@ -121,7 +123,7 @@ class VolumeRestrictions:
             self._held.pop(change.key, None)
 
     def _assign(self, key: str, pod: PodInfo, node: str) -> None:
-        found = disks(pod.record)
+        found = self._last[1] if pod.record is not None and pod.record is self._last[0] else disks(pod.record)
         if found:
             self._held[key] = (node, found)
         else:
@@ -129,6 +131,7 @@ class VolumeRestrictions:
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
         wanted = disks(pod.record)
+        self._last = (pod.record, wanted)
         state[NAME] = wanted
         return SUCCESS if wanted else SKIP
 
