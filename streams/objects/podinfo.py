@@ -8,8 +8,8 @@ conditions, ``preemptionPolicy``.
 
 The scheduling state keeps a pod's record reduced (``stored_record``): the typed fields whole, the manifest
 to the keys of ``KEPT_MANIFEST``, which hold everything read from it here and by the plugins (the next
-kube-scheduler plugins included: inter-pod affinity, topology spread, ports, volumes). What else a manifest
-holds (images, commands, environment, status details) decides nothing and would only make the entry big.
+kube-scheduler plugins included: inter-pod affinity, topology spread, ports, volumes, images). What else a
+manifest holds (commands, environment, status details) decides nothing and would only make the entry big.
 ``PodInfo.record`` is that reduced record, live as after a restore.
 
 Priority: a pod whose ``spec.priority`` is unset but whose
@@ -46,9 +46,9 @@ SIDECAR = "Always"
 
 ALL = None
 """A kept key whose whole value is kept."""
-CONTAINER_KEPT = {"name": ALL, "resources": ALL, "ports": ALL, "restartPolicy": ALL}
-"""What is kept of each container: its requests and limits, host ports, and whether an init container is a
-sidecar."""
+CONTAINER_KEPT = {"name": ALL, "image": ALL, "resources": ALL, "ports": ALL, "restartPolicy": ALL}
+"""What is kept of each container: its image (ImageLocality), requests and limits, host ports, and whether an
+init container is a sidecar."""
 KEPT_MANIFEST = {
     "apiVersion": ALL, "kind": ALL,
     "metadata": {"name": ALL, "namespace": ALL, "uid": ALL, "ownerReferences": ALL, "creationTimestamp": ALL,
@@ -114,6 +114,8 @@ class PodInfo:
     """lastTransitionTime (ms) of a True PodScheduled condition."""
     initialized_at: int | None
     preemption_policy: str | None
+    images: tuple[str, ...] = ()
+    """The images of the init containers, then of the containers, as written (ImageLocality)."""
     record: dict | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
@@ -242,6 +244,7 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         scheduled_at=conditions.get("PodScheduled"),
         initialized_at=conditions.get("Initialized"),
         preemption_policy=spec.get("preemptionPolicy") if isinstance(spec.get("preemptionPolicy"), str) else None,
+        images=_images(spec),
         record=_stored(record, manifest),
     )
 
@@ -266,6 +269,13 @@ def _kept(value, keys):
     if not isinstance(value, dict):
         return value
     return {key: _kept(value[key], sub) for key, sub in keys.items() if key in value}
+
+
+def _images(spec: Mapping) -> tuple[str, ...]:
+    """The string ``image`` of each init container, then of each container."""
+    groups = [spec.get(group) for group in ("initContainers", "containers")]
+    return tuple(container["image"] for group in groups if isinstance(group, list) for container in group
+                 if isinstance(container, dict) and isinstance(container.get("image"), str))
 
 
 def placeholder(key: str) -> PodInfo:

@@ -188,8 +188,10 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
                 extra_allocatable, extra_labels = plugin.overlay_node(kind, overlaid)
                 allocatable.update(extra_allocatable)
                 labels.update(extra_labels)
+        images = tuple((tuple(image.get("names") or ()), image.get("sizeBytes") or 0)
+                       for image in record.get("images") or ())
         return NodeObject(name, labels, dict(meta.get("annotations") or {}),
-                          tuple(record.get("taints") or ()), bool(record.get("unschedulable")), allocatable)
+                          tuple(record.get("taints") or ()), bool(record.get("unschedulable")), allocatable, images)
 
     def _put_node(self, name: str) -> tuple[NodeObject | None, NodeObject]:
         cluster = self.cluster

@@ -12,10 +12,12 @@ enables. Order within a stage:
 
 - filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
   order: cheap label checks whose failures preemption cannot fix), then NodePorts (host ports; a
-  no-op for pods without any), NodeResourcesFit, then PodTopologySpread and InterPodAffinity (kube-scheduler's
+  no-op for pods without any), NodeResourcesFit, VolumeRestrictions (inline GCE PD, AWS EBS, ISCSI and RBD
+  disks; a no-op for pods without any), then PodTopologySpread and InterPodAffinity (kube-scheduler's
   ``getDefaultPlugins`` order, v1.34), then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
   order decides which reason a node contributes to the message, as in kube-scheduler.
-- preFilter: NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread (Skip for a pod without constraints,
+- preFilter: NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions (Skip for a pod without such disks),
+  PodTopologySpread (Skip for a pod without constraints,
   its own or the system defaults of a pod a ReplicaSet, StatefulSet or ReplicationController owns),
   InterPodAffinity (counts per topology pair; Skip for a
   pod without terms when no assigned pod's anti-affinity matches it), LoadAwareScheduling compute per-pod state;
@@ -32,7 +34,8 @@ enables. Order within a stage:
 - score: kube-scheduler v1.34's default weights, TaintToleration 3 (PreferNoSchedule taints), NodeAffinity 2
   (preferred terms), NodeResourcesFit 1 (LeastAllocated), PodTopologySpread 2 (ScheduleAnyway constraints),
   InterPodAffinity 2 (0 everywhere unless the pod or
-  an assigned pod has a pod affinity term), NodeResourcesBalancedAllocation 1; and LoadAwareScheduling 1.
+  an assigned pod has a pod affinity term), NodeResourcesBalancedAllocation 1, ImageLocality 1 (0 everywhere
+  unless a node holds one of the pod's images); and LoadAwareScheduling 1.
   NodeResourcesFitPlus, ScarceResourceAvoidance and GPUFragmentation are registered, not enabled by default.
 - reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
   never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
@@ -52,9 +55,9 @@ from collections.abc import Mapping
 from streams.registries import make_registry
 from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOverlay, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
-    balancedallocation, defaultpreemption, gpufragmentation, loadaware, nodeaffinity, nodename, nodeports,
-    noderesourcesfit, noderesourcesfitplus, nodeunschedulable, podtopologyspread, scarceresourceavoidance,
-    schedulinggates, tainttoleration)
+    balancedallocation, defaultpreemption, gpufragmentation, imagelocality, loadaware, nodeaffinity, nodename,
+    nodeports, noderesourcesfit, noderesourcesfitplus, nodeunschedulable, podtopologyspread, scarceresourceavoidance,
+    schedulinggates, tainttoleration, volumerestrictions)
 from streams.scheduler.plugins import (
     coscheduling, deviceshare, elasticquota, interpodaffinity, nodenumaresource, reservation)
 
@@ -68,6 +71,8 @@ REGISTRY: dict[str, type] = make_registry([
     (nodeports.NAME, nodeports.NodePorts),
     (balancedallocation.NAME, balancedallocation.BalancedAllocation),
     (noderesourcesfit.NAME, noderesourcesfit.NodeResourcesFit),
+    (volumerestrictions.NAME, volumerestrictions.VolumeRestrictions),
+    (imagelocality.NAME, imagelocality.ImageLocality),
     (podtopologyspread.NAME, podtopologyspread.PodTopologySpread),
     (interpodaffinity.NAME, interpodaffinity.InterPodAffinity),
     (loadaware.NAME, loadaware.LoadAwareScheduling),
@@ -130,15 +135,16 @@ outweighs every other score, so an owner lands on its reservation."""
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((schedulinggates.NAME, 0), (coscheduling.NAME, 0)),
     "preFilter": ((nodeaffinity.NAME, 0), (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0),
-                  (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0),
-                  (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
+                  (volumerestrictions.NAME, 0), (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0),
+                  (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
-               (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (podtopologyspread.NAME, 0),
-               (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
+               (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (volumerestrictions.NAME, 0),
+               (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
+               (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
     "score": ((tainttoleration.NAME, 3), (nodeaffinity.NAME, 2), (noderesourcesfit.NAME, 1), (podtopologyspread.NAME, 2),
-              (interpodaffinity.NAME, 2), (balancedallocation.NAME, 1), (loadaware.NAME, 1), (nodenumaresource.NAME, 1),
-              (deviceshare.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
+              (interpodaffinity.NAME, 2), (balancedallocation.NAME, 1), (imagelocality.NAME, 1), (loadaware.NAME, 1),
+              (nodenumaresource.NAME, 1), (deviceshare.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
                 (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),

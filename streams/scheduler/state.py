@@ -32,6 +32,8 @@ class NodeObject:
     unschedulable: bool
     allocatable: Mapping[str, int]
     """Effective allocatable: the Node's, overlaid with NodeResource (batch/mid) values."""
+    images: tuple[tuple[tuple[str, ...], int], ...] = ()
+    """(names, size in bytes) of the images on the node (the Node record's bounded ``images``)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,24 +20,25 @@ def points(document):
 K = ["TaintToleration", "NodeAffinity"]
 KW = {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2}
 """The kube-scheduler score plugins before NodeResourcesFit in the default profile, and their weights."""
-B = {"NodeResourcesBalancedAllocation": 1}
+B = {"NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
 
 
 def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["SchedulingGates", "Coscheduling"],
-        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
-                      "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
+        "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "VolumeRestrictions",
+                      "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare",
+                      "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "Reservation",
-                   "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
+                   "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
-        "score": [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+        "score": [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "LoadAwareScheduling", "NodeNUMAResource",
                   "DeviceShare", "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
         "preBind": ["Reservation", "NodeNUMAResource", "DeviceShare"],
     }, {**KW, "NodeResourcesFit": 1, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
-        "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1, "Reservation": 5000})
+        "ImageLocality": 1, "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1, "Reservation": 5000})
 
 
 D = {"NodeNUMAResource": 1, "DeviceShare": 1, "InterPodAffinity": 2}
@@ -45,20 +46,20 @@ D = {"NodeNUMAResource": 1, "DeviceShare": 1, "InterPodAffinity": 2}
 
 @pytest.mark.parametrize("plugins, score, weights", [
     ({"score": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 2}]}},
-     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 2}),
     ({"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ScarceResourceAvoidance"}]}},
      ["ScarceResourceAvoidance"], {"ScarceResourceAvoidance": 1}),
     ({"score": {"disabled": [{"name": "LoadAwareScheduling"}]}},
-     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "NodeNUMAResource", "DeviceShare", "Reservation"],
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "NodeNUMAResource", "DeviceShare", "Reservation"],
      {**KW, "NodeResourcesFit": 1, **B, **D, "Reservation": 5000}),
     ({"score": {"enabled": [{"name": "LoadAwareScheduling", "weight": 5}]}},
-     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 5, **D, "Reservation": 5000}),
     ({"multiPoint": {"enabled": [{"name": "NodeResourcesFitPlus", "weight": 3}]}},
-     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "LoadAwareScheduling", "NodeNUMAResource",
+     [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "LoadAwareScheduling", "NodeNUMAResource",
       "DeviceShare", "Reservation", "NodeResourcesFitPlus"],
      {**KW, "NodeResourcesFit": 1, **B, "LoadAwareScheduling": 1, **D, "Reservation": 5000, "NodeResourcesFitPlus": 3}),
 ], ids=["enabled is appended", "disabled * drops the defaults", "disabled drops one default",
@@ -74,7 +75,7 @@ def test_filter_plugins_can_be_disabled():
 
 
 @pytest.mark.parametrize("document, reason", [
-    (profile({"score": {"enabled": [{"name": "ImageLocality"}]}}), "plugin 'ImageLocality' does not exist"),
+    (profile({"score": {"enabled": [{"name": "VolumeBinding"}]}}), "plugin 'VolumeBinding' does not exist"),
     (profile({"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}),
      "plugin 'ScarceResourceAvoidance' does not extend filter plugin"),
     (profile(plugin_config=[{"name": "LoadAwareScheduling", "args": {"usageThreshold": {"cpu": 1}}}]),
