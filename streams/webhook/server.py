@@ -77,6 +77,8 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                 return
     except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, ValueError) as error:
         log.debug("connection closed: %s", error)
+    except asyncio.CancelledError:
+        pass  # the server is stopping: an idle keep-alive connection ends here, not as a logged error
     finally:
         writer.close()
 
