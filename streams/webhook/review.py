@@ -35,6 +35,7 @@ from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE, ConfigErro
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 QUOTA_KIND = "ElasticQuota"
+AUDIT_CHECKED = "checked"
 _POSITION = re.compile(r"^admission:1: document 0 ")
 
 
@@ -52,8 +53,12 @@ class ClusterView:
 
 
 def response(request: dict, allowed: bool = True, message: str | None = None, patch: list | None = None,
-             warnings: list[str] | None = None, code: int = 403) -> dict:
+             warnings: list[str] | None = None, code: int = 403, checked: bool = False) -> dict:
+    """``checked``: the object went through the checks; the API server's audit log then carries
+    ``<webhook name>/checked: "true"`` on the request."""
     answer: dict = {"uid": request.get("uid", ""), "allowed": allowed}
+    if checked:
+        answer["auditAnnotations"] = {AUDIT_CHECKED: "true"}
     if not allowed:
         answer["status"] = {"code": code, "message": message or "", "reason": "Forbidden" if code == 403 else ""}
     if patch:
@@ -95,7 +100,8 @@ def validate(request: dict, view: ClusterView) -> dict:
             try:
                 validate_delete(request.get("name", ""), specs_of(view.quotas))
             except QuotaRejected as error:
-                return response(request, False, str(error))
+                return response(request, False, str(error), checked=True)
+            return response(request, checked=True)
         return response(request)
     if operation not in ("CREATE", "UPDATE"):
         return response(request, warnings=[f"koordstream does not validate {kind} {operation}; allowed"])
@@ -104,14 +110,14 @@ def validate(request: dict, view: ClusterView) -> dict:
         try:
             parse_profile(body)
         except ProfileError as error:
-            return response(request, False, f"({kind} {_name(body)}): {error}")
-        return response(request)
+            return response(request, False, f"({kind} {_name(body)}): {error}", checked=True)
+        return response(request, checked=True)
     try:
         record = to_record(Document("admission", 0, 1, body))
     except ManifestError as error:
         if "is not supported" in str(error) and "document 0: kind" in str(error):
             return response(request, warnings=[f"koordstream does not validate {kind}; allowed"])
-        return response(request, False, "; ".join(_POSITION.sub("", p) for p in error.problems))
+        return response(request, False, "; ".join(_POSITION.sub("", p) for p in error.problems), checked=True)
     try:
         if kind == QUOTA_KIND:
             validate_quota(record.record, specs_of(view.quotas))
@@ -120,8 +126,8 @@ def validate(request: dict, view: ClusterView) -> dict:
             if (meta.get("name"), meta.get("namespace")) == (CONFIG_NAME, CONFIG_NAMESPACE):
                 parse_slo_config(record.record, DEFAULT_CONFIG)
     except (QuotaRejected, ConfigError) as error:
-        return response(request, False, f"({kind} {record.key}): {error}")
-    return response(request)
+        return response(request, False, f"({kind} {record.key}): {error}", checked=True)
+    return response(request, checked=True)
 
 
 def _name(body: dict) -> str:

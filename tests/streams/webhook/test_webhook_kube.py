@@ -9,6 +9,7 @@ admission with it stopped.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import socket
@@ -42,6 +43,7 @@ SCHEDULER = "koord-scheduler"
 
 @dataclasses.dataclass
 class Setup:
+    plane: object
     admin: HttpClient
     home: Path
     kubeconfig: Path
@@ -59,6 +61,9 @@ class Setup:
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=30)
+
+    def audit(self) -> list[dict]:
+        return [json.loads(line) for line in (self.plane.directory / "audit.log").read_text().splitlines() if line]
 
     def log(self) -> str:
         return (self.home / "webhook.log").read_text(errors="replace")
@@ -129,7 +134,7 @@ def setup(plane, tmp_path_factory):
                 KIND: f"/apis/{API_VERSION}/clustercolocationprofiles"}[body["kind"]]
         response = admin.post(path, json=body)
         assert response.status_code == 201, response.text
-    setup = Setup(admin, home, user_kubeconfig, free_port())
+    setup = Setup(plane, admin, home, user_kubeconfig, free_port())
     setup.start()
     wait_for(lambda: admin.get("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/koordstream")
              .status_code == 200 or setup.process.poll() is not None, "koord webhook to register")
@@ -201,6 +206,37 @@ def test_an_elasticquota_under_a_missing_parent_is_refused(setup):
     response = setup.post("/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/elasticquotas", quota)
     assert response.status_code == 403, response.text
     assert "team-b has parentName nowhere but not find parentInfo in quotaInfoMap" in response.json()["message"]
+
+
+def test_a_child_quota_is_admitted_once_the_watch_has_seen_its_parent(setup):
+    """The tree is checked against the quotas the webhook watches: a child created right after its parent
+    may be refused until the parent's ADDED event arrives (Koordinator's informer cache has the same lag)."""
+    path = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/elasticquotas"
+    parent = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+              "metadata": {"name": "org", "namespace": "default",
+                           "labels": {"quota.scheduling.koordinator.sh/is-parent": "true"}},
+              "spec": {"min": {"cpu": "4"}, "max": {"cpu": "8"}}}
+    assert setup.post(path, parent).status_code == 201
+    child = {**parent, "metadata": {"name": "org-team", "namespace": "default",
+                                    "labels": {"quota.scheduling.koordinator.sh/parent": "org"}},
+             "spec": {"min": {"cpu": "2"}, "max": {"cpu": "8"}}}
+    wait_for(lambda: setup.post(path, child).status_code == 201, "the child quota to be admitted", timeout=15)
+    greedy = {**child, "metadata": {**child["metadata"], "name": "org-greedy"}, "spec": {"min": {"cpu": "3"},
+                                                                                        "max": {"cpu": "8"}}}
+    response = setup.post(path, greedy)
+    assert response.status_code == 403
+    assert "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: org" in response.json()["message"]
+
+
+def test_a_valid_gang_pod_passes_the_validating_hook(setup):
+    gang = pod("gang-0", "default")
+    gang["metadata"]["annotations"] = {"gang.scheduling.koordinator.sh/name": "g",
+                                       "gang.scheduling.koordinator.sh/min-available": "2"}
+    response = setup.post("/api/v1/namespaces/default/pods", gang)
+    assert response.status_code == 201, response.text
+    checked = [event for event in setup.audit() if (event.get("objectRef") or {}).get("name") == "gang-0"
+               and event["stage"] == "ResponseComplete"]
+    assert checked and checked[0]["annotations"].get("gang.pods.koordstream.io/checked") == "true", checked
 
 
 def test_a_profile_with_a_bad_probability_is_refused_with_the_field_named(setup):
