@@ -83,6 +83,17 @@ def apply_event(view: ClusterView, resource: str, event_type: str, obj: dict) ->
             table.pop(name, None)
 
 
+async def read_namespace(api: KubeApi, view: ClusterView, name: str) -> None:
+    """Put namespace ``name`` into the view from a GET; left out when it cannot be read (then, as in
+    Koordinator's webhook, a profile's namespaceSelector does not exclude the pod)."""
+    try:
+        obj = await api._call("get", "namespaces", "GET", f"/api/v1/namespaces/{name}")
+    except (ApiError, httpx.TransportError) as error:
+        log.info("namespace %s: %s", name, error)
+        return
+    apply_event(view, "namespaces", "ADDED", obj)
+
+
 async def inform(api: KubeApi, view: ClusterView, resource: str, synced: asyncio.Event) -> None:
     """List and watch ``resource`` forever; ``synced`` is set after the first list."""
     watched = RESOURCES[resource]

@@ -19,6 +19,8 @@ Chosen so a stopped webhook never blocks the cluster's own pods:
 
 from __future__ import annotations
 
+import base64
+
 from streams.koordinator.colocationprofile import API_GROUP as PROFILE_GROUP, PLURAL as PROFILE_PLURAL
 from streams.koordinator.labels import GANG_PREFIX
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
@@ -42,8 +44,6 @@ CUSTOM_RESOURCES = {
 def client_config(base: str | None, service: tuple[str, str, int] | None, path: str, ca_bundle: bytes) -> dict:
     """``url: <base><path>`` (the API server reaches the webhook directly, e.g. https://127.0.0.1:9443) or
     ``service`` (namespace, name, port) in a cluster."""
-    import base64
-
     config: dict = {"caBundle": base64.b64encode(ca_bundle).decode()}
     if service:
         config["service"] = {"namespace": service[0], "name": service[1], "port": service[2], "path": path}

@@ -28,6 +28,7 @@ from streams.colocationprofile.profile import ColocationProfile, ProfileError, p
 from streams.koordinator.colocationprofile import KIND as PROFILE_KIND
 from streams.objects import ManifestError, to_record
 from streams.objects.documents import Document
+from streams.objects.kinds import KINDS
 from streams.quotas import specs_of
 from streams.scheduler.plugins.elasticquota.objects import QuotaRejected, validate as validate_quota, validate_delete
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
@@ -112,11 +113,11 @@ def validate(request: dict, view: ClusterView) -> dict:
         except ProfileError as error:
             return response(request, False, f"({kind} {_name(body)}): {error}", checked=True)
         return response(request, checked=True)
+    if kind not in KINDS:
+        return response(request, warnings=[f"koordstream does not validate {kind}; allowed"])
     try:
         record = to_record(Document("admission", 0, 1, body))
     except ManifestError as error:
-        if "is not supported" in str(error) and "document 0: kind" in str(error):
-            return response(request, warnings=[f"koordstream does not validate {kind}; allowed"])
         return response(request, False, "; ".join(_POSITION.sub("", p) for p in error.problems), checked=True)
     try:
         if kind == QUOTA_KIND:

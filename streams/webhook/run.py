@@ -18,7 +18,7 @@ from pathlib import Path
 
 from streams.bridge.api import NOT_FOUND, ApiError, KubeApi
 from streams.webhook import certs, registration
-from streams.webhook.informers import RESOURCES, inform
+from streams.webhook.informers import RESOURCES, inform, read_namespace
 from streams.webhook.review import ClusterView
 from streams.webhook.server import serve, tls_context
 
@@ -71,7 +71,8 @@ async def run(api: KubeApi, options: WebhookOptions, stop: asyncio.Event, ready:
     try:
         await asyncio.wait_for(asyncio.gather(*(event.wait() for event in synced.values())), 60)
         context = tls_context(*map(str, paths.serving))
-        server = await serve(options.host, options.port, context, view)
+        server = await serve(options.host, options.port, context, view,
+                             lambda namespace: read_namespace(api, view, namespace))
         log.info("serving on %s:%d", options.host, options.port)
         if options.register:
             await register(api, options, paths.ca_bundle())

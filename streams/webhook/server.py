@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from streams.webhook.review import ClusterView, mutate, validate
 
@@ -27,7 +27,12 @@ ROUTES: dict[str, Callable[[dict, ClusterView], dict]] = {"/mutate": mutate, "/v
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}
 
 
-def answer(method: str, path: str, body: bytes, view: ClusterView) -> tuple[int, bytes]:
+NamespaceLookup = Callable[[str], Awaitable[None]]
+"""Reads a namespace the view lacks into it (one created just before its first pod, not yet watched)."""
+
+
+async def answer(method: str, path: str, body: bytes, view: ClusterView,
+                 lookup: NamespaceLookup | None = None) -> tuple[int, bytes]:
     """(status, JSON body) of one HTTP request."""
     path = path.split("?", 1)[0]
     if path == "/healthz":
@@ -44,10 +49,14 @@ def answer(method: str, path: str, body: bytes, view: ClusterView) -> tuple[int,
             raise TypeError("request must be an object")
     except (ValueError, KeyError, TypeError) as error:
         return 400, json.dumps({"error": f"not an AdmissionReview: {error}"}).encode()
+    namespace = request.get("namespace")
+    if handler is mutate and lookup and isinstance(namespace, str) and namespace and namespace not in view.namespaces:
+        await lookup(namespace)
     return 200, json.dumps(handler(request, view)).encode()
 
 
-async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, view: ClusterView) -> None:
+async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, view: ClusterView,
+                            lookup: NamespaceLookup | None) -> None:
     try:
         while True:
             line = await asyncio.wait_for(reader.readline(), IDLE_S)
@@ -66,7 +75,7 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                 status, body = 413, json.dumps({"error": f"body of {length} bytes is over {MAX_BODY}"}).encode()
                 close = True
             else:
-                status, body = answer(method, path, await reader.readexactly(length), view)
+                status, body = await answer(method, path, await reader.readexactly(length), view, lookup)
                 close = headers.get("connection", "").lower() == "close"
             kind = "text/plain" if body == b"ok" else "application/json"
             writer.write(f"HTTP/1.1 {status} {REASONS[status]}\r\nContent-Type: {kind}\r\n"
@@ -92,5 +101,6 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
     return context
 
 
-async def serve(host: str, port: int, context: ssl.SSLContext, view: ClusterView) -> asyncio.Server:
-    return await asyncio.start_server(lambda r, w: _serve_connection(r, w, view), host, port, ssl=context)
+async def serve(host: str, port: int, context: ssl.SSLContext, view: ClusterView,
+                lookup: NamespaceLookup | None = None) -> asyncio.Server:
+    return await asyncio.start_server(lambda r, w: _serve_connection(r, w, view, lookup), host, port, ssl=context)

@@ -170,6 +170,18 @@ def test_a_pod_elsewhere_is_left_as_written(setup):
     assert set(stored["spec"]["containers"][0]["resources"]["requests"]) == {"cpu", "memory"}
 
 
+def test_a_pod_in_a_namespace_created_just_before_it_is_matched_on_that_namespace_s_labels(setup):
+    """The watch may not have the namespace yet; the webhook reads it rather than treat it as unknown (which
+    Koordinator's webhook would let every profile match)."""
+    for name, labels in (("fresh-web", {}), ("fresh-jobs", {"koordstream.io/colocation": "on"})):
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        assert setup.post("/api/v1/namespaces", namespace).status_code == 201
+        response = setup.post(f"/api/v1/namespaces/{name}/pods", pod("first", name))
+        assert response.status_code == 201, response.text
+        onboarded = LABEL_POD_QOS in (response.json()["metadata"].get("labels") or {})
+        assert onboarded == bool(labels), (name, response.json()["metadata"])
+
+
 def _koord_apply_problems(manifest: dict) -> list[str]:
     """What ``koord apply`` says of ``manifest``, each line without its file position."""
     with pytest.raises(ManifestError) as error:
