@@ -67,3 +67,19 @@ def test_a_bad_profile_applies_nothing_and_names_the_field(tmp_path):
            "non-empty for operator In" in result.output
     assert "spec.probability: invalid value for IntOrString" in result.output
     assert not (tmp_path / "home" / "colocationprofiles").exists()
+
+
+def test_an_onboarded_pod_is_placed_on_batch_resources(tmp_path):
+    """A node with 1 core of cpu left but 8 of batch-cpu: the pod as written (2 cores of cpu) does not fit; the
+    same pod applied with the profile asks batch-cpu, and the scheduler binds it there."""
+    from tests.streams.scheduler.support import GI, decisions, event, node, run
+
+    store = ProfileStore(tmp_path / "profiles")
+    big_node = node("n1", cpu=1000, memory=4 * GI, extra={BATCH_CPU: 8000, BATCH_MEMORY: 16 * GI})
+    placed = {}
+    for name, documents in (("as written", (pod("jobs"),)), ("onboarded", (PROFILE, pod("jobs")))):
+        _, (record,) = onboarded_records(write(tmp_path / "a.yaml", *documents), store)
+        _, outputs = run(big_node, event("Pod", record.key, record.record))
+        (decision,) = decisions(outputs)
+        placed[name] = decision.get("nodeName")
+    assert placed == {"as written": None, "onboarded": "n1"}
