@@ -106,6 +106,6 @@ async def inform(api: KubeApi, view: ClusterView, resource: str, synced: asyncio
                 async for event_type, obj in api.watch(watched, version):
                     version = (obj.get("metadata") or {}).get("resourceVersion", version)
                     apply_event(view, resource, event_type, obj)
-        except (ApiError, httpx.TransportError, httpx.HTTPStatusError) as error:
+        except (ApiError, httpx.TransportError, httpx.HTTPStatusError, ValueError) as error:
             log.info("%s: %s; listing again in %gs", watched.name, error, RETRY_S)
             await asyncio.sleep(RETRY_S)

@@ -52,7 +52,11 @@ async def answer(method: str, path: str, body: bytes, view: ClusterView,
     namespace = request.get("namespace")
     if handler is mutate and lookup and isinstance(namespace, str) and namespace and namespace not in view.namespaces:
         await lookup(namespace)
-    return 200, json.dumps(handler(request, view)).encode()
+    result = handler(request, view)
+    if not result["response"]["allowed"]:
+        log.info("refused %s %s %s/%s: %s", request.get("operation"), (request.get("kind") or {}).get("kind"),
+                 request.get("namespace") or "", request.get("name") or "", result["response"]["status"]["message"])
+    return 200, json.dumps(result).encode()
 
 
 async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, view: ClusterView,
