@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import socket
 import ssl
 
 from streams.webhook import certs
@@ -67,3 +68,40 @@ def test_reviews_health_and_bad_requests_over_one_connection(tmp_path):
 def test_a_body_over_the_limit_is_refused_without_reading_it(tmp_path):
     answers = exchange(tmp_path, [("POST", "/validate", b"", {"Content-Length": str(MAX_BODY + 1)})])
     assert answers[0][0] == 413
+
+
+def test_a_rotated_serving_certificate_is_served_to_the_next_connection(tmp_path):
+    """What ``koord webhook`` does every hour: a serving certificate with a day left is reissued by
+    ``certs.ensure`` and swapped into the running server's TLS context by ``load_cert_chain``."""
+    import datetime
+
+    from cryptography import x509
+
+    paths = certs.WebhookCerts(tmp_path)
+    issued = datetime.datetime.now(datetime.timezone.utc) - certs.SERVING_VALIDITY + datetime.timedelta(days=1)
+    certs.ensure(paths, issued)
+
+    async def main():
+        context = tls_context(*map(str, paths.serving))
+        server = await serve("127.0.0.1", 0, context, ClusterView())
+        port = server.sockets[0].getsockname()[1]
+
+        def served_serial() -> int:
+            client = ssl.create_default_context(cadata=paths.ca_bundle().decode())
+            with client.wrap_socket(socket.create_connection(("127.0.0.1", port)),
+                                    server_hostname="localhost") as sock:
+                return x509.load_der_x509_certificate(sock.getpeercert(binary_form=True)).serial_number
+
+        try:
+            before = await asyncio.to_thread(served_serial)
+            assert certs.ensure(paths) == {"serving"}
+            context.load_cert_chain(*map(str, paths.serving))
+            after = await asyncio.to_thread(served_serial)
+        finally:
+            server.close()
+            await server.wait_closed()
+        return before, after
+
+    before, after = asyncio.run(main())
+    new = x509.load_pem_x509_certificate(paths.serving[0].read_bytes()).serial_number
+    assert before != after == new
