@@ -79,6 +79,11 @@ def load_and_validate(source: str | os.PathLike, *, stdin_text: str | None = Non
     documents = load_documents(source, stdin_text=stdin_text)
     if not documents:
         raise ManifestError(f"{STDIN_LABEL if str(source) == STDIN else source}: no objects to apply")
+    return validate_documents(documents, headers)
+
+
+def validate_documents(documents: list[Document], headers: Headers = ()) -> list[ObjectRecord]:
+    """``load_and_validate`` of documents already loaded (``koord apply`` onboards its pods first)."""
     records, problems = [], []
     for doc in documents:
         try:

@@ -196,7 +196,7 @@ def test_crds_are_established(setup):
                        setup.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{n}")["status"]
                        .get("conditions", [])) for n in names)
     wait_for(established, "every CRD to be established")
-    assert len(names) == 8
+    assert len(names) == 9
 
 
 def test_observe_mode_writes_nothing_and_the_shadow_report_compares(setup):
