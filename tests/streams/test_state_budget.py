@@ -73,7 +73,7 @@ def test_a_pod_of_400000_quotes_is_applied_and_stored_without_its_manifest_bulk(
     stored = podinfo.stored_record(record)
     assert _json_size(stored) < 1_000
     assert json.loads(stored["manifest"])["spec"]["containers"] == [
-        {"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]
+        {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]
     assert state_problem("Pod", record) is None
 
 

@@ -109,11 +109,11 @@ class ImageLocality:
                 if not holders:
                     del self._holders[image]
 
-    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
+    def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray | int:
         count = len(candidates)
         wanted = [image for image in map(normalized_image_name, pod.images) if image in self._holders]
         if not wanted:
-            return np.zeros(count, dtype=np.int64)
+            return 0
         total = len(self.cluster.nodes)
         sums = np.zeros(count, dtype=np.int64)
         for image in wanted:

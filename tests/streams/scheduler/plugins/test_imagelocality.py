@@ -6,7 +6,8 @@ import pytest
 
 from streams.scheduler.framework import CycleState
 from streams.scheduler.plugins.imagelocality import NAME, normalized_image_name
-from tests.streams.scheduler.support import converted, decisions, deleted, k8s_pod, plugin_of, pod_info, run
+from tests.streams.scheduler.support import (
+    converted, decisions, deleted, k8s_pod, node_scores, plugin_of, pod_info, run)
 
 MB = 1024 * 1024
 
@@ -36,8 +37,8 @@ def image_pod(name: str, *images: str, init: tuple[str, ...] = (), node_name: st
 
 def scores(pod, *nodes) -> dict[str, int]:
     domain, _ = run(*(image_node(f"node{i + 1}", images) for i, images in enumerate(nodes)))
-    got = plugin_of(domain, NAME).score(CycleState(), pod_info(pod), np.ones(len(nodes), dtype=bool))
-    return dict(zip(domain.cluster.columns.names, got.tolist()))
+    got = node_scores(plugin_of(domain, NAME), CycleState(), pod_info(pod), np.ones(len(nodes), dtype=bool))
+    return dict(zip(domain.cluster.columns.names, got))
 
 
 @pytest.mark.parametrize("pod, nodes, expected", [
@@ -109,7 +110,7 @@ def test_spread_follows_node_changes():
 def test_a_pod_without_known_images_scores_zero():
     domain, _ = run(image_node("n1", NODE_250_10))
     info = pod_info(image_pod("p", "gcr.io/unknown"))
-    assert plugin_of(domain, NAME).score(CycleState(), info, np.ones(1, dtype=bool)).tolist() == [0]
+    assert node_scores(plugin_of(domain, NAME), CycleState(), info, np.ones(1, dtype=bool)) == [0]
 
 
 def test_a_restored_domain_scores_the_same():
@@ -121,6 +122,6 @@ def test_a_restored_domain_scores_the_same():
     restored = SchedulingDomain.restore("default", live.entries())
     info = pod_info(image_pod("p", "gcr.io/300", "gcr.io/600", "gcr.io/900"))
     got = [dict(zip(domain.cluster.columns.names,
-                    plugin_of(domain, NAME).score(CycleState(), info, np.ones(3, dtype=bool)).tolist()))
+                    node_scores(plugin_of(domain, NAME), CycleState(), info, np.ones(3, dtype=bool))))
            for domain in (live, restored)]
     assert got == [{"node1": 32, "node2": 36, "node3": 0}] * 2
