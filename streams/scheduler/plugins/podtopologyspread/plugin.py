@@ -33,7 +33,12 @@ higher the score.
 
 Default constraints apply to a pod without constraints of its own (``constraints``). PreFilter skips a pod
 without DoNotSchedule constraints, so a pod without constraints and no defaults that apply costs one substring
-test of its manifest. Preemption's dry runs move resources only, so they do not see a victim leave a domain.
+test of its manifest.
+
+Preemption's dry runs (``framework.REMOVED_PODS``) see a victim leave its domain, as kube-scheduler's
+``RemovePod`` (``updateWithPod(victim, preemptor, node, -1)``): a victim in the pod's namespace, on a node with
+every constraint's key, leaves the count of each constraint whose selector it matches and whose inclusion
+policies take its node; the global minimum is then taken again.
 """
 
 from __future__ import annotations
@@ -45,11 +50,12 @@ import numpy as np
 
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, REMOVED_PODS, SKIP, SUCCESS, Code, CycleState, FilterResult, Status,
+    register)
 from streams.scheduler.plugins.podtopologyspread.args import NAME, SYSTEM, PodTopologySpreadArgs
 from streams.scheduler.plugins.podtopologyspread.constraints import (
     DO_NOT_SCHEDULE, HONOR, HOSTNAME, SCHEDULE_ANYWAY, Constraint, constraints_of, own_constraints)
-from streams.scheduler.plugins.podtopologyspread.counting import MatchingPods
+from streams.scheduler.plugins.podtopologyspread.counting import MatchingPods, terminating
 from streams.scheduler.plugins.podtopologyspread.nodes import NodeView
 from streams.scheduler.state import Cluster
 
@@ -78,6 +84,15 @@ class ConstraintCounts:
     minimum: int
     """The global minimum: the lowest domain count, 0 when there are fewer domains than minDomains."""
     self_match: int
+    included: np.ndarray
+    """The nodes that count: with every constraint's key and taken by this constraint's inclusion policies."""
+
+
+def _minimum(constraint: Constraint, count: np.ndarray, present: np.ndarray) -> int:
+    """The global minimum over the present domains; 0 when there are fewer of them than ``minDomains``."""
+    if int(present.sum()) < constraint.min_domains:
+        return 0
+    return int(count[present].min()) if present.any() else NO_DOMAIN_MINIMUM
 
 
 class PodTopologySpread:
@@ -129,12 +144,26 @@ class PodTopologySpread:
             per_node = self.pods.per_node(pod.namespace, constraint.selector)
             count = np.bincount(ids[included], weights=per_node[included], minlength=len(values)).astype(np.int64)
             present = np.bincount(ids[included], minlength=len(values)) > 0
-            minimum = int(count[present].min()) if present.any() else NO_DOMAIN_MINIMUM
-            if int(present.sum()) < constraint.min_domains:
-                minimum = 0
-            out.append(ConstraintCounts(constraint, ids, values, count, present, minimum,
-                                        int(constraint.selector.matches(pod.labels))))
+            out.append(ConstraintCounts(constraint, ids, values, count, present, _minimum(constraint, count, present),
+                                        int(constraint.selector.matches(pod.labels)), included))
         return tuple(out)
+
+    def _without(self, pod: PodInfo, counts: tuple[ConstraintCounts, ...],
+                 removed: frozenset[str]) -> tuple[ConstraintCounts, ...]:
+        """``counts`` with the pods a preemption dry run took away left out (``RemovePod``)."""
+        rows = self.cluster.columns.row
+        lowered = [entry.count.copy() for entry in counts]
+        for key in sorted(removed):
+            victim, node = self.cluster.pods.get(key), self.cluster.assignment.get(key)
+            row = rows.get(node) if node is not None else None
+            if victim is None or row is None or victim.namespace != pod.namespace or terminating(victim):
+                continue
+            for entry, count in zip(counts, lowered):
+                domain = int(entry.domain[row])
+                if domain >= 0 and entry.included[row] and entry.constraint.selector.matches(victim.labels):
+                    count[domain] -= 1
+        return tuple(dataclasses.replace(entry, count=count, minimum=_minimum(entry.constraint, count, entry.present))
+                     for entry, count in zip(counts, lowered))
 
     def _included(self, pod: PodInfo, constraint: Constraint) -> np.ndarray:
         """``matchNodeInclusionPolicies``."""
@@ -151,6 +180,9 @@ class PodTopologySpread:
             constraints = constraints_of(self._own(state, pod), pod.labels, pod.owner_kinds, self.defaults,
                                          DO_NOT_SCHEDULE)
             counts = self._counts(pod, constraints)
+        removed = state.get(REMOVED_PODS)
+        if removed:
+            counts = self._without(pod, counts, removed)
         size = len(candidates)
         undecided = candidates.copy()
         missing = np.zeros(size, dtype=bool)

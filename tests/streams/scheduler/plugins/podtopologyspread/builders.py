@@ -35,7 +35,8 @@ def spread(max_skew: int, key: str, mode: str = DNS, selector=FOO, min_domains: 
 
 
 def k8s_pod(name: str, labels, namespace="default", node_name=None, constraints=(), node_selector=None,
-            affinity=None, tolerations=None, terminating=False, owner=None, cpu: str | None = None, ts: int = 1000):
+            affinity=None, tolerations=None, terminating=False, owner=None, cpu: str | None = None, ts: int = 1000,
+            priority: int | None = None):
     """A Pod as ``koord apply`` records it."""
     meta = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": dict(labels)}
     if terminating:
@@ -46,15 +47,16 @@ def k8s_pod(name: str, labels, namespace="default", node_name=None, constraints=
     container = {"name": "main", **({"resources": {"requests": {"cpu": cpu}}} if cpu else {})}
     spec = {"containers": [container]}
     for field, value in (("nodeName", node_name), ("topologySpreadConstraints", list(constraints) or None),
-                         ("nodeSelector", node_selector), ("affinity", affinity), ("tolerations", tolerations)):
+                         ("nodeSelector", node_selector), ("affinity", affinity), ("tolerations", tolerations),
+                         ("priority", priority)):
         if value is not None:
             spec[field] = value
     return converted({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}, ts=ts)
 
 
-def existing(name: str, on: str, labels=None, namespace="default", terminating=False):
+def existing(name: str, on: str, labels=None, namespace="default", terminating=False, priority=None):
     return k8s_pod(name, labels if labels is not None else {"foo": ""}, namespace, node_name=on,
-                   terminating=terminating)
+                   terminating=terminating, priority=priority)
 
 
 def incoming(*constraints, labels=None, **fields):

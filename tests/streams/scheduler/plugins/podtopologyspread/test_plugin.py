@@ -191,3 +191,19 @@ def test_counts_follow_pods_leaving_changing_labels_and_terminating(registered):
         run(*changes, domain=domain)
         fresh = PodTopologySpread(PodTopologySpreadArgs(defaulting_type="List"), domain.cluster)
         assert passing(plugin) == passing(fresh) == want
+
+
+LOW, MID, HIGH = 0, 100, 1000
+
+
+def test_TestDryRunPreemption_preemption_to_resolve_pod_topology_spread_filter_failure():
+    """kube-scheduler's ``TestDryRunPreemption`` case: the dry run sees a victim leave its zone and its node
+    (``RemovePod``), so node-a (without pod-a2) and node-b (without pod-b1) are candidates; node-x's pods are
+    not of lower priority. One of the two lowest-priority pods is evicted."""
+    _, out = run(zoned("node-a", "zone1"), zoned("node-b", "zone1"), zoned("node-x", "zone2"),
+                 existing("pod-a1", "node-a", priority=MID), existing("pod-a2", "node-a", priority=LOW),
+                 existing("pod-b1", "node-b", priority=LOW), existing("pod-x1", "node-x", priority=HIGH),
+                 existing("pod-x2", "node-x", priority=HIGH),
+                 incoming(spread(1, "zone"), spread(1, "node"), priority=HIGH))
+    evicted = [record["pod"]["name"] for name, record in out if name == "Eviction"]
+    assert len(evicted) == 1 and evicted[0] in ("pod-a2", "pod-b1"), evicted
