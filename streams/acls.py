@@ -34,6 +34,7 @@ from aiokafka.errors import IncompatibleBrokerVersion, SecurityDisabled, for_cod
 from aiokafka.protocol.admin import CreateAclsRequest_v1, DescribeAclsRequest
 from aiokafka.protocol.api import Request
 
+from streams import roles as worker_roles
 from streams.topology import DEFAULT_FILE as DEFAULT_TOPOLOGY_FILE
 from streams.topology import Topology
 
@@ -118,21 +119,28 @@ def load_roles(path: Path | None = None) -> tuple[Role, ...]:
     return tuple(roles)
 
 
-def bindings(roles: tuple[Role, ...], topology: Topology) -> tuple[Binding, ...]:
-    """Every ACL the roles grant, on the topology's topic names, sorted; unknown topic ids are an error."""
-    names = topology.names()
+def bindings(roles: tuple[Role, ...], topology: Topology,
+             worker_role: worker_roles.Role = worker_roles.ROLES[worker_roles.ALL]) -> tuple[Binding, ...]:
+    """Every ACL the roles grant, on the topology's topic names, sorted; unknown topic ids are an error.
+
+    For a deployment by worker role (``streams.roles``), ``{app_id}`` is that role's app id (its consumer group
+    and transactional ids) and a changelog is the role's own (``<app_id>-<role>-<table>-changelog``); the
+    changelogs of the other roles' tables are left to their own ``koord topics apply --role``."""
+    known = topology.names()
+    names = worker_role.topology(topology).names()
+    app_id = worker_role.app_id(topology)
 
     def resolve(value: str) -> str:
-        return value.replace("{app_id}", topology.app_id)
+        return value.replace("{app_id}", app_id)
 
     found = set()
     for role in roles:
-        unknown = [topic for topic in (*role.read, *role.write) if topic not in names]
+        unknown = [topic for topic in (*role.read, *role.write) if topic not in known]
         if unknown:
             raise AclError(f"role {role.name}: topic id(s) {', '.join(unknown)} not in the topology")
         for principal in role.principals:
-            found.update(Binding(principal, "TOPIC", names[t], "LITERAL", "READ") for t in role.read)
-            found.update(Binding(principal, "TOPIC", names[t], "LITERAL", "WRITE") for t in role.write)
+            found.update(Binding(principal, "TOPIC", names[t], "LITERAL", "READ") for t in role.read if t in names)
+            found.update(Binding(principal, "TOPIC", names[t], "LITERAL", "WRITE") for t in role.write if t in names)
             found.update(Binding(principal, "GROUP", resolve(g), "LITERAL", "READ") for g in role.groups)
             found.update(Binding(principal, "TRANSACTIONAL_ID", resolve(p), "PREFIXED", "WRITE")
                          for p in role.transactional_id_prefixes)

@@ -29,16 +29,19 @@ def topics() -> None:
               help="Who may write what, applied when the broker has an authorizer "
                    "[default: acls.yaml beside the topology file, if there is one]")
 @click.option("--role", "role_name", type=click.Choice(list(roles.ROLES)), default=roles.ALL, show_default=True,
-              help="The worker role whose table changelogs to create (streams/roles.py).")
+              help="The worker role whose table changelogs, consumer group and transactional ids to create and "
+                   "grant (streams/roles.py).")
 def apply_cmd(dry_run: bool, acl_file: Path | None, role_name: str) -> None:
     """Create the missing topics and ACLs; report drift."""
     config = context.settings()
-    topology = roles.role(role_name).topology(context.topology(config))
+    worker_role = roles.role(role_name)
+    full = context.topology(config)
+    topology = worker_role.topology(full)
     acl_file = acl_file or access.beside(config.topology_file)
     want = None
     if acl_file.exists():
         try:
-            want = access.bindings(access.load_roles(acl_file), topology)
+            want = access.bindings(access.load_roles(acl_file), full, worker_role)
         except access.AclError as error:
             raise click.ClickException(str(error)) from None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from node_agent.actuator.actuator import ACKS_TOPIC, ACTUATIONS_TOPIC
-from streams import acls
+from streams import acls, roles
 from streams.agents import projection
 from streams.outputs import OUTPUT_TOPICS
 from streams.bridge.config import BridgeConfig
@@ -72,6 +72,19 @@ def test_the_worker_group_and_transactional_ids_follow_the_app_id():
     worker = [b for b in acls.bindings((ROLES["worker"],), other) if b.resource_type != "TOPIC"]
     assert worker == [acls.Binding("User:worker", "GROUP", "elsewhere", "LITERAL", "READ"),
                       acls.Binding("User:worker", "TRANSACTIONAL_ID", "elsewhere-", "PREFIXED", "WRITE")]
+
+
+def test_a_worker_role_is_granted_its_own_group_changelogs_and_transactional_ids():
+    """``koord topics apply --role scheduling``: the role's worker reads with group ``<app_id>-scheduling``, writes
+    its own scheduling changelog and no other role's, and its transactional ids start with ``<app_id>-scheduling-``
+    (already covered by the worker's prefix)."""
+    scheduling = roles.role("scheduling")
+    granted = acls.bindings((ROLES["worker"],), TOPOLOGY, scheduling)
+    app = TOPOLOGY.app_id
+    assert acls.Binding("User:worker", "GROUP", f"{app}-scheduling", "LITERAL", "READ") in granted
+    changelogs = {b.name for b in granted if b.resource_type == "TOPIC" and b.name.endswith("-changelog")}
+    assert changelogs == {f"{app}-scheduling-scheduling-state-changelog"}
+    assert set(scheduling.topology(TOPOLOGY).names().values()) >= changelogs
 
 
 def test_every_principal_is_in_one_role_and_every_grant_is_a_real_name():
