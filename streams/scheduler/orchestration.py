@@ -28,7 +28,7 @@ from streams.objects.duration import format_duration
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.cycle import CycleResult, run_cycle, unreserve
 from streams.scheduler.framework import (
-    ADD, ASSIGNED_POD, ASSIGNED_POD_DELETE, UPDATE, ClusterEvent, CycleState, PodMutation, QueueGroup, sentence)
+    ADD, ASSIGNED_POD, ASSIGNED_POD_DELETE, DELETE, UPDATE, ClusterEvent, CycleState, PodMutation, QueueGroup, sentence)
 from streams.scheduler.outputs import (
     BOUND, PREEMPTED, RELEASED, SCHEDULED, UNSCHEDULABLE, WAITING, Outputs, assigned_message, waiting_message)
 from streams.scheduler.state import PodAssigned, PodChanged, PodUnassigned, WaitingPod
@@ -113,7 +113,7 @@ class PodScheduling:
             reason = "Deleted" if deleted else f"Pod{record['phase']}"
             out.decision(pod, RELEASED, node, reason, "", None)
             if released:
-                self._queue_event(ASSIGNED_POD_DELETE)
+                self._queue_event(ClusterEvent(ASSIGNED_POD, DELETE, key))
             return
         info = podinfo.from_record(key, record)
         old = cluster.pods.get(key)
@@ -157,7 +157,7 @@ class PodScheduling:
         chosen = self.pods[key].node
         self._unassign(key)
         out.decision(pod, RELEASED, chosen, "BoundElsewhere", f"the cluster bound it to {bound_to}", None)
-        self._queue_event(ASSIGNED_POD_DELETE)
+        self._queue_event(ClusterEvent(ASSIGNED_POD, DELETE, key))
 
     def _attempt(self, key: str, out: Outputs, with_siblings: bool = True) -> CycleResult:
         """One scheduling attempt of pending pod ``key``; assigns it when a node is found (holding it there
@@ -242,7 +242,7 @@ class PodScheduling:
                     del waiting.pods[key]
                     unreserve(self._framework(pod), CycleState(), pod, held.node)
                     self._unassign(key)
-                    self._queue_event(ASSIGNED_POD_DELETE)
+                    self._queue_event(ClusterEvent(ASSIGNED_POD, DELETE, key))
                     self.queue.add(key, pod.sort_priority, state.seq)
                     self.queue.failed(key, cluster.now_ms, frozenset({plugin}))
                     state.last_result, state.last_message = UNSCHEDULABLE, sentence(message)

@@ -45,7 +45,7 @@ from streams.scheduler.plugins.interpodaffinity.filtering import (
 from streams.scheduler.plugins.interpodaffinity.index import AssignedPods
 from streams.scheduler.plugins.interpodaffinity.scoring import normalized, topology_score
 from streams.scheduler.plugins.interpodaffinity.topology import Topology
-from streams.scheduler.state import Cluster, NodeChanged, NodeObject
+from streams.scheduler.state import Cluster, NodeChanged, NodeObject, PodUnassigned
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -84,10 +84,14 @@ class InterPodAffinity:
     watched_kinds = frozenset({NAMESPACE})
 
     def pod_change_may_help(self, event: ClusterEvent, pod: PodInfo) -> bool:
-        """Hint for an assigned pod added, relabelled (``event.name`` its key) or deleted (``hints``). The domain
-        does not say which pod a deletion took away: Queue."""
+        """Hint for an assigned pod added, relabelled or deleted (``event.name`` its key; ``hints``). A deletion
+        that does not name its pod (a preemption's several victims) or names one this plugin did not see leave
+        its node: Queue."""
         if event.action == DELETE:
-            return True
+            released = self._released
+            if not event.name or released is None or released[0] != event.name:
+                return True
+            return hints.pod_change_may_help(self.index.terms_of(pod), released[1], None, self.namespace_labels)
         other = self.cluster.pods.get(event.name)
         node = self.index.node.get(event.name)
         if other is None or node is None:
@@ -120,8 +124,12 @@ class InterPodAffinity:
         self.topology = Topology(cluster)
         self._node_before: dict[str, NodeObject] = {}
         """The node last changed, as it was before (the queueing hint of its Update compares both)."""
+        self._released: tuple[str, PodInfo] | None = None
+        """The pod that last left its node, with that node (the queueing hint of its Delete reads it)."""
 
     def observe(self, change: object) -> None:
+        if isinstance(change, PodUnassigned):
+            self._released = (change.key, dataclasses.replace(change.pod, node_name=change.node))
         self.index.observe(change)
         if isinstance(change, NodeChanged):
             self._node_before = {change.name: change.old} if change.old is not None else {}

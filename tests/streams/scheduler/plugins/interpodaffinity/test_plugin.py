@@ -154,3 +154,16 @@ def test_a_restored_domain_decides_as_the_live_one():
     _, restored_out = run(*rest, domain=restored)
     assert placed(restored_out) == placed(live_out) == {"web-1": "n2", "web-2": None}
     assert restored.cluster.objects["Namespace"]["team-a"]["metadata"]["labels"] == {"team": "a"}
+
+
+def test_a_pod_kept_off_by_anti_affinity_is_retried_when_the_pod_it_avoids_is_deleted_not_another():
+    """kube-scheduler's hint for an assigned pod's Delete: Queue only when the deleted pod matched all of the
+    waiting pod's anti-affinity terms; the domain names the deleted pod in the event."""
+    avoids_db = affinity(anti_required=[term(match_labels={"app": "db"}, topology=HOSTNAME)])
+    domain, out = run(host("n1"), replica("db", None, {"app": "db"}, node_name="n1"),
+                      replica("cache", None, {"app": "cache"}, node_name="n1"), replica("web", avoids_db))
+    assert placed(out)["web"] is None
+    _, out = run(deleted("Pod", "default/cache", ts=3000), domain=domain)
+    assert "web" not in placed(out) and domain.queue.pods["default/web"].moved is False
+    _, out = run(deleted("Pod", "default/db", ts=4000), domain=domain)
+    assert placed(out)["web"] == "n1"
