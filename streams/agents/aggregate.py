@@ -8,8 +8,8 @@ An aggregate (the domain router, the scheduling domains, the node partitions) is
 2. each event to the core of its key (``core_of``), restored from the aggregate's table on first use
    (``streams.agents.states.JournaledStates``), through ``step``, which guards the core
    (``streams.inbox.handle_guarded``: a failure becomes the event's dead letter);
-3. the records a step forwards (the domain router's) sent, then every event's outputs and the Acks asked
-   for (``streams.agents.outputs.send_outputs``), all delivered;
+3. the records a step forwards (the domain router's), every event's outputs and the Acks asked for sent
+   together as record batches (``streams.agents.outputs.send_outputs``), all delivered;
 4. the changes of each core the batch touched written behind its journal (``streams.agents.journal``),
    with one of that core's events current: Faust sends a table write to the changelog partition of the
    current event.
@@ -105,19 +105,17 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
         sign = signer()
         async for batch in inbox_batches(app, topology, aggregate.inbox, stream, outputs["DeadLetter"],
                                          aggregate.stage, batches):
-            caused, touched, pending = [], {}, []
+            caused, touched = [], {}
             for record_key, event, faust_event in batch:
                 message = faust_event.message
                 key = aggregate.core_of(record_key, event)
                 core, journal = states.load(key)
                 handled = aggregate.step(core, event, message.value)
                 for forward_key, value in handled.forwards:
-                    pending.append(await batches.send(forward, forward_key, value, (message.topic, message.partition),
-                                                      headers=[sign.header(aggregate.forward_to, forward_key, value)]))
+                    batches.add(forward, forward_key, value, (message.topic, message.partition),
+                                headers=[sign.header(aggregate.forward_to, forward_key, value)])
                 caused.append((handled.event, handled.outputs))
                 touched[key] = (core, journal, faust_event)
-            for future in pending:
-                await future
             await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused, sign)
             for core, journal, faust_event in touched.values():
                 write_as(faust_event)

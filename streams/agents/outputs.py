@@ -28,9 +28,10 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
                        caused: list[tuple[InboxEvent, list[tuple[str, dict]]]], signer: Signer | None = None) -> None:
     """Send every event's outputs (schema, record) to ``topics`` (schema -> Faust topic) through
     ``batches`` (a ``streams.agents.transactions.Batches``), each followed by the Ack of ``inbox``'s
-    aggregate when the event asked for one, and wait until all are delivered. With a ``signer``, an output
+    aggregate when the event asked for one, and wait until all are delivered, with what ``batches`` had
+    queued before (the domain router's forwards). With a ``signer``, an output
     to a topic only the pipeline writes (``streams.signing.PIPELINE_SOURCES``) carries its signature."""
-    pending, now = [], time.time()
+    now = time.time()
     for event, outputs in caused:
         if event.ack:
             outputs = [*outputs, ack(inbox, event, outputs)]
@@ -41,12 +42,11 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
             headers = list(ACK_HEADERS) if event.ack and schema in FORWARDED else []
             if signer is not None and OUTPUT_TOPICS[schema] in PIPELINE_SOURCES:
                 headers.append(signer.header(OUTPUT_TOPICS[schema], key, value))
-            pending.append(await batches.send(topics[schema], key, value, source, headers=headers or None))
+            batches.add(topics[schema], key, value, source, headers=headers or None)
             _observe(aggregate, schema, record)
         if outputs:
             DECISION_LATENCY.labels(aggregate).observe(max(0.0, now - event.timestamp_ms / 1000))
-    for future in pending:
-        await future
+    await batches.deliver()
 
 
 def _observe(aggregate: str, schema: str, record: dict) -> None:

@@ -64,7 +64,7 @@ def register(app: faust.App, topology: Topology) -> None:
                 await _forward(events, sign)
 
     async def _forward(events, sign) -> None:
-        pending, now_ms = [], int(time.time() * 1000)
+        now_ms = int(time.time() * 1000)
         for event in events:
             message = event.message
             source_id = ids[message.topic]
@@ -94,11 +94,9 @@ def register(app: faust.App, topology: Topology) -> None:
             })
             for target in targets:
                 forward_key = target.key.encode()
-                pending.append(await batches.send(inboxes[target.inbox], forward_key, envelope,
-                                                  (message.topic, message.partition), partition=target.partition,
-                                                  headers=[sign.header(target.inbox, forward_key, envelope)]))
-        for future in pending:
-            await future
+                batches.add(inboxes[target.inbox], forward_key, envelope, (message.topic, message.partition),
+                            partition=target.partition, headers=[sign.header(target.inbox, forward_key, envelope)])
+        await batches.deliver()
 
 
 def _asks_ack(headers) -> bool:

@@ -48,12 +48,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import AsyncIterator, Awaitable
+from typing import AsyncIterator
 
 import faust
 from faust.types.enums import ProcessingGuarantee
 
 from streams.agents.inbox import uncommitted_on_failure
+from streams.faustcompat.produce import Outgoing, send_all
 from streams.faustcompat.tables import on_changelog_send
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ class Batches:
         self.exactly_once = exactly_once(app)
         self.gate = batch_gate(app) if self.exactly_once else None
         self._changelog: list[asyncio.Future] = []
+        self._outgoing: list[Outgoing] = []
 
     @contextlib.asynccontextmanager
     async def scope(self, events: list) -> AsyncIterator[None]:
@@ -174,14 +176,18 @@ class Batches:
                 if event.ack():
                     self.app.sensors.on_message_out(message.tp, message.offset, message)
 
-    async def send(self, topic: faust.TopicT, key: bytes | None, value: bytes, source: tuple[str, int],
-                   partition: int | None = None, headers: list[tuple[str, bytes]] | None = None) -> Awaitable:
-        """Send at once and return the delivery future; under exactly-once in the transaction of the
-        ``source`` (topic, partition) the event was read from."""
-        if not self.exactly_once:
-            return await topic.send(key=key, value=value, partition=partition, headers=headers, force=True)
-        return await self.app.producer.send(topic.get_topic_name(), key, value, partition, None, headers,
-                                            transactional_id=transactional_id(self.app, *source))
+    def add(self, topic: faust.TopicT, key: bytes | None, value: bytes | None, source: tuple[str, int],
+            partition: int | None = None, headers: list[tuple[str, bytes]] | None = None) -> None:
+        """Queue a record for :meth:`deliver`; under exactly-once it joins the transaction of the ``source``
+        (topic, partition) the event was read from."""
+        tid = transactional_id(self.app, *source) if self.exactly_once else None
+        self._outgoing.append(Outgoing(topic.get_topic_name(), key, value, partition, headers, tid))
+
+    async def deliver(self) -> None:
+        """Send every queued record as record batches (``streams.faustcompat.produce``) and wait until all are
+        delivered."""
+        outgoing, self._outgoing = self._outgoing, []
+        await send_all(self.app, outgoing)
 
     def track_changelog(self, table: faust.Table) -> None:
         """Make the batch wait, under exactly-once, for the changelog writes of ``table`` it made."""

@@ -21,7 +21,8 @@ LETTER = dead_letter_record("node", "koord.configs", 0, 3, b"koordinator-system/
 
 
 class Batches:
-    """Stand-in for ``streams.agents.transactions.Batches``: records the sends, delivers on await."""
+    """Stand-in for ``streams.agents.transactions.Batches``: records what is queued, counts it delivered when
+    ``deliver`` is awaited."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, bytes, str, tuple]] = []
@@ -29,16 +30,14 @@ class Batches:
         self.headers: list = []
         self.delivered = 0
 
-    async def send(self, topic, key, value, source, headers=None):
+    def add(self, topic, key, value, source, headers=None):
         schema, record = codec.decode(value) if value is not None else (None, None)
         self.sent.append((topic, key, schema, source))
         self.records.append(record)
         self.headers.append(headers)
 
-        async def delivery():
-            self.delivered += 1
-
-        return asyncio.ensure_future(delivery())
+    async def deliver(self):
+        self.delivered = len(self.sent)
 
 
 def test_outputs_are_sent_keyed_to_their_topics_with_the_ack_last_and_dead_letters_counted():
