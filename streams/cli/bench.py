@@ -369,23 +369,30 @@ def _versus(nodes: int, pods: int, rate: float | None, clients: tuple, output: s
         click.echo(f"{'client rate':<20} {'scheduler':<15} {'bound':>11} {'pods/s':>7} {'p50 ms':>8} {'p99 ms':>8} "
                    f"{'max ms':>8} {'CPU s':>6} {'load':>10}")
     races = []
-    for race in versus.races(nodes, pods, rate, clients, koordstream):
-        races.append(race)
-        if output == "json":
-            continue
-        for name, side, cpu in (("kube-scheduler", race["kube_scheduler"], race["kube_scheduler"]["kube_scheduler"]),
-                                ("koordstream", race["koordstream"], race["koordstream"]["bridge"])):
-            load = side["loadavg"]
-            click.echo(f"{race['client'] if name == 'kube-scheduler' else '':<20} {name:<15} "
-                       f"{str(side['bound']) + '/' + str(pods):>11} {side['pods_per_s']:>7} {side['p50_ms']:>8} "
-                       f"{side['p99_ms']:>8} {side['max_ms']:>8} {cpu['cpu_seconds']:>6} "
-                       f"{load['before'][0]:>4}->{load['after'][0]:<4}")
-        click.echo(f"{'':<20} koordstream / kube-scheduler: {race['ratio']}x pods/s, {race['p99_ratio']}x p99; "
-                   f"bridge client rate: {race['koordstream']['bridge']['client']}")
+    try:
+        for race in versus.races(nodes, pods, rate, clients, koordstream):
+            races.append(race)
+            if output != "json":
+                _print_race(race, pods)
+    except TimeoutError as error:
+        raise click.ClickException(f"kube-scheduler's run: {error}") from None
     if output == "json":
         click.echo(json.dumps({"versus": "kube-scheduler", "nodes": nodes, "pods": pods, "races": races}))
     else:
         click.echo("CPU s: kube-scheduler's, or the bridge's (not the worker's), from the first pod create to the end")
+
+
+def _print_race(race: dict, pods: int) -> None:
+    """Two rows of a race (kube-scheduler's, koordstream's) and their ratio."""
+    for name, side, cpu in (("kube-scheduler", race["kube_scheduler"], race["kube_scheduler"]["kube_scheduler"]),
+                            ("koordstream", race["koordstream"], race["koordstream"]["bridge"])):
+        load = side["loadavg"]
+        click.echo(f"{race['client'] if name == 'kube-scheduler' else '':<20} {name:<15} "
+                   f"{str(side['bound']) + '/' + str(pods):>11} {side['pods_per_s']:>7} {side['p50_ms']:>8} "
+                   f"{side['p99_ms']:>8} {side['max_ms']:>8} {cpu['cpu_seconds']:>6} "
+                   f"{load['before'][0]:>4}->{load['after'][0]:<4}")
+    click.echo(f"{'':<20} koordstream / kube-scheduler: {race['ratio']}x pods/s, {race['p99_ratio']}x p99; "
+               f"bridge client rate: {race['koordstream']['bridge']['client']}")
 
 
 COMMANDS = (bench,)
