@@ -173,7 +173,7 @@ class Bench:
         objects = self.nodes + self.pods
         log = self.log.read_text(errors="replace")
         return {
-            "nodes": self.nodes, "pods": self.pods, **load.figures(first),
+            "nodes": self.nodes, "pods": self.pods, **(await load.figures(first)),
             "offered_pods_per_s": self.rate,
             "create_to_decision": percentiles(to_decision) if split else None,
             "decision_to_bound": percentiles(to_bound) if split else None,

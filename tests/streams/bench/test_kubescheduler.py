@@ -12,7 +12,7 @@ pytestmark = pytest.mark.integration
 
 def test_kube_scheduler_binds_the_bench_pods(plane):
     result = kubescheduler.run(nodes=3, pods=6, rate=None, client=clientrate.KUBE_SCHEDULER_DEFAULT, plane=plane)
-    assert (result["nodes"], result["pods"], result["bound"]) == (3, 6, 6)
+    assert (result["nodes"], result["pods"], result["bound"], result["bound_listed"]) == (3, 6, 6, 6)
     assert result["pods_per_s"] > 0
     assert 0 < result["p50_ms"] <= result["p99_ms"] <= result["max_ms"]
     own = result["kube_scheduler"]
