@@ -16,7 +16,7 @@ as a child process against the control plane's admin kubeconfig.
    create -> decision (bridge in, router, scheduler) and decision -> bound (the bridge's actuator, the
    Binding, the API server's watch).
 
-With a client rate (``--client-qps-burst``; ``streams.bench.clientrate``) the bridge is started with it.
+With a client rate (``--client-rate``; ``streams.bench.clientrate``) the bridge is started with it.
 
 The bridge's cost per watched object: its RSS (``/proc/<pid>/status`` VmRSS) after phase 3, minus the
 baseline, over the objects it holds (nodes + pods); and its CPU seconds (utime + stime of
