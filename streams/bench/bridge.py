@@ -6,8 +6,8 @@ as a child process against the control plane's admin kubeconfig.
 
 1. The bridge starts on the empty cluster; its resident memory once every resource is listed is the
    baseline.
-2. ``nodes`` Nodes (32 cpu, 128Gi) are created through the API server, :data:`CONCURRENCY` requests in
-   flight; the run waits until the bridge has produced them all and the worker has read them.
+2. ``nodes`` Nodes (32 cpu, 128Gi) are created through the API server (``streams.bench.apiload``, its
+   ``CONCURRENCY`` requests in flight); the run waits until the bridge has produced them all and the worker has read them.
 3. ``pods`` Pods naming ``koord-scheduler`` are created the same way, as fast as the API server takes
    them or at ``rate`` per second. A watch on pods (this process's own, opened before the first create)
    sees each binding; a pod's latency is from just before its create request to the watch event showing
@@ -15,6 +15,8 @@ as a child process against the control plane's admin kubeconfig.
    A consumer of the decisions topic splits the latency at the moment the pod's Scheduled decision is read:
    create -> decision (bridge in, router, scheduler) and decision -> bound (the bridge's actuator, the
    Binding, the API server's watch).
+
+With a client rate (``--client-rate``; ``streams.bench.clientrate``) the bridge is started with it.
 
 The bridge's cost per watched object: its RSS (``/proc/<pid>/status`` VmRSS) after phase 3, minus the
 baseline, over the objects it holds (nodes + pods); and its CPU seconds (utime + stime of
@@ -26,7 +28,6 @@ decision and makes every binding, so this is the whole cost of active mode, not 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -34,41 +35,19 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx2 as httpx
-import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from lightkube import KubeConfig
-from lightkube.config.client_adapter import AsyncClient, ConnectionParams
 
 from streams import kafka, supervision
+from streams.bench import clientrate
+from streams.bench.apiload import BOUND_TIMEOUT_S, ApiLoad, percentiles
+from streams.bench.clientrate import ClientRate
 from streams.bench.harness import Harness, fetch_highwaters, wait_scheduled
 from streams.kube.controlplane import ControlPlane
 from streams.schemas import codec
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
-SCHEDULER = "koord-scheduler"
-NAMESPACE = "default"
-CONCURRENCY = 16
-"""Create requests in flight: enough to keep the API server busy, few enough not to queue in its filters."""
 LISTED_TIMEOUT_S = 120
-WATCH_READ_TIMEOUT_S = 3600.0
-"""The bench's watches may wait long between events (no pod changes while the nodes are created)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-POD_EVENT_TYPES = ("ADDED", "MODIFIED")
-
-
-def node_manifest(index: int) -> dict:
-    resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"bench-node-{index:05d}"},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                       "capacity": resources, "allocatable": resources}}
-
-
-def pod_manifest(index: int) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"bench-pod-{index:06d}", "namespace": NAMESPACE},
-            "spec": {"schedulerName": SCHEDULER, "containers": [
-                {"name": "main", "image": "bench", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
 
 
 def rss_bytes(pid: int) -> int:
@@ -83,21 +62,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def _percentiles(values: list[float]) -> dict:
-    array = np.array(values) * 1000
-    return {"p50_ms": round(float(np.percentile(array, 50)), 1), "p99_ms": round(float(np.percentile(array, 99)), 1),
-            "max_ms": round(float(array.max()), 1)}
-
-
 class Bench:
     def __init__(self, harness: Harness, plane: ControlPlane, nodes: int, pods: int, rate: float | None,
-                 home: Path) -> None:
+                 home: Path, client: ClientRate | None = None) -> None:
         self.harness, self.plane, self.nodes, self.pods, self.rate, self.home = harness, plane, nodes, pods, rate, home
-        self.http = AsyncClient(KubeConfig.from_file(plane.kubeconfig).get(),
-                                ConnectionParams(timeout=httpx.Timeout(30.0, read=WATCH_READ_TIMEOUT_S)))
+        self.client = client
+        self.load = ApiLoad(plane, pods)
         self.bridge: subprocess.Popen | None = None
-        self.events = {"nodes": 0, "pods": 0}
-        self.bound: dict[str, float] = {}
         self.decided: dict[str, float] = {}
 
     @property
@@ -105,8 +76,10 @@ class Bench:
         return self.home / "bridge.log"
 
     def start_bridge(self) -> None:
+        flags = clientrate.bridge_flags(self.client) if self.client else []
         self.bridge = supervision.spawn(
-            supervision.koord_command("bridge", "--kubeconfig", str(self.plane.kubeconfig), "--mode", "active"),
+            supervision.koord_command("bridge", "--kubeconfig", str(self.plane.kubeconfig), "--mode", "active",
+                                      *flags),
             self.log, {"KOORD_HOME": str(self.home)})
 
     async def wait_listed(self) -> None:
@@ -123,51 +96,6 @@ class Bench:
                 return
             await asyncio.sleep(0.2)
         raise TimeoutError(f"the bridge did not list every resource in {LISTED_TIMEOUT_S}s")
-
-    async def create_all(self, path: str, manifests: list[dict], created: dict[str, float] | None = None,
-                         rate: float | None = None) -> None:
-        """Create ``manifests`` with :data:`CONCURRENCY` requests in flight, the n-th not before n / ``rate`` s."""
-        queue: asyncio.Queue = asyncio.Queue()
-        for index, manifest in enumerate(manifests):
-            queue.put_nowait((index, manifest))
-        started = time.monotonic()
-
-        async def creator() -> None:
-            while not queue.empty():
-                index, manifest = queue.get_nowait()
-                if rate and (delay := started + index / rate - time.monotonic()) > 0:
-                    await asyncio.sleep(delay)
-                if created is not None:
-                    created[manifest["metadata"]["name"]] = time.monotonic()
-                response = await self.http.request("POST", path, content=json.dumps(manifest).encode(),
-                                                   headers={"Content-Type": "application/json"})
-                if response.status_code != 201:
-                    raise RuntimeError(f"POST {path}: HTTP {response.status_code}: {response.text[:300]}")
-                body = response.json()
-                if body["kind"] == "Node" and body.get("spec", {}).get("taints"):
-                    await self.http.request("PATCH", f"{path}/{body['metadata']['name']}",
-                                            content=b'{"spec":{"taints":null}}',
-                                            headers={"Content-Type": "application/merge-patch+json"})
-        await asyncio.gather(*(creator() for _ in range(CONCURRENCY)))
-
-    async def watch(self, plural: str, version: str, stop: asyncio.Event) -> None:
-        """Count the ADDED and MODIFIED events of ``plural``; for pods, note when each is first seen bound."""
-        params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "false", "timeoutSeconds": 3600}
-        async with self.http.stream("GET", f"/api/v1/{plural}", params=params) as response:
-            async for line in response.aiter_lines():
-                if stop.is_set():
-                    return
-                if not line:
-                    continue
-                event = json.loads(line)
-                if event["type"] not in POD_EVENT_TYPES:
-                    continue
-                self.events[plural] += 1
-                obj = event["object"]
-                if plural == "pods" and obj["spec"].get("nodeName") and obj["metadata"]["name"] not in self.bound:
-                    self.bound[obj["metadata"]["name"]] = time.monotonic()
-                    if len(self.bound) >= self.pods:
-                        stop.set()
 
     async def read_decisions(self, stop: asyncio.Event) -> None:
         """Note when each bench pod's first Scheduled decision is read from the decisions topic."""
@@ -191,10 +119,6 @@ class Bench:
         finally:
             await consumer.stop()
 
-    async def list_version(self, plural: str) -> str:
-        response = await self.http.request("GET", f"/api/v1/{plural}", params={"limit": 1})
-        return response.json()["metadata"]["resourceVersion"]
-
     async def nodes_produced(self) -> None:
         """Until koord.nodes holds a record per node, then until the worker has read the scheduling inbox."""
         names = self.harness.topology.names()
@@ -213,55 +137,46 @@ class Bench:
         await wait_scheduled(self.harness)
 
     async def run(self) -> dict:
+        load = self.load
         self.start_bridge()
         await self.wait_listed()
         pid = self.bridge.pid
         baseline_rss = rss_bytes(pid)
         cpu_before = cpu_seconds(pid)
         stop_nodes, stop_pods = asyncio.Event(), asyncio.Event()
-        watches = [asyncio.create_task(self.watch("nodes", await self.list_version("nodes"), stop_nodes)),
-                   asyncio.create_task(self.watch("pods", await self.list_version("pods"), stop_pods)),
+        watches = [asyncio.create_task(load.watch("nodes", await load.list_version("nodes"), stop_nodes)),
+                   asyncio.create_task(load.watch("pods", await load.list_version("pods"), stop_pods)),
                    asyncio.create_task(self.read_decisions(stop_nodes))]
 
         started = time.monotonic()
-        await self.create_all("/api/v1/nodes", [node_manifest(i) for i in range(self.nodes)])
-        node_create_s = time.monotonic() - started
+        node_create_s = await load.create_nodes(self.nodes)
         await self.nodes_produced()
         nodes_ready_s = time.monotonic() - started
 
-        created: dict[str, float] = {}
-        first = time.monotonic()
-        await self.create_all(f"/api/v1/namespaces/{NAMESPACE}/pods", [pod_manifest(i) for i in range(self.pods)],
-                              created, self.rate)
-        pod_create_s = time.monotonic() - first
-        try:
-            await asyncio.wait_for(stop_pods.wait(), timeout=120 + self.pods / 10)
-        except asyncio.TimeoutError:
-            pass
+        first, pod_create_s = await load.create_pods(self.rate)
+        await load.wait_bound(BOUND_TIMEOUT_S + self.pods / 10)
         await asyncio.sleep(1.0)
         cpu_after, rss_after = cpu_seconds(pid), rss_bytes(pid)
         stop_nodes.set()
+        stop_pods.set()
         for task in watches:
             if task.done() and task.exception() is not None:
                 raise RuntimeError(f"the bench's watch failed: {task.exception()!r}")
             task.cancel()
         await asyncio.gather(*watches, return_exceptions=True)
 
-        latencies = [self.bound[name] - created[name] for name in self.bound if name in created]
-        split = [name for name in self.bound if name in created and name in self.decided]
+        created, bound = load.created, load.bound
+        split = [name for name in bound if name in created and name in self.decided]
         to_decision = [self.decided[name] - created[name] for name in split]
-        to_bound = [self.bound[name] - self.decided[name] for name in split]
-        last = max(self.bound.values()) if self.bound else first
-        changes = self.events["nodes"] + self.events["pods"]
+        to_bound = [bound[name] - self.decided[name] for name in split]
+        changes = load.events["nodes"] + load.events["pods"]
         objects = self.nodes + self.pods
         log = self.log.read_text(errors="replace")
         return {
-            "nodes": self.nodes, "pods": self.pods, "bound": len(latencies),
-            "pods_per_s": round(len(latencies) / (last - first), 1) if latencies else 0.0,
-            **(_percentiles(latencies) if latencies else {"p50_ms": None, "p99_ms": None, "max_ms": None}),
+            "nodes": self.nodes, "pods": self.pods, **(await load.figures(first)),
             "offered_pods_per_s": self.rate,
-            "create_to_decision": _percentiles(to_decision) if split else None,
-            "decision_to_bound": _percentiles(to_bound) if split else None,
+            "create_to_decision": percentiles(to_decision) if split else None,
+            "decision_to_bound": percentiles(to_bound) if split else None,
             "node_create_seconds": round(node_create_s, 1), "nodes_ready_seconds": round(nodes_ready_s, 1),
             "pod_create_seconds": round(pod_create_s, 1),
             "pod_creates_per_s": round(self.pods / pod_create_s, 1),
@@ -272,6 +187,7 @@ class Bench:
                 "cpu_seconds": round(cpu_after - cpu_before, 2),
                 "cpu_seconds_per_1000_changes": round((cpu_after - cpu_before) * 1000 / changes, 3) if changes else None,
                 "alive": self.bridge.poll() is None, "tracebacks": log.count("Traceback"),
+                "client": clientrate.bridge_setting(self.client),
             },
             "loadavg": [round(x, 2) for x in os.getloadavg()],
         }
@@ -284,12 +200,14 @@ class Bench:
             except subprocess.TimeoutExpired:
                 self.bridge.kill()
                 self.bridge.wait()
-        await self.http.aclose()
+        await self.load.close()
 
 
-def run(harness: Harness, nodes: int, pods: int, rate: float | None = None, plane: ControlPlane | None = None) -> dict:
+def run(harness: Harness, nodes: int, pods: int, rate: float | None = None, plane: ControlPlane | None = None,
+        client: ClientRate | None = None) -> dict:
     """Create the nodes then the pods through the API server of ``plane`` (default: a control plane started
-    for the run in a temporary folder) with the bridge running; return the figures."""
+    for the run in a temporary folder) with the bridge running (at ``client``'s QPS/burst when given);
+    return the figures."""
     with tempfile.TemporaryDirectory(prefix="koord-bench-bridge-") as tmp:
         folder = Path(tmp)
         own = plane is None
@@ -301,7 +219,7 @@ def run(harness: Harness, nodes: int, pods: int, rate: float | None = None, plan
             loadavg_before = [round(x, 2) for x in os.getloadavg()]
 
             async def measure() -> dict:
-                bench = Bench(harness, plane, nodes, pods, rate, folder)
+                bench = Bench(harness, plane, nodes, pods, rate, folder, client)
                 try:
                     return await bench.run()
                 finally:

@@ -20,6 +20,10 @@ Restart: the worker is replaced (stopped, a new one started) and one NodeMetric 
 node-inbox partition; the figure runs from the new worker's start until both aggregates have taken them,
 so it covers the start-up, the group join and the recovery of both tables of every node.
 
+The whole run is bounded by ``timeout_s`` (``--timeout``): past it the run is cancelled and fails with
+a TimeoutError naming what it was waiting for (:class:`Progress`): the broker taking a batch of records (how
+many were sent and acknowledged), the worker committing, or the changelog read.
+
 Bytes per node: the latest value of every node in the node-state changelog topic (the compact
 ``dump_state`` bytes a worker restores from), averaged; NaN when the changelog could not be read back
 (``STATE_READ_IDLE_S`` without a fetch answer) or did not hold every node.
@@ -28,6 +32,7 @@ Bytes per node: the latest value of every node in the node-state changelog topic
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -122,18 +127,60 @@ def _metric_record(node: int, pods: int, ts: int, rng: random.Random, names: dic
     return names[record.topic], record.key, codec.encode(record.schema, record.record), ts
 
 
-async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]], names: dict[str, str]) -> None:
-    """Send the records; the decisions signed as the worker signs them (``streams.signing``), for they stand
-    for decisions the worker made."""
+CANCEL_GRACE_S = 30.0
+"""How long a run past its timeout gets to stop what it was doing before the bench fails anyway."""
+PRODUCER_STOP_S = 10.0
+"""How long the producer's stop may flush what is pending: a broker that takes nothing would hold it forever."""
+
+
+class Progress:
+    """What the run is waiting for now, for the message of its timeout."""
+
+    def __init__(self) -> None:
+        self.waiting_for = "the run to start"
+        self.sent = self.acknowledged = self.total = 0
+
+    def wait(self, what: str, total: int = 0) -> None:
+        self.waiting_for, self.total, self.sent, self.acknowledged = what, total, 0, 0
+
+    def describe(self) -> str:
+        if not self.total:
+            return self.waiting_for
+        return f"{self.waiting_for}: {self.sent} of {self.total} sent, {self.acknowledged} acknowledged"
+
+
+@contextlib.asynccontextmanager
+async def _producer(bootstrap: str):
+    """``kafka.producer``, its stop (a flush of what is pending) bounded by :data:`PRODUCER_STOP_S`."""
+    context = kafka.producer(bootstrap)
+    producer = await context.__aenter__()
+    try:
+        yield producer
+    finally:
+        await asyncio.wait_for(context.__aexit__(None, None, None), PRODUCER_STOP_S)
+
+
+async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]], names: dict[str, str],
+                progress: Progress, what: str) -> None:
+    """Send the records (``what`` names them in ``progress``); the decisions signed as the worker signs them
+    (``streams.signing``), for they stand for decisions the worker made."""
     sign, ids = signer(), {name: topic_id for topic_id, name in names.items()}
+    topics = sorted({topic for topic, _, _, _ in records})
+    progress.wait(f"the broker to take {what} ({', '.join(topics)})", len(records))
 
     def headers(topic: str, key: bytes, value: bytes) -> list | None:
         return [sign.header(ids[topic], key, value)] if ids.get(topic) in PIPELINE_SOURCES else None
 
-    async with kafka.producer(bootstrap) as producer:
-        futures = [await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts,
-                                       headers=headers(topic, key.encode(), value))
-                   for topic, key, value, ts in records]
+    def acknowledged(_) -> None:
+        progress.acknowledged += 1
+
+    async with _producer(bootstrap) as producer:
+        futures = []
+        for topic, key, value, ts in records:
+            futures.append(await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts,
+                                               headers=headers(topic, key.encode(), value)))
+            futures[-1].add_done_callback(acknowledged)
+            progress.sent += 1
         for future in futures:
             await future
 
@@ -152,13 +199,14 @@ async def _state_bytes(bootstrap: str, changelog: str, nodes: int) -> float:
     return sum(latest.values()) / max(len(latest), 1) if len(latest) == nodes else float("nan")
 
 
-async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:
+async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, progress: Progress) -> dict:
     names = harness.topology.names()
     start_ms = (int(time.time() * 1000) // MINUTE_MS) * MINUTE_MS - (rounds + 1) * MINUTE_MS
     setup = setup_records(nodes, pods, start_ms, names)
-    await _send(harness.bootstrap, setup, names)
+    await _send(harness.bootstrap, setup, names, progress, f"the setup's {len(setup)} records")
     setup_started = time.monotonic()
     setup_timeout_s = 600 + nodes * pods / 100
+    progress.wait("the worker to commit the setup through the scheduling domain")
     await wait_through_scheduling(harness, timeout_s=setup_timeout_s)
     setup_s = time.monotonic() - setup_started
 
@@ -166,12 +214,15 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
     cpu_before = harness.workers_cpu_s() if harness.workers_cpu_s else None
     started = time.monotonic()
-    await _send(harness.bootstrap, metrics, names)
+    await _send(harness.bootstrap, metrics, names, progress, f"{len(metrics)} NodeMetrics")
     produced_s = time.monotonic() - started
+    progress.wait(f"the worker to commit the {len(metrics)} NodeMetrics through the node inbox and the scheduling "
+                  "domain")
     caught_up, both = await wait_through_scheduling(harness, timeout_s=600 + len(metrics) / 100)
     cpu_us = cpu_us_per_event(harness, cpu_before, len(metrics))
     elapsed = caught_up - started
     changelog = harness.topology.name("changelog-node")
+    progress.wait(f"the read of the node-state changelog {changelog}")
     try:
         state_bytes = await _state_bytes(harness.bootstrap, changelog, nodes)
     except TimeoutError:
@@ -181,7 +232,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) 
         next_round_ms = start_ms + (rounds + 1) * MINUTE_MS
         probes = [_metric_record(node, pods, next_round_ms, random.Random(seed), names)
                   for node in _first_node_per_partition(nodes, harness.topology.spec("inbox-node").partitions)]
-        restart_s = await _restart(harness, probes, timeout_s=setup_timeout_s)
+        restart_s = await _restart(harness, probes, setup_timeout_s, progress)
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
             "worker_cpu_us_per_event": cpu_us,
@@ -200,14 +251,31 @@ def _first_node_per_partition(nodes: int, partitions: int) -> list[int]:
     return [first[p] for p in sorted(first)]
 
 
-async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], timeout_s: float) -> float:
+async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], timeout_s: float,
+                   progress: Progress) -> float:
     """Seconds from a new worker's start (the old one stopped first) until it has taken ``probes`` (a NodeMetric on
     each node-inbox partition) through both aggregates: its tables of every node recovered first."""
+    progress.wait("the replaced worker to start")
     started = await asyncio.to_thread(harness.replace_worker, timeout_s)
-    await _send(harness.bootstrap, probes, harness.topology.names())
+    await _send(harness.bootstrap, probes, harness.topology.names(), progress, f"{len(probes)} restart probes")
+    progress.wait("the restarted worker to commit the restart probes through both aggregates")
     _, scheduled = await wait_through_scheduling(harness, timeout_s=timeout_s)
     return scheduled - started
 
 
-def run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int) -> dict:
-    return asyncio.run(_run(harness, nodes, pods, rounds, seed))
+async def _bounded(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, timeout_s: float) -> dict:
+    """:func:`_run`, cancelled past ``timeout_s``: then a TimeoutError naming what it was waiting for."""
+    progress = Progress()
+    task = asyncio.ensure_future(_run(harness, nodes, pods, rounds, seed, progress))
+    await asyncio.wait({task}, timeout=timeout_s)
+    if task.done():
+        return task.result()
+    waiting = progress.describe()
+    task.cancel()
+    await asyncio.wait({task}, timeout=CANCEL_GRACE_S)
+    raise TimeoutError(f"koord bench nodes ({nodes} nodes, {pods} pods per node, {rounds} rounds) did not finish "
+                       f"within {timeout_s:g} s (--timeout); it was waiting for {waiting}")
+
+
+def run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, timeout_s: float) -> dict:
+    return asyncio.run(_bounded(harness, nodes, pods, rounds, seed, timeout_s))

@@ -168,9 +168,13 @@ def trace_cmd(nodes_csv: str, pods_csv: str, policy: str, seeds: int, output: st
 @click.option("--pods", default=20, show_default=True, help="Pods per node.")
 @click.option("--rounds", default=3, show_default=True, help="NodeMetrics per node, one minute of event time apart.")
 @click.option("--seed", default=1, show_default=True)
+@click.option("--timeout", type=float, default=3600.0, show_default=True,
+              help="Seconds a run (one node count, setup to restart) may take; past them the bench fails, naming "
+                   "what it was waiting for (10,000 nodes x 20 pods took 13 minutes on Tansu).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output: str, broker_kind: str) -> None:
+def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, timeout: float, output: str,
+              broker_kind: str) -> None:
     """NodeMetric events/s into profiles, batch/mid and the QoS plan on one worker (and on through the scheduling
     domain's NodeUsages), bytes of state per node and a restarted worker's seconds to serve, one row per node count."""
     from streams.bench import nodes as node_bench
@@ -181,7 +185,7 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, output:
                    f"{'+ scheduler/s':>13} {'worker CPU µs/event':>19} {'produced s':>10} {'state B/node':>12} "
                    f"{'restart s':>9} {'setup s':>8}  broker")
     for run, running in _each_size(sizes, broker_kind, output,
-                                   lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed)):
+                                   lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed, timeout)):
         runs.append(run)
         if output != "json":
             click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
@@ -301,20 +305,36 @@ def hostile_cmd(records: int, pods: int, seed: int, oversized: int, timeout: flo
 @click.option("--nodes", default=1000, show_default=True, help="Nodes created through the API server.")
 @click.option("--pods", default=2000, show_default=True, help="Pods naming koord-scheduler created after them.")
 @click.option("--rate", type=float, default=None, help="Offered pod creates/s (default: as fast as possible).")
+@click.option("--versus", type=click.Choice(("kube-scheduler",)), default=None,
+              help="Race kube-scheduler (built with the control plane, same version): per client rate, kube-scheduler "
+                   "then koordstream, each on a fresh control plane with the same nodes and pods.")
+@click.option("--client-rate", "client_rates", multiple=True, metavar="QPS/BURST|unthrottled",
+              help="Client QPS/burst against the API server of the bridge (and of kube-scheduler with --versus). "
+                   "Repeat for several races. Default: the bridge's own; with --versus, 50/100 (kube-scheduler's "
+                   "default) and unthrottled.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def bridge_cmd(nodes: int, pods: int, rate: float | None, output: str, broker_kind: str) -> None:
+def bridge_cmd(nodes: int, pods: int, rate: float | None, versus: str | None, client_rates: tuple[str, ...],
+               output: str, broker_kind: str) -> None:
     """Pod created -> bound through a local kube-apiserver and `koord bridge --mode active` (pods/s, p50/p99),
     and the bridge's memory per watched object and CPU per 1,000 object changes. Needs Go (the control plane)."""
-    from streams.bench import bridge
+    from streams.bench import bridge, clientrate
     from streams.kube.controlplane import MissingPrerequisite, binaries
 
     try:
+        clients = tuple(clientrate.parse(text) for text in client_rates)
         binaries()
-    except MissingPrerequisite as error:
+    except (ValueError, MissingPrerequisite) as error:
         raise click.ClickException(str(error)) from None
+    if versus:
+        _versus(nodes, pods, rate, clients or (clientrate.KUBE_SCHEDULER_DEFAULT, clientrate.UNTHROTTLED), output,
+                broker_kind)
+        return
+    if len(clients) > 1:
+        raise click.ClickException("--client-rate: one value without --versus")
     with _harness(broker_kind, output) as running:
-        result = {"broker": _broker(running), **bridge.run(running, nodes, pods, rate)}
+        result = {"broker": _broker(running),
+                  **bridge.run(running, nodes, pods, rate, client=clients[0] if clients else None)}
     if output == "json":
         click.echo(json.dumps(result))
         return
@@ -331,7 +351,51 @@ def bridge_cmd(nodes: int, pods: int, rate: float | None, output: str, broker_ki
     click.echo(f"bridge: RSS {cost['baseline_rss_mib']} -> {cost['rss_mib']} MiB, {cost['rss_bytes_per_object']} B "
                f"per watched object ({cost['objects']} objects); {cost['cpu_seconds_per_1000_changes']} CPU s per "
                f"1,000 object changes ({cost['object_changes']} changes, active mode); "
-               f"{'alive' if cost['alive'] else 'EXITED'}, {cost['tracebacks']} tracebacks")
+               f"{'alive' if cost['alive'] else 'EXITED'}, {cost['tracebacks']} tracebacks; client rate "
+               f"{cost['client']}")
+
+
+def _versus(nodes: int, pods: int, rate: float | None, clients: tuple, output: str, broker_kind: str) -> None:
+    """``koord bench bridge --versus kube-scheduler``: one race per client rate, a table row per side."""
+    from streams.bench import bridge, versus
+
+    def koordstream(client) -> dict:
+        with _harness(broker_kind, output) as running:
+            return {"broker": _broker(running), **bridge.run(running, nodes, pods, rate, client=client)}
+
+    if output != "json":
+        click.echo(f"{nodes} nodes, {pods} pods, {'offered ' + str(rate) + '/s' if rate else 'saturated'}; "
+                   f"{os.cpu_count()} cpus; each side on a fresh control plane, kube-scheduler first")
+        click.echo(f"{'client rate':<20} {'scheduler':<15} {'bound':>11} {'listed':>6} {'pods/s':>7} {'p50 ms':>8} "
+                   f"{'p99 ms':>8} {'max ms':>8} {'CPU s':>6} {'load':>10}")
+    races = []
+    try:
+        for race in versus.races(nodes, pods, rate, clients, koordstream):
+            races.append(race)
+            if output != "json":
+                _print_race(race, pods)
+    except TimeoutError as error:
+        raise click.ClickException(f"kube-scheduler's run: {error}") from None
+    if output == "json":
+        click.echo(json.dumps({"versus": "kube-scheduler", "nodes": nodes, "pods": pods, "races": races}))
+    else:
+        click.echo("bound: seen bound by the bench's watch (the figures are theirs); listed: bound as the API server "
+                   "lists them at the end. CPU s: kube-scheduler's, or the bridge's (not the worker's), from the first "
+                   "pod create to the end")
+
+
+def _print_race(race: dict, pods: int) -> None:
+    """Two rows of a race (kube-scheduler's, koordstream's) and their ratio."""
+    for name, side, cpu in (("kube-scheduler", race["kube_scheduler"], race["kube_scheduler"]["kube_scheduler"]),
+                            ("koordstream", race["koordstream"], race["koordstream"]["bridge"])):
+        load = side["loadavg"]
+        click.echo(f"{race['client'] if name == 'kube-scheduler' else '':<20} {name:<15} "
+                   f"{str(side['bound']) + '/' + str(pods):>11} {side['bound_listed']:>6} {side['pods_per_s']:>7} "
+                   f"{side['p50_ms']:>8} "
+                   f"{side['p99_ms']:>8} {side['max_ms']:>8} {cpu['cpu_seconds']:>6} "
+                   f"{load['before'][0]:>4}->{load['after'][0]:<4}")
+    click.echo(f"{'':<20} koordstream / kube-scheduler: {race['ratio']}x pods/s, {race['p99_ratio']}x p99; "
+               f"bridge client rate: {race['koordstream']['bridge']['client']}")
 
 
 COMMANDS = (bench,)

@@ -17,6 +17,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``changelogs``     table recovery skips a changelog record it cannot decode
 ``monitor``        Faust's Prometheus sensor without its per-event timing; the stream inbound time
                    Faust's livelock warning reads
+``livelock``       that warning a WARNING during a catch-up; transactional commits stamp their time
 =================  ==========================================================================
 """
 
@@ -30,6 +31,7 @@ from streams.faustcompat.commits import (CommitGate, install_commit_gate, instal
 from streams.faustcompat.fetchwait import install_fetch_pacing
 from streams.faustcompat.flush import install_full_flush
 from streams.faustcompat.highwaters import install_committed_highwaters, install_true_highwaters
+from streams.faustcompat.livelock import install_catch_up_warnings, install_transactional_commit_times
 from streams.faustcompat.seek import install_faust_seek_fix
 from streams.faustcompat.take import install_faust_take_fix
 
@@ -52,3 +54,5 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
     install_committed_highwaters()
     install_committed_offsets()
     install_skip_undecodable()
+    install_catch_up_warnings()
+    install_transactional_commit_times()

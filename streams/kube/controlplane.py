@@ -1,13 +1,15 @@
 """A real kube-apiserver and etcd on loopback, built from the Go module proxy, as envtest runs them.
 
-There is no kubelet, controller-manager or scheduler: objects are stored and validated, RBAC is
-enforced, bound pods stay Pending. That is what a scheduler bridge test needs. Two admission plugins
+There is no kubelet or controller-manager, and no scheduler runs unless one is started against it
+(``koord bench bridge --versus kube-scheduler`` starts :data:`KUBE_SCHEDULER`): objects are stored and
+validated, RBAC is enforced, bound pods stay Pending. That is what a scheduler bridge test needs. Two admission plugins
 are off because nothing here would satisfy them: ServiceAccount (no controller creates default
 service accounts) and TaintNodesByCondition (it taints every new Node ``not-ready`` until a kubelet
 reports, so no pod could be scheduled on a Node created by hand).
 
-The binaries are built on first use into ``~/.cache/koordstream/k8s/<version>/`` (``streams.cache``):
-kube-apiserver from ``k8s.io/kubernetes`` at :data:`KUBERNETES_VERSION`, whose go.mod replaces each
+The binaries are built on first use into ``~/.cache/koordstream/k8s/<version>-<build>/`` (``streams.cache``):
+kube-apiserver and kube-scheduler from ``k8s.io/kubernetes`` at :data:`KUBERNETES_VERSION`, in one wrapper
+module and one ``go build`` (so the packages they share are compiled once), whose go.mod replaces each
 staging module (``k8s.io/api``, ``client-go``, ...) with a local folder that the module zip lacks, so a
 wrapper module maps every such replace to the published ``v0.<minor>.<patch>``; etcd from
 ``go.etcd.io/etcd/server/v3`` at :data:`ETCD_VERSION` in a wrapper module of its own, so that its
@@ -42,6 +44,10 @@ from streams.supervision import pid_alive, wait_gone
 
 KUBERNETES_VERSION = "v1.34.4"
 ETCD_VERSION = "v3.6.16"
+BUILD = 2
+"""Revision of what :func:`binaries` builds, part of the cache entry: a changed build is made again."""
+KUBE_COMMANDS = ("kube-apiserver", "kube-scheduler")
+KUBE_SCHEDULER = "kube-scheduler"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 ADMIN = ("admin", ("system:masters",))
@@ -53,12 +59,12 @@ class MissingPrerequisite(RuntimeError):
 
 
 def binaries() -> Path:
-    """The folder holding ``kube-apiserver`` and ``etcd``, built with Go on first use."""
+    """The folder holding ``kube-apiserver``, ``kube-scheduler`` and ``etcd``, built with Go on first use."""
     go = shutil.which("go")
     if not go:
         raise MissingPrerequisite("the local Kubernetes control plane is built from source and needs Go on PATH "
                                   "(Debian: apt-get install golang; Go 1.24 or newer)")
-    return cache.build_once(f"k8s/{KUBERNETES_VERSION}", lambda folder: _build(go, folder))
+    return cache.build_once(f"k8s/{KUBERNETES_VERSION}-{BUILD}", lambda folder: _build(go, folder))
 
 
 def _build(go: str, folder: Path) -> None:
@@ -71,19 +77,19 @@ def _build(go: str, folder: Path) -> None:
         return result.stdout
 
     with tempfile.TemporaryDirectory(prefix="koord-k8s-build-") as tmp:
-        apiserver, etcd = Path(tmp) / "apiserver", Path(tmp) / "etcd"
-        apiserver.mkdir()
+        kubernetes, etcd = Path(tmp) / "kubernetes", Path(tmp) / "etcd"
+        kubernetes.mkdir()
         etcd.mkdir()
         staging = f"v0.{KUBERNETES_VERSION.removeprefix('v1.')}"
         upstream = json.loads(run([go, "mod", "download", "-json", f"k8s.io/kubernetes@{KUBERNETES_VERSION}"],
-                                  apiserver))["GoMod"]
+                                  kubernetes))["GoMod"]
         replaces = re.findall(r"^\s*(k8s\.io/[\w.-]+) => \./staging/", Path(upstream).read_text(), re.MULTILINE)
-        (apiserver / "go.mod").write_text("module local/kube-apiserver\n\ngo 1.24.0\n\n" + "".join(
+        (kubernetes / "go.mod").write_text("module local/kubernetes\n\ngo 1.24.0\n\n" + "".join(
             f"replace {module} => {module} {staging}\n" for module in replaces))
-        run([go, "get", f"k8s.io/kubernetes/cmd/kube-apiserver@{KUBERNETES_VERSION}"], apiserver)
+        commands = [f"k8s.io/kubernetes/cmd/{command}" for command in KUBE_COMMANDS]
+        run([go, "get", *(f"{command}@{KUBERNETES_VERSION}" for command in commands)], kubernetes)
         version = f"-X k8s.io/component-base/version.gitVersion={KUBERNETES_VERSION}"
-        run([go, "build", "-trimpath", "-ldflags", f"-s -w {version}", "-o", str(folder / "kube-apiserver"),
-             "k8s.io/kubernetes/cmd/kube-apiserver"], apiserver)
+        run([go, "build", "-trimpath", "-ldflags", f"-s -w {version}", "-o", f"{folder}/", *commands], kubernetes)
         (etcd / "go.mod").write_text("module local/etcd\n\ngo 1.25.0\n")
         run([go, "get", f"go.etcd.io/etcd/server/v3@{ETCD_VERSION}"], etcd)
         run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(folder / "etcd"), "go.etcd.io/etcd/server/v3"],

@@ -1,0 +1,25 @@
+"""The race's client rate: ``QPS/BURST`` or ``unthrottled``, as kube-scheduler's clientConnection takes it."""
+
+from __future__ import annotations
+
+import pytest
+
+from streams.bench import clientrate
+from streams.bench.clientrate import ClientRate
+
+
+@pytest.mark.parametrize("text, rate, described, connection", [
+    pytest.param("50/100", ClientRate(50.0, 100), "qps 50 / burst 100", {"qps": 50.0, "burst": 100}, id="default"),
+    pytest.param("unthrottled", clientrate.UNTHROTTLED, "unthrottled", {"qps": -1.0, "burst": 0}, id="unthrottled"),
+    pytest.param("2.5/5", ClientRate(2.5, 5), "qps 2.5 / burst 5", {"qps": 2.5, "burst": 5}, id="fractional"),
+])
+def test_a_client_rate_is_read_and_given_to_kube_scheduler(text, rate, described, connection):
+    assert clientrate.parse(text) == rate
+    assert rate.describe() == described
+    assert clientrate.kube_scheduler_connection(rate) == connection
+
+
+@pytest.mark.parametrize("text", ["50", "fast", "0/100", "50/0", "-1/10", "50/x"])
+def test_a_bad_client_rate_names_the_field(text):
+    with pytest.raises(ValueError, match="client rate"):
+        clientrate.parse(text)
