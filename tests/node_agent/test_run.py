@@ -2,6 +2,7 @@
 round survived."""
 
 import asyncio
+import tempfile
 
 import pytest
 
@@ -70,7 +71,10 @@ class Letters:
 
 
 def follow(monkeypatch, messages, publisher=None):
-    """What ``follow_pods`` hands a pod directory from one poll of ``messages``."""
+    """What ``follow_pods`` hands a pod directory from one poll of ``messages``, in a home without a record key
+    (unsigned decisions are taken)."""
+    monkeypatch.delenv("KOORD_RECORD_KEY", raising=False)
+    monkeypatch.setenv("KOORD_HOME", tempfile.mkdtemp())
     seen = []
     pods = type("Pods", (), {"update": lambda self, key, value: seen.append(("pod", key, value)),
                              "apply_decision": lambda self, value: seen.append(("decision", value))})()
