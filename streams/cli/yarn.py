@@ -1,8 +1,12 @@
-"""``koord yarn up|down|status``: a local Hadoop YARN (a ResourceManager and NodeManagers) for development and tests."""
+"""``koord yarn up|down|status``: a local Hadoop YARN (a ResourceManager and NodeManagers) for development and
+tests; ``koord yarn-bridge``: a ResourceManager's NodeManagers onto koordstream and batch totals back."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from urllib.parse import urlparse
 
 import click
 
@@ -42,7 +46,8 @@ def up(node_managers: int, memory_mb: int, vcores: int) -> None:
     cluster.processes.clear()
     click.echo(f"YARN {state['version']} ResourceManager at {state['rm']} with {len(state['nodes'])} NodeManagers "
                f"({', '.join(state['nodes'])}), started in {state['start_seconds']} s")
-    click.echo(f"koord yarn-bridge --rm {state['rm']}")
+    click.echo(f"koord yarn-bridge --rm {state['rm']} --rm-admin {state['admin']} "
+               + " ".join(f"--node {node}=NODE" for node in state["nodes"]))
 
 
 @yarn.command()
@@ -81,4 +86,43 @@ def status(output: str) -> None:
                    f"containers {node['containers']}")
 
 
-COMMANDS = (yarn,)
+def _node_map(pairs: tuple[str, ...]) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        nodemanager, _, node = pair.partition("=")
+        if not nodemanager or not node:
+            raise click.BadParameter(f"expected NODEMANAGER=NODE, got {pair!r}", param_hint="--node")
+        mapping[nodemanager] = node
+    return mapping
+
+
+@click.command("yarn-bridge")
+@click.option("--rm", "rm_url", required=True, help="The ResourceManager's web address, e.g. http://rm:8088.")
+@click.option("--rm-admin", default=None, help="Its admin address host:port (default: the --rm host, port 8033; "
+              "`koord yarn up` prints its own).")
+@click.option("--node", "nodes", multiple=True, metavar="NODEMANAGER=NODE",
+              help="The Kubernetes node a NodeManager (its id host:port, or its host) runs on; repeatable. "
+                   "A NodeManager not named is reported, not synced.")
+@click.option("--poll-interval", type=float, default=1.0, show_default=True,
+              help="Seconds between reads of the NodeManagers.")
+@click.option("--min-update-interval", type=float, default=5.0, show_default=True,
+              help="Seconds between two writes of one NodeManager's total (rate limit).")
+def yarn_bridge(rm_url: str, rm_admin: str | None, nodes: tuple[str, ...], poll_interval: float,
+                min_update_interval: float) -> None:
+    """Publish a YARN ResourceManager's NodeManagers (koord.yarnnodes) and write each one's total, the node's
+    batch allocatable minus BE pods' requests, back with UpdateNodeResource (long-running; stops on SIGTERM)."""
+    from streams.yarn.bridge import YarnBridgeSettings, run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = context.settings()
+    admin = rm_admin or f"{urlparse(rm_url).hostname}:8033"
+    try:
+        config = YarnBridgeSettings(rm_url=rm_url.rstrip("/"), admin_address=admin, node_map=_node_map(nodes),
+                                    state_dir=settings.home.resolve() / "yarn-bridge", poll_interval_s=poll_interval,
+                                    min_update_interval_s=min_update_interval).validate()
+        asyncio.run(run(config, context.bootstrap(settings), context.topology(settings).names()))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
+COMMANDS = (yarn, yarn_bridge)
