@@ -11,7 +11,8 @@ from urllib.parse import urlparse
 import click
 
 from streams.cli import context
-from streams.yarn.cluster import HADOOP_VERSION, MissingPrerequisite, YarnCluster
+from streams.yarn.cluster import YarnCluster
+from streams.yarn.jars import HADOOP_VERSION, MissingPrerequisite
 from streams.yarn.resourcemanager import ResourceManagerError, list_node_managers
 
 

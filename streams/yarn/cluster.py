@@ -1,12 +1,5 @@
-"""A local Hadoop YARN: one ResourceManager and N NodeManagers, each its own JVM, from Maven Central jars.
-
-The jars of one pinned Hadoop release (``hadoop-client-minicluster``, whose shaded jar holds the
-ResourceManager and NodeManager servers, with ``hadoop-client-api``/``-runtime``) come through ``mvn``
-into ``~/.cache/koordstream/hadoop-<version>/libs`` (``KOORD_CACHE_DIR``) on first use, as the Kafka
-jars do (``streams.broker.kraft``). The shaded jars leave out what Hadoop's own distribution adds
-beside them, so the POM below adds it: reload4j and its SLF4J binding (the servers log through
-log4j 1), BouncyCastle (the ResourceManager's proxy CA) and JAXB with javax.activation (dropped from
-Java 11+, needed by the web services).
+"""A local Hadoop YARN: one ResourceManager and N NodeManagers, each its own JVM, from Maven Central jars
+(``streams.yarn.jars``).
 
 The daemons run their real ``main`` classes (``ResourceManager``, ``NodeManager``), not Hadoop's
 ``MiniYARNCluster``: in one JVM the servers share Guice's static servlet pipeline and the last
@@ -21,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -29,46 +21,16 @@ import time
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from streams import cache
-from streams.broker.kraft import DEPENDENCY_PLUGIN, free_ports
+from streams.broker.kraft import free_ports
 from streams.supervision import pid_alive, wait_gone
-
-HADOOP_VERSION = "3.4.1"
-BOUNCYCASTLE_VERSION = "1.78.1"
-"""BouncyCastle of that Hadoop release (``hadoop-project/pom.xml``)."""
-RELOAD4J_VERSION = "1.2.22"
-SLF4J_VERSION = "1.7.36"
-
-RUNTIME_POM = f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>io.koordstream</groupId><artifactId>yarn-runtime</artifactId><version>0</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-minicluster</artifactId>
-      <version>{HADOOP_VERSION}</version></dependency>
-    <dependency><groupId>ch.qos.reload4j</groupId><artifactId>reload4j</artifactId>
-      <version>{RELOAD4J_VERSION}</version></dependency>
-    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId>
-      <version>{SLF4J_VERSION}</version></dependency>
-    <dependency><groupId>org.bouncycastle</groupId><artifactId>bcpkix-jdk18on</artifactId>
-      <version>{BOUNCYCASTLE_VERSION}</version></dependency>
-    <dependency><groupId>javax.xml.bind</groupId><artifactId>jaxb-api</artifactId><version>2.2.11</version></dependency>
-    <dependency><groupId>com.sun.xml.bind</groupId><artifactId>jaxb-impl</artifactId><version>2.2.3-1</version></dependency>
-    <dependency><groupId>javax.activation</groupId><artifactId>javax.activation-api</artifactId>
-      <version>1.2.0</version></dependency>
-  </dependencies>
-</project>
-"""
+from streams.yarn.jars import HADOOP_VERSION, java_command
+from streams.yarn.resourcemanager import ResourceManagerError, list_node_managers
 
 LOG4J_PROPERTIES = """log4j.rootLogger=INFO, out
 log4j.appender.out=org.apache.log4j.ConsoleAppender
 log4j.appender.out.layout=org.apache.log4j.PatternLayout
 log4j.appender.out.layout.ConversionPattern=%d %p %c{1}: %m%n
 """
-
-JAVA_OPENS = tuple(f"--add-opens=java.base/{package}=ALL-UNNAMED" for package in (
-    "java.lang", "java.lang.reflect", "java.util", "java.util.concurrent", "java.io", "java.net", "sun.nio.ch"))
-"""Hadoop 3.4 on Java 17: Guice's cglib defines classes through ``ClassLoader.defineClass``."""
 
 RESOURCE_MANAGER = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NODE_MANAGER = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
@@ -79,53 +41,10 @@ STOP_TIMEOUT_S = 20.0
 NM_HEARTBEAT_MS = 500
 
 
-class MissingPrerequisite(RuntimeError):
-    """Java 17 or Maven is not installed: the YARN tier cannot run here."""
-
-
-def check_prerequisites() -> tuple[str, str]:
-    """Paths of ``java`` (17 or newer) and ``mvn``, or :class:`MissingPrerequisite` naming what is missing."""
-    java, mvn = shutil.which("java"), shutil.which("mvn")
-    missing = [name for name, path in (("Java 17 (java)", java), ("Maven (mvn)", mvn)) if not path]
-    if missing:
-        raise MissingPrerequisite(
-            f"the local YARN needs {' and '.join(missing)} on PATH: install them "
-            f"(Debian: apt-get install openjdk-17-jre-headless maven)")
-    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)', version)
-    if not match or int(match.group(1)) < 17:
-        raise MissingPrerequisite(f"the local YARN needs Java 17 or newer; {java} is: {version.strip()}")
-    return java, mvn
-
-
-def yarn_libs() -> Path:
-    """The folder of Hadoop's jars, fetched with Maven on first use (``streams.cache``)."""
-    _, mvn = check_prerequisites()
-
-    def fetch(home: Path) -> None:
-        (home / "pom.xml").write_text(RUNTIME_POM)
-        libs = home / "libs"
-        shutil.rmtree(libs, ignore_errors=True)
-        result = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(home / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
-            capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"mvn could not fetch Hadoop {HADOOP_VERSION}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-
-    return cache.build_once(f"hadoop-{HADOOP_VERSION}", fetch) / "libs"
-
-
 def site_xml(properties: dict[str, str]) -> str:
     body = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
                    for k, v in properties.items())
     return f"<?xml version=\"1.0\"?>\n<configuration>\n{body}</configuration>\n"
-
-
-def java_command(conf: Path, main: str, heap: str, *args: str) -> list[str]:
-    """A JVM running ``main`` with ``conf`` (its ``*-site.xml`` and log4j file) first on the class path."""
-    java, _ = check_prerequisites()
-    return [java, heap, "-XX:TieredStopAtLevel=1", *JAVA_OPENS, "-cp", f"{conf}:{yarn_libs()}/*", main, *args]
 
 
 @dataclasses.dataclass
@@ -216,8 +135,6 @@ class YarnCluster:
 
     def _wait_running(self, state: dict, count: int, started: float) -> list[str]:
         """The NodeManager ids once ``count`` are RUNNING; RuntimeError naming the log when a daemon dies."""
-        from streams.yarn.resourcemanager import ResourceManagerError, list_node_managers
-
         while time.monotonic() - started < START_TIMEOUT_S:
             for name, pid in state["pids"].items():
                 if not self._alive(name, pid):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from streams import cache
-from streams.yarn.cluster import HADOOP_VERSION, JAVA_OPENS, check_prerequisites, yarn_libs
+from streams.yarn.jars import HADOOP_VERSION, JAVA_OPENS, check_prerequisites, yarn_libs
 
 SOURCE = Path(__file__).with_name("YarnHold.java")
 HELD = "KOORD-YARN-HELD"

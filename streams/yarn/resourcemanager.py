@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from streams.yarn.cluster import java_command
+from streams.yarn.jars import java_command
 
 RM_ADMIN_CLI = "org.apache.hadoop.yarn.client.cli.RMAdminCLI"
 ADMIN_TIMEOUT_S = 60.0

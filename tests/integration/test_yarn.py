@@ -21,6 +21,7 @@ import pytest
 
 from streams import supervision
 from streams.yarn import cluster as yarn_cluster
+from streams.yarn import jars
 from streams.yarn.hold import Hold
 from streams.yarn.resourcemanager import list_node_managers, update_node_resource, UpdateRefused
 from tests.integration.manifests import COLOCATION_CONFIG
@@ -40,8 +41,8 @@ def yarn(tmp_path_factory):
     """A ResourceManager and two NodeManagers for the session. Without Java or Maven the tests skip with the
     reason, unless ``KOORD_REQUIRE_KAFKA`` is set (``make test``; the same Java tier): then they fail."""
     try:
-        yarn_cluster.yarn_libs()
-    except yarn_cluster.MissingPrerequisite as error:
+        jars.yarn_libs()
+    except jars.MissingPrerequisite as error:
         if os.environ.get("KOORD_REQUIRE_KAFKA"):
             pytest.fail(f"{error}; KOORD_REQUIRE_KAFKA is set, so this is a failure, not a skip")
         pytest.skip(str(error))
