@@ -192,6 +192,8 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
         return _plan_qos(state, config, now, event.causation, outputs, settings, stats)
     if kind == "YarnNode":
         share = None if event.deleted else share_of(event.record)
+        if share is not None and state.yarn is not None:
+            share = dataclasses.replace(share, total=state.yarn.total)
         if share == state.yarn:
             return _replace(state, sources=sources), []
         return _calculate(_replace(state, sources=sources, yarn=share), config, now, event.causation, settings, stats,
@@ -352,11 +354,16 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
                                                                              share))
     outcome = reconcile(settings.resource_plugins, config, node, state.pods, metric, now_ms, state.published, stats,
                         state.zones)
-    if not (force or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):
-        return state, []
     status = outcome.status
+    total = _yarn_total(status.annotations, state.pods) if share is not None else None
+    moved = total is not None and total != share.total
+    if not (force or moved or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):
+        return state, []
     if share is not None:
-        _annotate_yarn(status.annotations, share, state.pods)
+        status.annotations[ANNOTATION_THIRD_PARTY_ALLOCATIONS] = allocation_annotation(share)
+        status.annotations[ANNOTATION_YARN_NODE_RESOURCE] = node_resource_annotation(share, total)
+        if moved:
+            state = _replace(state, yarn=dataclasses.replace(share, total=total))
     published = published_after(outcome, now_ms, state.published)
     record = {
         "decisionId": decision_id(cause, 0, node.name),
@@ -373,11 +380,8 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
     return _replace(state, published=published), [("NodeResource", record)]
 
 
-def _annotate_yarn(annotations: dict[str, str], share: YarnShare, pods: Mapping[str, PodView]) -> None:
-    """YARN's share on the published node (``yarnshare``): its allocation as yarn-copilot writes it, and the
-    NodeManager total for the YARN bridge, origin batch minus BE pods' requests."""
+def _yarn_total(annotations: dict[str, str], pods: Mapping[str, PodView]) -> tuple[int, int]:
+    """The NodeManager's total (``yarnshare.yarn_total``): the origin batch Prepare recorded minus BE pods' requests."""
     origin = json.loads(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}").get("resources") or {}
     origin_batch = (int(origin.get(BATCH_CPU) or 0), to_canonical(BATCH_MEMORY, origin.get(BATCH_MEMORY) or "0"))
-    annotations[ANNOTATION_THIRD_PARTY_ALLOCATIONS] = allocation_annotation(share)
-    annotations[ANNOTATION_YARN_NODE_RESOURCE] = node_resource_annotation(
-        share, yarn_total(origin_batch, be_requests(pods.values())))
+    return yarn_total(origin_batch, be_requests(pods.values()))

@@ -52,6 +52,9 @@ class YarnShare:
     allocated_memory_mb: int
     capacity_vcores: int
     capacity_memory_mb: int
+    total: tuple[int, int] | None = None
+    """The NodeManager total last published for the bridge; None: none yet. A calculation that moves it
+    publishes the node (a BE pod bound or released changes it without changing batch allocatable)."""
 
     @property
     def allocated(self) -> tuple[int, int]:
@@ -60,11 +63,11 @@ class YarnShare:
 
     def to_json(self) -> list:
         return [self.node_id, self.state, self.allocated_vcores, self.allocated_memory_mb, self.capacity_vcores,
-                self.capacity_memory_mb]
+                self.capacity_memory_mb, *([list(self.total)] if self.total is not None else [])]
 
     @classmethod
     def from_json(cls, entry: list) -> "YarnShare":
-        return cls(*entry)
+        return cls(*entry[:6], tuple(entry[6]) if len(entry) > 6 else None)
 
 
 def share_of(record: Mapping) -> YarnShare:

@@ -31,9 +31,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 NODES = ("yarn-node-0", "yarn-node-1")
 NAMESPACE = "yarn-e2e"
 MIB = 1024 * 1024
-UPDATE_PERIOD_S = 30.0
-"""How long the test waits for the bridge: a round is a second, a write at most every second (the flags
-below), the rest is the pipeline on a loaded machine."""
+UPDATE_PERIOD_S = 45.0
+"""How long the test waits for an update: a pod change reaches the node's NodeManager total at the node's next
+calculation (a Tick, every 10 s, or a NodeMetric), the bridge reads it within its round (0.5 s here) and
+writes at most every second (the flags below); the rest is the pipeline and a JVM start for ``rmadmin``
+on a loaded 2-core machine."""
 
 
 @pytest.fixture(scope="session")

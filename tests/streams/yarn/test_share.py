@@ -76,3 +76,17 @@ def test_a_deleted_yarn_node_gives_the_share_back():
     state, [published] = run(event("YarnNode", NODE, None, ts=NOW + 2), state=state)
     assert batch(published) == (25_000, 33 * G)
     assert ANNOTATION_YARN_NODE_RESOURCE not in published["annotations"]
+
+
+def test_a_be_pod_bound_later_moves_the_nodemanager_total_on_the_next_calculation():
+    state, _ = run(node_event(), *bound(*FIXTURE_A_PODS), metric_event(), yarn_node(0, 0, ts=NOW + 1))
+    be = decision("be-2", cpu=0, memory=0, priority=5500, priority_class="koord-batch", qos="BE")
+    be["requests"] = {BATCH_CPU: 5_000, BATCH_MEMORY: 3 * G}
+    state, nothing = run(*bound(be, ts=NOW + 2), state=state)
+    assert nothing == []
+    state, [published] = run(event("Tick", NODE, {"timestamp": NOW + 3}, ts=NOW + 3), state=state)
+    assert json.loads(published["annotations"][ANNOTATION_YARN_NODE_RESOURCE]) == {
+        "nodeId": "nm-host:8041", "vcores": 20, "memoryMB": 30_000}
+    assert batch(published) == (25_000, 33 * G)
+    state, quiet = run(event("Tick", NODE, {"timestamp": NOW + 4}, ts=NOW + 4), state=state)
+    assert quiet == []
