@@ -12,6 +12,7 @@ tests run in the Tansu round only (``scenario``).
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import os
 import time
@@ -186,3 +187,19 @@ spec:
       requests: {{kubernetes.io/batch-cpu: "{batch_cpu}", kubernetes.io/batch-memory: "{batch_memory}"}}
       limits: {{kubernetes.io/batch-cpu: "{batch_cpu}", kubernetes.io/batch-memory: "{batch_memory}"}}
 """
+
+
+def test_explain_node_shows_the_yarn_share(cluster, bridged):
+    node_id, node = next(iter(bridged.items()))
+    shown = cluster.koord("explain", "node", node).stdout
+    assert f"YARN NodeManager {node_id}: holds " in shown, shown
+
+
+def test_replay_of_the_yarn_nodes_reproduces_every_node_resource(cluster, bridged):
+    for node in bridged.values():
+        result = cluster.koord("replay", "node", "--node", node, "-o", "json", check=False, timeout=120)
+        report = json.loads(result.stdout)
+        total = report["total"]
+        assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
+        assert report["outputs"]["NodeResource"]["reproduced"] >= 3
+        assert report["ok"]
