@@ -122,17 +122,19 @@ def _print_node(found: dict) -> None:
 def yarn_lines(annotations: dict) -> list[str]:
     """The node's YARN share (``streams.noderesource.yarnshare``): what YARN holds of the batch pool and the
     NodeManager total the YARN bridge writes; none when no NodeManager runs on the node."""
+    from streams.koordinator.annotations import ANNOTATION_THIRD_PARTY_ALLOCATIONS
+    from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
     from streams.noderesource.yarnshare import ANNOTATION_YARN_NODE_RESOURCE, YARN_ALLOCATION_NAME
 
     text = annotations.get(ANNOTATION_YARN_NODE_RESOURCE)
     if not text:
         return []
     total = json.loads(text)
-    allocations = json.loads(annotations.get("node.koordinator.sh/thirdPartyAllocations") or "{}")
+    allocations = json.loads(annotations.get(ANNOTATION_THIRD_PARTY_ALLOCATIONS) or "{}")
     held = next((a["resources"] for a in allocations.get("allocations", []) if a.get("name") == YARN_ALLOCATION_NAME),
                 {})
-    return [f"YARN NodeManager {total['nodeId']}: holds {held.get('kubernetes.io/batch-cpu', '0')} batch-cpu, "
-            f"{format_quantity('kubernetes.io/batch-memory', int(held.get('kubernetes.io/batch-memory', 0)))} "
+    return [f"YARN NodeManager {total['nodeId']}: holds {held.get(BATCH_CPU, '0')} batch-cpu, "
+            f"{format_quantity(BATCH_MEMORY, int(held.get(BATCH_MEMORY, 0)))} "
             f"batch-memory (subtracted above); total written to YARN {total['vcores']} vcores, "
             f"{total['memoryMB']} MB (batch minus BE pods' requests)"]
 

@@ -29,6 +29,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 
+from streams.koordinator.annotations import ANNOTATION_THIRD_PARTY_ALLOCATIONS
 from streams.koordinator.classes import PRIORITY_BATCH
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.noderesource.views import _resources
@@ -107,7 +108,7 @@ def third_party_batch(annotations: Mapping[str, str], base: tuple[int, int] | No
     ``base`` (every koord-batch entry of the annotation) minus an annotated ``hadoop-yarn`` one, plus
     the share."""
     cpu, memory = base if base is not None else (0, 0)
-    annotated = _annotated_yarn(annotations.get("node.koordinator.sh/thirdPartyAllocations"))
+    annotated = _annotated_yarn(annotations.get(ANNOTATION_THIRD_PARTY_ALLOCATIONS))
     allocated = share.allocated
     return cpu - annotated[0] + allocated[0], memory - annotated[1] + allocated[1]
 
