@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.scenario]
 NODES = ("yarn-node-0", "yarn-node-1")
 NAMESPACE = "yarn-e2e"
 MIB = 1024 * 1024
-UPDATE_PERIOD_S = 45.0
+UPDATE_PERIOD_S = 60.0
 """How long the test waits for an update: a pod change reaches the node's NodeManager total at the node's next
 calculation (a Tick, every 10 s, or a NodeMetric), the bridge reads it within its round (0.5 s here) and
 writes at most every second (the flags below); the rest is the pipeline and a JVM start for ``rmadmin``
@@ -203,3 +203,21 @@ def test_replay_of_the_yarn_nodes_reproduces_every_node_resource(cluster, bridge
         assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
         assert report["outputs"]["NodeResource"]["reproduced"] >= 3
         assert report["ok"]
+
+
+def test_a_bridge_whose_resourcemanager_is_down_keeps_running_and_backs_off(cluster):
+    from streams.broker.kraft import free_ports
+
+    [port] = free_ports(1)
+    log = cluster.home / "yarn-bridge-down.log"
+    bridge = supervision.spawn(supervision.koord_command(
+        "yarn-bridge", "--rm", f"http://127.0.0.1:{port}", "--poll-interval", "0.2"), log, cluster.env)
+    try:
+        _wait(lambda: log.exists() and log.read_text().count("unreachable") >= 3,
+              "three failed rounds are logged", timeout=60)
+        assert bridge.poll() is None, log.read_text()
+        retries = [float(line.rsplit("retrying in ", 1)[1].split(" s")[0]) for line in log.read_text().splitlines()
+                   if "retrying in" in line]
+        assert retries[:3] == [0.2, 0.4, 0.8], retries
+    finally:
+        supervision.stop([bridge])
