@@ -37,6 +37,11 @@ Events (``event.kind``; records as the Avro schemas decode them):
   decision already applied, or older than the pod's last one, changes nothing
   (``replays``: the state keeps a mark per pod and bounded tombstones of the
   pods that left).
+- ``YarnNode`` — the NodeManager on the node, as the YARN bridge read it (``noderesource.yarnshare``):
+  YARN's allocations become the node's ``hadoop-yarn`` koord-batch third-party allocation; a changed one
+  (a deletion gives the share back) recalculates and publishes. While the node has a share, every
+  NodeResource carries the allocation and the NodeManager total, and a calculation that moves that total
+  (a BE pod bound or released, at the next Tick or NodeMetric) publishes.
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
   ``degradeTimeMinutes`` resets batch and mid, and an unchanged node is
   re-published after ``updateTimeThresholdSeconds``; then re-plans the node's
