@@ -11,6 +11,7 @@ Java 11+, needed by the web services).
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -54,6 +55,7 @@ class MissingPrerequisite(RuntimeError):
     """Java 17 or Maven is not installed: the YARN tier cannot run here."""
 
 
+@functools.cache
 def check_prerequisites() -> tuple[str, str]:
     """Paths of ``java`` (17 or newer) and ``mvn``, or :class:`MissingPrerequisite` naming what is missing."""
     java, mvn = shutil.which("java"), shutil.which("mvn")
@@ -69,6 +71,7 @@ def check_prerequisites() -> tuple[str, str]:
     return java, mvn
 
 
+@functools.cache
 def yarn_libs() -> Path:
     """The folder of Hadoop's jars, fetched with Maven on first use (``streams.cache``)."""
     _, mvn = check_prerequisites()
