@@ -33,10 +33,10 @@ from streams.yarn.cluster import site_xml
 from streams.yarn.resourcemanager import (ResourceManagerError, UpdateRefused, list_node_managers,
                                           update_node_resource)
 from streams.yarn.sync import Update, plan
+from streams.yarn.sync import refused as refused_update
 
 log = logging.getLogger(__name__)
 
-STAGE = "yarn-bridge"
 ERRORS = Counter("koord_yarn_bridge_errors", "YARN bridge rounds that failed, by kind", ["kind"])
 UPDATES = Counter("koord_yarn_node_resource_updates", "UpdateNodeResource calls, by result", ["result"])
 UNKNOWN = Gauge("koord_yarn_unknown_nodemanagers", "NodeManagers no Kubernetes node is known for")
@@ -156,9 +156,8 @@ class YarnBridge:
             UPDATES.labels(result="refused").inc()
             log.warning("ResourceManager refused %s -> %d vcores %d MB: %s", update.node_id, update.vcores,
                         update.memory_mb, refused)
-            payload = json.dumps(dataclasses.asdict(update)).encode()
-            record = deadletter.dead_letter(STAGE, self.settings.rm_url, 0, 0, update.node_name.encode(), payload,
-                                            f"UpdateNodeResource {update.node_id}: {refused}", int(now * 1000))
+            record = refused_update(update, str(refused), self.settings.rm_url, int(now * 1000))
+            deadletter.count(record)
             await self.producer.send_and_wait(self.topics["deadletters"], key=deadletter.reference_key(record).encode(),
                                               value=codec.encode("DeadLetter", record))
             return

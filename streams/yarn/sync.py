@@ -17,7 +17,10 @@ the NodeManager totals the node aggregate published (``yarnshare.ANNOTATION_YARN
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
+
+from streams import deadletter
 
 from streams.noderesource.yarnshare import YarnShare, writable
 from streams.yarn.resourcemanager import NodeManagerReport
@@ -81,3 +84,15 @@ def plan(reports: list[NodeManagerReport], node_map: Mapping[str, str], targets:
             continue
         updates.append(Update(report.node_id, node, vcores, memory_mb))
     return Round(publish, updates, unknown)
+
+
+STAGE = "yarn-bridge"
+
+
+def refused(update: Update, message: str, rm_url: str, now_ms: int) -> dict:
+    """The DeadLetter of an ``UpdateNodeResource`` the ResourceManager refused: its source is the
+    ResourceManager (no topic record caused it), its key the Kubernetes node, its payload the update and
+    its reason YARN's message."""
+    payload = json.dumps(dataclasses.asdict(update), sort_keys=True).encode()
+    return deadletter.dead_letter_record(STAGE, rm_url, 0, 0, update.node_name.encode(), payload,
+                                         f"UpdateNodeResource {update.node_id}: {message}", now_ms)

@@ -95,3 +95,15 @@ def test_a_resourcemanager_answering_html_is_an_error_naming_it():
             list_node_managers(f"http://127.0.0.1:{server.server_port}")
     finally:
         server.shutdown()
+
+
+def test_a_refused_update_is_a_dead_letter_with_yarns_message():
+    from streams.schemas import codec
+    from streams.yarn.sync import Update, refused
+
+    record = refused(Update("nosuch:1", "node-a", 2, 2048), "Resource update get failed on all nodes due to change "
+                     "resource on an unrecognized node: nosuch:1", RM, 5)
+    assert (record["stage"], record["sourceTopic"], record["key"]) == ("yarn-bridge", RM, b"node-a")
+    assert record["reason"] == ("UpdateNodeResource nosuch:1: Resource update get failed on all nodes due to change "
+                                "resource on an unrecognized node: nosuch:1")
+    codec.encode("DeadLetter", record)
