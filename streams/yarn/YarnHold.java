@@ -26,7 +26,7 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * until its standard input closes. Allocations are what the ResourceManager books on the NodeManagers.
  *
  * Arguments: containers, memory MB and vcores of each. Prints "KOORD-YARN-HELD <node id> ..." once all are
- * allocated.
+ * allocated; exits with status 2 when they are not within 120 s.
  */
 public final class YarnHold {
     public static void main(String[] args) throws Exception {
@@ -62,7 +62,12 @@ public final class YarnHold {
                 amrm.addContainerRequest(new ContainerRequest(each, null, null, Priority.newInstance(0)));
             }
             List<Container> held = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 120_000;
             while (held.size() < count) {
+                if (System.currentTimeMillis() > deadline) {
+                    System.err.println("KOORD-YARN-UNALLOCATED " + held.size() + " of " + count + " containers in 120 s");
+                    System.exit(2);
+                }
                 held.addAll(amrm.allocate(0.1f).getAllocatedContainers());
                 Thread.sleep(200);
             }

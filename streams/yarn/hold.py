@@ -2,15 +2,15 @@
 
 Hadoop's client jars ship no runnable application (the minicluster jar leaves out MapReduce's
 ApplicationMaster and the distributed shell), so a 90-line unmanaged ApplicationMaster, compiled with
-``javac`` against the cached jars on first use (``~/.cache/koordstream/hadoop-<version>-hold``), asks
+``javac`` against the cached jars on first use (``~/.cache/koordstream/hadoop-<version>-hold-<source hash>``), asks
 the ResourceManager for containers and keeps them allocated until its standard input closes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from streams import cache
@@ -18,7 +18,6 @@ from streams.yarn.jars import HADOOP_VERSION, JAVA_OPENS, check_prerequisites, y
 
 SOURCE = Path(__file__).with_name("YarnHold.java")
 HELD = "KOORD-YARN-HELD"
-HOLD_TIMEOUT_S = 90.0
 
 
 def hold_classes() -> Path:
@@ -34,7 +33,8 @@ def hold_classes() -> Path:
         if result.returncode != 0:
             raise RuntimeError(f"javac {SOURCE.name} failed:\n{result.stderr[-3000:]}")
 
-    return cache.build_once(f"hadoop-{HADOOP_VERSION}-hold", build)
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    return cache.build_once(f"hadoop-{HADOOP_VERSION}-hold-{digest}", build)
 
 
 class Hold:
@@ -50,14 +50,12 @@ class Hold:
         self.node_ids = self._wait_held()
 
     def _wait_held(self) -> list[str]:
-        deadline = time.monotonic() + HOLD_TIMEOUT_S
+        """The NodeManager of each container, once all are allocated (the application gives up after 120 s)."""
         for line in self.process.stdout:
             if line.startswith(HELD):
                 return line.split()[1:]
-            if time.monotonic() > deadline:
-                break
         self.close()
-        raise RuntimeError("the YARN hold application got no containers")
+        raise RuntimeError(f"the YARN hold application got no containers (exit status {self.process.returncode})")
 
     def close(self) -> None:
         if self.process.poll() is None:
