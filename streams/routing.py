@@ -49,6 +49,7 @@ KIND_BY_SOURCE = {
     "decisions": ("SchedulingDecision", "Eviction"),
     "noderesources": ("NodeResource",),
     "nodeusages": ("NodeUsage",),
+    "yarnnodes": ("YarnNode",),
 }
 """The record kinds each source topic (by topology id) may carry. The
 scheduling decisions are a source too: they tell the node aggregate which
@@ -99,7 +100,7 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
         return [Route("inbox-node", node)] if node and record["result"] in BINDING_RESULTS else []
     if kind == "ConfigMap":
         return _every_partition("inbox-node", key, partitions)
-    if kind == "NodeMetric":
+    if kind in ("NodeMetric", "YarnNode"):
         return [Route("inbox-node", key)]
     if kind == "Tick":
         return _every_partition("inbox-node", key, partitions) + [Route(ROUTING_INBOX, key, 0)]

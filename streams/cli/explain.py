@@ -101,6 +101,8 @@ def _print_node(found: dict) -> None:
         click.echo(f"  {resource}: {'-' if value is None else format_quantity(resource, value)}")
     for part in filter(None, latest["message"].split("; ")):
         click.echo(f"  {part}")
+    for line in yarn_lines(latest.get("annotations") or {}):
+        click.echo(f"  {line}")
     click.echo(f"  caused by: {_cause(latest['causation'])}")
     metric = found["latestNodeMetric"]
     if metric is not None:
@@ -115,6 +117,26 @@ def _print_node(found: dict) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo("  " + "   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def yarn_lines(annotations: dict) -> list[str]:
+    """The node's YARN share (``streams.noderesource.yarnshare``): what YARN holds of the batch pool and the
+    NodeManager total the YARN bridge writes; none when no NodeManager runs on the node."""
+    from streams.koordinator.annotations import ANNOTATION_THIRD_PARTY_ALLOCATIONS
+    from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
+    from streams.noderesource.yarnshare import ANNOTATION_YARN_NODE_RESOURCE, YARN_ALLOCATION_NAME
+
+    text = annotations.get(ANNOTATION_YARN_NODE_RESOURCE)
+    if not text:
+        return []
+    total = json.loads(text)
+    allocations = json.loads(annotations.get(ANNOTATION_THIRD_PARTY_ALLOCATIONS) or "{}")
+    held = next((a["resources"] for a in allocations.get("allocations", []) if a.get("name") == YARN_ALLOCATION_NAME),
+                {})
+    return [f"YARN NodeManager {total['nodeId']}: holds {held.get(BATCH_CPU, '0')} batch-cpu, "
+            f"{format_quantity(BATCH_MEMORY, int(held.get(BATCH_MEMORY, 0)))} "
+            f"batch-memory (subtracted above); total written to YARN {total['vcores']} vcores, "
+            f"{total['memoryMB']} MB (batch minus BE pods' requests)"]
 
 
 COMMANDS = (explain,)

@@ -37,6 +37,11 @@ Events (``event.kind``; records as the Avro schemas decode them):
   decision already applied, or older than the pod's last one, changes nothing
   (``replays``: the state keeps a mark per pod and bounded tombstones of the
   pods that left).
+- ``YarnNode`` — the NodeManager on the node, as the YARN bridge read it (``noderesource.yarnshare``):
+  YARN's allocations become the node's ``hadoop-yarn`` koord-batch third-party allocation; a changed one
+  (a deletion gives the share back) recalculates and publishes. While the node has a share, every
+  NodeResource carries the allocation and the NodeManager total, and a calculation that moves that total
+  (a BE pod bound or released, at the next Tick or NodeMetric) publishes.
 - ``Tick`` — lets time pass: recalculates, so a NodeMetric older than
   ``degradeTimeMinutes`` resets batch and mid, and an unchanged node is
   re-published after ``updateTimeThresholdSeconds``; then re-plans the node's
@@ -65,13 +70,15 @@ The state's binary form is ``statecodec``'s.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from streams.events import Causation, InboxEvent, decision_id
+from streams.koordinator.annotations import ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE, ANNOTATION_THIRD_PARTY_ALLOCATIONS
 from streams.koordinator.classes import decision_priority_class, qos_class_by_name
-from streams.koordinator.resources import BATCH_CPU
+from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY
 from streams.nodeaggregate import replays, usage
 from streams.nodeaggregate.replays import Mark
 from streams.nodeaggregate.settings import NodeAggregateSettings
@@ -86,6 +93,10 @@ from streams.noderesource.reconcile import Published, published_after, reconcile
 from streams.noderesource.views import (
     MetricView, NodeView, PodTable, PodView, Zone, cpuset_of, metric_view, node_view, numa_nodes_of, zones_of,
 )
+from streams.noderesource.yarnshare import (
+    ANNOTATION_YARN_NODE_RESOURCE, YarnShare, allocation_annotation, be_requests, node_resource_annotation,
+    share_of, third_party_batch, yarn_total)
+from streams.objects.quantity import to_canonical
 from streams.pluginstats import PluginStats
 from streams.sloconfig.configmap import SloConfig
 
@@ -118,6 +129,8 @@ class NodeState:
     decided: Mapping[str, Mark] = dataclasses.field(default_factory=dict)
     """Pod key -> the last SchedulingDecision applied about it (``replays``): of the pods bound to the node, and
     tombstones of at most ``replays.MAX_TOMBSTONES`` that left it."""
+    yarn: YarnShare | None = None
+    """The NodeManager on the node, as its last YarnNode said (``yarnshare``); None: none."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node, pod table and zones; not part of the state."""
 
@@ -129,9 +142,9 @@ def initial_state() -> NodeState:
 def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
              metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None,
              qos: QoSMemory | None = None, zones: tuple[Zone, ...] | None = None,
-             usage_sent: object = ..., decided: Mapping[str, Mark] | None = None) -> NodeState:
+             usage_sent: object = ..., decided: Mapping[str, Mark] | None = None, yarn: object = ...) -> NodeState:
     """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
-    keep_encoded = node is ... and pods is None and zones is None and decided is None
+    keep_encoded = node is ... and pods is None and zones is None and decided is None and yarn is ...
     return NodeState(state.sources if sources is None else sources,
                      state.node if node is ... else node,
                      state.zones if zones is None else zones,
@@ -143,6 +156,7 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
                      state.due_ms,
                      state.usage_sent if usage_sent is ... else usage_sent,
                      state.decided if decided is None else decided,
+                     state.yarn if yarn is ... else yarn,
                      state.encoded if keep_encoded else [])
 
 
@@ -181,6 +195,14 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
     if kind == "Tick":
         state, outputs = _calculate(state, config, now, event.causation, settings, stats, force=False)
         return _plan_qos(state, config, now, event.causation, outputs, settings, stats)
+    if kind == "YarnNode":
+        share = None if event.deleted else share_of(event.record)
+        if share is not None and state.yarn is not None:
+            share = dataclasses.replace(share, total=state.yarn.total)
+        if share == state.yarn:
+            return _replace(state, sources=sources), []
+        return _calculate(_replace(state, sources=sources, yarn=share), config, now, event.causation, settings, stats,
+                          force=True)
     if kind == "NodeResourceTopology":
         return _on_topology(_replace(state, sources=sources), event, config, settings, stats)
     if kind == "SchedulingDecision":
@@ -304,6 +326,7 @@ def _on_decision(state: NodeState, event: InboxEvent) -> NodeState:
         qos=qos, since_ms=known.since_ms if known is not None else event.timestamp_ms,
         numa_nodes=numa_nodes_of(record.get("annotations")),
         uid=pod.get("uid"), limit_cpu=limits.get("cpu", 0), request_batch_cpu=requests.get(BATCH_CPU, 0),
+        request_batch_memory=requests.get(BATCH_MEMORY, 0),
         priority=record.get("priority"),
         labels=tuple(sorted(selected(record.get("labels"), LABELS).items())),
         annotations=tuple(sorted(selected(record.get("annotations"), ANNOTATIONS).items())),
@@ -330,11 +353,22 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
         reclaimable, _ = predict(state.profile, node, state.pods, metric, now_ms, settings.prediction)
         if reclaimable is not None:
             metric = dataclasses.replace(metric, prod_reclaimable=reclaimable)
+    share = state.yarn
+    if share is not None:
+        node = dataclasses.replace(node, third_party_batch=third_party_batch(node.annotations, node.third_party_batch,
+                                                                             share))
     outcome = reconcile(settings.resource_plugins, config, node, state.pods, metric, now_ms, state.published, stats,
                         state.zones)
-    if not (force or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):
-        return state, []
     status = outcome.status
+    total = _yarn_total(status.annotations, state.pods) if share is not None else None
+    moved = total is not None and total != share.total
+    if not (force or moved or outcome.status_sync[0] or outcome.meta_sync[0] or outcome.zone_sync[0]):
+        return state, []
+    if share is not None:
+        status.annotations[ANNOTATION_THIRD_PARTY_ALLOCATIONS] = allocation_annotation(share)
+        status.annotations[ANNOTATION_YARN_NODE_RESOURCE] = node_resource_annotation(share, total)
+        if moved:
+            state = _replace(state, yarn=dataclasses.replace(share, total=total))
     published = published_after(outcome, now_ms, state.published)
     record = {
         "decisionId": decision_id(cause, 0, node.name),
@@ -349,3 +383,10 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
                   if zone.name in published.zones],
     }
     return _replace(state, published=published), [("NodeResource", record)]
+
+
+def _yarn_total(annotations: dict[str, str], pods: Mapping[str, PodView]) -> tuple[int, int]:
+    """The NodeManager's total (``yarnshare.yarn_total``): the origin batch Prepare recorded minus BE pods' requests."""
+    origin = json.loads(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}").get("resources") or {}
+    origin_batch = (int(origin.get(BATCH_CPU) or 0), to_canonical(BATCH_MEMORY, origin.get(BATCH_MEMORY) or "0"))
+    return yarn_total(origin_batch, be_requests(pods.values()))

@@ -3,10 +3,10 @@
 Layout (``FORMAT`` marker, three little-endian uint32 lengths, then the node's due time ``NodeState.due_ms``
 as a float64, which ``due_ms`` reads without loading the state):
 
-1. static: node, pod table (sorted by key), NUMA zones and the pods' decision marks (``replays.Mark``,
-   sorted by key; a state without marks has none, one without zones then an empty list) as zlib-compressed
-   JSON; memoised on the state (``NodeState.encoded``), so it is encoded
-   again only when one of them changes;
+1. static: node, pod table (sorted by key), NUMA zones, the pods' decision marks (``replays.Mark``,
+   sorted by key) and the node's YARN share (``yarnshare.YarnShare``), each left out when it and those after
+   it are empty (an empty list before one that is not), as zlib-compressed JSON; memoised on the state
+   (``NodeState.encoded``), so it is encoded again only when one of them changes;
 2. dynamic: source offsets, when the node was last published and what, the
    last NodeUsage sent (``usage.Sent``, when one was), the published zone resources, as JSON;
    resources by name, except the few the format interns (``EXTENDED_NAMES``, ``ZONE_NAMES``:
@@ -48,6 +48,7 @@ from streams.nodeaggregate.usage import Sent
 from streams.nodeqos.planner import QoSMemory
 from streams.noderesource.prediction.profile import profile_from_bytes, profile_to_bytes
 from streams.noderesource.reconcile import Published
+from streams.noderesource.yarnshare import YarnShare
 from streams.noderesource.views import HostAppMetric, MetricView, PodTable, PodView, Zone, build_node_view
 
 FORMAT = b"KNR3"
@@ -75,14 +76,17 @@ def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
     node_json = None if node is None else [node.name, node.capacity, node.allocatable, node.labels, node.annotations]
     pods_json = [[key, p.request_cpu, p.request_memory, PRIORITY_CODES[p.priority_class], QOS_CODES[p.qos],
                   p.since_ms, list(p.numa_nodes), p.uid, p.limit_cpu, p.request_batch_cpu, p.priority,
-                  dict(p.labels), dict(p.annotations), *([p.cpuset] if p.cpuset else [])]
+                  dict(p.labels), dict(p.annotations),
+                  *([p.cpuset, p.request_batch_memory] if p.request_batch_memory else [p.cpuset] if p.cpuset else [])]
                  for key in keys for p in (state.pods[key],)]
     static = [node_json, pods_json]
-    if state.zones or state.decided:
+    if state.zones or state.decided or state.yarn:
         static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
-    if state.decided:
+    if state.decided or state.yarn:
         static.append([[key, mark.stream, mark.offset, mark.timestamp, *([mark.deleted_uid] * bool(mark.deleted_uid))]
                        for key, mark in sorted(state.decided.items())])
+    if state.yarn:
+        static.append(state.yarn.to_json())
     data = zlib.compress(json.dumps(static, separators=(",", ":")).encode(), 6)
     state.encoded[:] = [data, keys]
     return data, keys
@@ -212,13 +216,13 @@ def _uids(pods: Mapping[str, PodView]) -> list[str]:
 
 def _pod_view(entry: list) -> PodView:
     """A pod-table entry: seven fields, thirteen with what the node-QoS plan reads (UID, cpu limit, batch-cpu
-    request, spec priority, labels, annotations), fourteen when the pod has a pinned cpuset; missing fields
-    load with their defaults."""
+    request, spec priority, labels, annotations), fourteen when the pod has a pinned cpuset, fifteen when it
+    requests batch-memory (``yarnshare``); missing fields load with their defaults."""
     _, cpu, memory, priority, qos, since, numa, *more = entry
     uid, limit_cpu, batch_cpu, spec_priority, labels, annotations, *pinned = more or (None, 0, 0, None, {}, {})
     return PodView(cpu, memory, KNOWN_PRIORITY_CLASSES[priority], QOS_BY_CODE[qos], since, tuple(numa), uid, limit_cpu,
                    batch_cpu, spec_priority, tuple(sorted(labels.items())), tuple(sorted(annotations.items())),
-                   pinned[0] if pinned else "")
+                   pinned[0] if pinned else "", pinned[1] if len(pinned) > 1 else 0)
 
 
 def due_ms(data: bytes) -> float:
@@ -261,6 +265,7 @@ def load_state(data: bytes) -> NodeState:
     node = None if node_json is None else build_node_view(*node_json)
     zones = tuple(Zone(*entry) for entry in extra_json[0]) if extra_json else ()
     decided = {entry[0]: Mark(*entry[1:]) for entry in extra_json[1]} if len(extra_json) > 1 else {}
+    yarn = YarnShare.from_json(extra_json[2]) if len(extra_json) > 2 else None
     published_zones, zones_synced = zones_published or ({}, None)
     published = Published(synced, MappingProxyType(_resources(extended, EXTENDED_NAMES)),
                           MappingProxyType(annotations),
@@ -268,6 +273,7 @@ def load_state(data: bytes) -> NodeState:
                                             for zone, values in published_zones.items()}), zones_synced)
     if usage_sent is not None:
         usage_sent = Sent.from_json(usage_sent, metric.update_time_ms if metric else None)
-    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due, usage_sent, decided)
+    state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due, usage_sent, decided,
+                      yarn)
     state.encoded[:] = [data[start:start + static_length], keys]
     return state

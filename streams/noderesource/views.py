@@ -131,6 +131,9 @@ class PodView:
     """``cpuset`` of ``scheduling.koordinator.sh/resource-status`` as written (parsed by the plan, which reports
     a bad one); empty: none; ``BAD_RESOURCE_STATUS`` when the annotation is not a JSON object with a string
     cpuset (``cpuset_of``)."""
+    request_batch_memory: int = 0
+    """The pod's ``kubernetes.io/batch-memory`` request (bytes): with ``request_batch_cpu``, what a BE pod holds of
+    the batch pool that it shares with YARN (``yarnshare``)."""
 
     def label(self, key: str) -> str | None:
         return next((value for name, value in self.labels if name == key), None)

@@ -62,6 +62,7 @@ SCHEMAS = (
     "DeschedulerConfiguration",
     "PodDisruptionBudget",
     "NodeUsage",
+    "YarnNode",
 )
 """Top-level record schemas: the values that go on topics."""
 

@@ -38,8 +38,8 @@ def test_jobs_and_reservations_are_applied_by_people_and_the_bridge_and_their_st
     assert writers(topic_id) == {"User:worker", "User:operator", "User:bridge"}
 
 
-def test_dead_letters_come_from_the_worker_the_node_agents_and_the_bridge():
-    assert writers("deadletters") == {"User:worker", "User:node-agent", "User:bridge"}
+def test_dead_letters_come_from_the_worker_the_node_agents_and_the_bridges():
+    assert writers("deadletters") == {"User:worker", "User:node-agent", "User:bridge", "User:yarn-bridge"}
 
 
 def test_node_agents_write_exactly_what_they_publish():

@@ -1,0 +1,223 @@
+"""Issue 42 against a real Hadoop YARN: a ResourceManager and two NodeManagers (``koord yarn``), the YARN bridge
+and the pipeline on the real broker.
+
+Two Kubernetes nodes, each with one NodeManager (``koord yarn-bridge --node``). After a NodeMetric shows
+idle prod usage, each NodeManager's total on the ResourceManager is the node's batch allocatable in YARN's
+units (yarn-copilot's ``calculate``) within one update period; containers YARN allocates come off the
+batch allocatable the scheduler sees, so a BE pod that would overlap them is refused and one that fits is
+placed, and the NodeManager's total then leaves room for that pod. One ResourceManager per session; the
+tests run in the Tansu round only (``scenario``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from streams import supervision
+from streams.yarn import cluster as yarn_cluster
+from streams.yarn import jars
+from streams.yarn.hold import Hold
+from streams.yarn.resourcemanager import list_node_managers, update_node_resource, UpdateRefused
+from tests.integration.manifests import COLOCATION_CONFIG
+
+pytestmark = [pytest.mark.integration, pytest.mark.scenario]
+
+NODES = ("yarn-node-0", "yarn-node-1")
+NAMESPACE = "yarn-e2e"
+MIB = 1024 * 1024
+UPDATE_PERIOD_S = 60.0
+"""How long the test waits for an update: a pod change reaches the node's NodeManager total at the node's next
+calculation (a Tick, every 10 s, or a NodeMetric), the bridge reads it within its round (0.5 s here) and
+writes at most every second (the flags below); the rest is the pipeline and a JVM start for ``rmadmin``
+on a loaded 2-core machine."""
+
+
+@pytest.fixture(scope="session")
+def yarn(tmp_path_factory):
+    """A ResourceManager and two NodeManagers for the session. Without Java or Maven the tests skip with the
+    reason, unless ``KOORD_REQUIRE_KAFKA`` is set (``make test``; the same Java tier): then they fail."""
+    try:
+        jars.yarn_libs()
+    except jars.MissingPrerequisite as error:
+        if os.environ.get("KOORD_REQUIRE_KAFKA"):
+            pytest.fail(f"{error}; KOORD_REQUIRE_KAFKA is set, so this is a failure, not a skip")
+        pytest.skip(str(error))
+    running = yarn_cluster.YarnCluster(tmp_path_factory.mktemp("yarn"))
+    state = running.start(node_managers=2, memory_mb=4096, vcores=4)
+    try:
+        yield state
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def bridged(cluster, yarn):
+    """The two nodes with an idle NodeMetric, and the YARN bridge mapping one NodeManager to each."""
+    cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=COLOCATION_CONFIG)
+    for name in NODES:
+        cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60",
+                      input=_node(name))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for name in NODES:
+        cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=_idle_metric(name, now))
+    mapping = [arg for node_id, node in zip(yarn["nodes"], NODES) for arg in ("--node", f"{node_id}={node}")]
+    bridge = supervision.spawn(supervision.koord_command(
+        "yarn-bridge", "--rm", yarn["rm"], "--rm-admin", yarn["admin"], *mapping, "--poll-interval", "0.5",
+        "--min-update-interval", "1"), cluster.home / "yarn-bridge.log", cluster.env)
+    try:
+        yield dict(zip(yarn["nodes"], NODES))
+    finally:
+        supervision.stop([bridge])
+
+
+def _node(name: str) -> str:
+    """8 cores and 16 GiB, labelled with its name, tainted so that only this module's pods land on it."""
+    resources = '{cpu: "8", memory: 16Gi, pods: "110"}'
+    return f"""\
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {{e2e-scenario: yarn, yarn-e2e/node: {name}}}}}
+spec: {{taints: [{{key: e2e-scenario, value: yarn, effect: NoSchedule}}]}}
+status: {{capacity: {resources}, allocatable: {resources}}}
+"""
+
+
+def _idle_metric(name: str, update_time: str) -> str:
+    return f"""\
+apiVersion: slo.koordinator.sh/v1alpha1
+kind: NodeMetric
+metadata: {{name: {name}}}
+status:
+  updateTime: "{update_time}"
+  nodeMetric:
+    nodeUsage: {{resources: {{cpu: "1", memory: 2Gi}}}}
+    systemUsage: {{resources: {{cpu: 500m, memory: 1Gi}}}}
+  podsMetric: []
+"""
+
+
+def _batch(cluster, node: str) -> tuple[int, int]:
+    allocatable = cluster.koord_json("get", "nodes", node)["status"]["allocatable"]
+    return int(allocatable.get("kubernetes.io/batch-cpu", 0)), _bytes(allocatable.get("kubernetes.io/batch-memory", "0"))
+
+
+def _bytes(text: str) -> int:
+    from streams.objects.quantity import to_canonical
+
+    return to_canonical("memory", text)
+
+
+def _yarn_units(cpu: int, memory: int) -> tuple[int, int]:
+    """yarn-copilot's ``calculate``: ScaledValue(Kilo) of batch-cpu, ScaledValue(Mega) of batch-memory."""
+    return math.ceil(cpu / 1000), math.ceil(memory / 10**6)
+
+
+def _totals(yarn) -> dict[str, tuple[int, int]]:
+    return {nm.node_id: (nm.capacity_vcores, nm.capacity_memory_mb) for nm in list_node_managers(yarn["rm"])}
+
+
+def _wait(condition, what: str, timeout: float = UPDATE_PERIOD_S):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(0.5)
+
+
+def test_each_nodemanagers_total_is_its_nodes_batch_allocatable(cluster, yarn, bridged):
+    expected = {}
+    for node_id, node in bridged.items():
+        cpu, memory = _batch(cluster, node)
+        assert cpu == 8000 - 2800 - 500 and memory > 0
+        expected[node_id] = _yarn_units(cpu, memory)
+    _wait(lambda: _totals(yarn) == expected, f"the NodeManagers' totals {_totals(yarn)} become {expected}")
+
+
+def test_yarn_containers_and_be_pods_share_the_batch_pool(cluster, yarn, bridged):
+    node_id, node = next(iter(bridged.items()))
+    origin_cpu, origin_memory = _batch(cluster, node)
+    with Hold(Path(yarn["conf"]), containers=2, memory_mb=1024, vcores=1) as hold:
+        held = {nm: hold.node_ids.count(nm) for nm in set(hold.node_ids)}
+        on_node = held.get(node_id, 0)
+        expected = (origin_cpu - on_node * 1000, origin_memory - on_node * 1024 * MIB)
+        _wait(lambda: _batch(cluster, node) == expected,
+              f"{node}'s batch allocatable {_batch(cluster, node)} becomes {expected} with {on_node} containers")
+        free_cpu = expected[0]
+        cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60",
+                      input=_be_pod("too-big", node, free_cpu + 1000, 512 * MIB))
+        too_big = cluster.koord_json("get", "pods", "too-big", "-n", NAMESPACE)
+        assert not too_big["spec"].get("nodeName"), too_big
+        cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=_be_pod("fits", node, 1000, 512 * MIB))
+        fits = cluster.koord_json("get", "pods", "fits", "-n", NAMESPACE)
+        assert fits["spec"].get("nodeName") == node, fits
+        total = _yarn_units(origin_cpu - 1000, origin_memory - 512 * MIB)
+        _wait(lambda: _totals(yarn)[node_id] == total,
+              f"{node_id}'s total {_totals(yarn)[node_id]} leaves room for the BE pod: {total}")
+
+
+def test_an_update_yarn_refuses_names_yarns_reason(yarn):
+    with pytest.raises(UpdateRefused, match="unrecognized node: nosuch:1"):
+        update_node_resource(Path(yarn["conf"]), "nosuch:1", 1024, 1)
+
+
+def _be_pod(name: str, node: str, batch_cpu: int, batch_memory: int) -> str:
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {NAMESPACE}, labels: {{koordinator.sh/qosClass: BE}}}}
+spec:
+  priorityClassName: koord-batch
+  priority: 5000
+  nodeSelector: {{yarn-e2e/node: {node}}}
+  tolerations: [{{key: e2e-scenario, operator: Exists, effect: NoSchedule}}]
+  containers:
+  - name: main
+    image: batch
+    resources:
+      requests: {{kubernetes.io/batch-cpu: "{batch_cpu}", kubernetes.io/batch-memory: "{batch_memory}"}}
+      limits: {{kubernetes.io/batch-cpu: "{batch_cpu}", kubernetes.io/batch-memory: "{batch_memory}"}}
+"""
+
+
+def test_explain_node_shows_the_yarn_share(cluster, bridged):
+    node_id, node = next(iter(bridged.items()))
+    shown = cluster.koord("explain", "node", node).stdout
+    assert f"YARN NodeManager {node_id}: holds " in shown, shown
+
+
+def test_replay_of_the_yarn_nodes_reproduces_every_node_resource(cluster, bridged):
+    for node in bridged.values():
+        result = cluster.koord("replay", "node", "--node", node, "-o", "json", check=False, timeout=120)
+        report = json.loads(result.stdout)
+        total = report["total"]
+        assert (total["diverged"], total["missing"], total["extra"], total["conflicting"]) == (0, 0, 0, 0), report
+        assert report["outputs"]["NodeResource"]["reproduced"] >= 3
+        assert report["ok"]
+
+
+def test_a_bridge_whose_resourcemanager_is_down_keeps_running_and_backs_off(cluster):
+    from streams.broker.kraft import free_ports
+
+    [port] = free_ports(1)
+    log = cluster.home / "yarn-bridge-down.log"
+    bridge = supervision.spawn(supervision.koord_command(
+        "yarn-bridge", "--rm", f"http://127.0.0.1:{port}", "--poll-interval", "0.2"), log, cluster.env)
+    try:
+        _wait(lambda: log.exists() and log.read_text().count("unreachable") >= 3,
+              "three failed rounds are logged", timeout=60)
+        assert bridge.poll() is None, log.read_text()
+        retries = [float(line.rsplit("retrying in ", 1)[1].split(" s")[0]) for line in log.read_text().splitlines()
+                   if "retrying in" in line]
+        assert retries[:3] == [0.2, 0.4, 0.8], retries
+    finally:
+        supervision.stop([bridge])
