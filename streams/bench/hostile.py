@@ -152,8 +152,9 @@ _MANIFESTS: dict[str, Callable[[str], dict]] = {
                                           "spec": {"selector": {"matchLabels": {"app": name}}, "maxUnavailable": 1}},
 }
 """A valid manifest per source topic that carries applied objects (a migration names a pod that does not exist)."""
-GENERATED = ("ticks", "decisions", "noderesources", "nodeusages")
-"""Source topics the workers write rather than ``koord apply``; ``Generator.valid`` builds their records."""
+GENERATED = ("ticks", "decisions", "noderesources", "nodeusages", "yarnnodes")
+"""Source topics the workers or the YARN bridge write rather than ``koord apply``; ``Generator.valid`` builds
+their records."""
 
 
 def encoded(manifest: dict) -> tuple[str, str, bytes]:
@@ -205,6 +206,11 @@ class Generator:
             return name.encode(), codec.encode("NodeUsage", {"decisionId": name, "nodeName": name,
                                                              "causation": _causation(self.topology),
                                                              "timestamp": self.now_ms})
+        if source_id == "yarnnodes":
+            return name.encode(), codec.encode("YarnNode", {
+                "nodeName": name, "nodeId": f"{name}:8041", "cluster": "http://127.0.0.1:8088", "state": "RUNNING",
+                "capacityVcores": 8, "capacityMemoryMB": 8192, "allocatedVcores": 0, "allocatedMemoryMB": 0,
+                "containers": 0, "observedAt": self.now_ms})
         topic, key, value = encoded(_MANIFESTS[source_id](name))
         assert topic == source_id
         return key.encode(), value
