@@ -212,7 +212,7 @@ class Actuator:
             if error.code >= 500 or error.code == TOO_MANY_REQUESTS:
                 raise
             WRITES.labels("Bind", "prebind-refused").inc()
-            message = f"running PreBind plugin {PREBIND!r}: {error}"
+            message = f'running PreBind plugin "{PREBIND}": {error}'
             refusal = writes.MarkUnschedulable(write.namespace, write.name, write.uid, write.decision_id,
                                                SCHEDULER_ERROR, message)
             try:

@@ -32,8 +32,10 @@ DEFAULTS = BridgeConfig(kubeconfig=None)
 @click.option("--scheduler-name", default=DEFAULTS.scheduler_name, show_default=True,
               help="In active mode, pods naming this schedulerName are bound by koordstream.")
 @click.option("--kube-api-qps", type=float, default=DEFAULTS.kube_api_qps, show_default=True,
+              envvar="KOORD_BRIDGE_KUBE_API_QPS",
               help="Requests/s to the API server (kube-scheduler's clientConnection.qps); 0: no client-side limit.")
 @click.option("--kube-api-burst", type=click.IntRange(min=1), default=DEFAULTS.kube_api_burst, show_default=True,
+              envvar="KOORD_BRIDGE_KUBE_API_BURST",
               help="Requests the rate limit lets through at once (kube-scheduler's clientConnection.burst).")
 def bridge(kubeconfig: Path | None, kube_context: str | None, mode: str, scheduler_name: str, kube_api_qps: float,
            kube_api_burst: int) -> None:
