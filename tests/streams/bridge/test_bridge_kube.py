@@ -446,25 +446,24 @@ def test_the_binding_carries_what_prebind_decided_and_the_pod_never_shows_its_no
 
 def test_a_patch_the_api_server_refuses_binds_nothing_and_says_why(setup):
     """A PreBind patch refused for good (422: an annotation key the API server rejects): not bound, a
-    FailedScheduling Event and PodScheduled=False with reason SchedulerError, a dead letter of the decision."""
+    FailedScheduling Event and PodScheduled=False with reason SchedulerError (which the pipeline's next
+    Unschedulable decision about the pod may replace, so the pod's history is read), a dead letter of the
+    decision."""
     created = held_back(setup, "prebind-refused")
     bad = {**PREBIND, "not a/valid/key": "x"}
     signed_decision(setup, "prebind-refused", created["metadata"]["uid"], "prebind-d2", bad)
-
-    def reported():
-        status = setup.get(f"{PODS}/prebind-refused").get("status") or {}
-        return next((c for c in status.get("conditions") or [] if c["type"] == "PodScheduled"
-                     and c["reason"] == "SchedulerError"), None)
-    condition = wait_for(reported, "prebind-refused's SchedulerError condition")
-    assert condition["message"].startswith('running PreBind plugin "KoordstreamPreBind": patch pods: HTTP 422: ')
-    events = setup.get("/api/v1/namespaces/default/events")["items"]
-    assert any(e["involvedObject"]["name"] == "prebind-refused" and e["reason"] == "FailedScheduling"
-               and e["type"] == "Warning" and "HTTP 422" in e["message"] for e in events)
     engine = setup.engine()
     letter = wait_for(lambda: next((d for d in queries.get_deadletters(engine) if d["stage"] == "bridge"
                                     and d["key"] == "default/prebind-refused"), None),
                       "the bridge's dead letter of the refused decision")
-    assert letter["reason"].startswith("PreBindRefused: running PreBind plugin")
+    assert letter["reason"].startswith('PreBindRefused: running PreBind plugin "KoordstreamPreBind": patch pods: '
+                                       'HTTP 422: ')
+    conditions = [c for version in pod_history(setup, "prebind-refused", created["metadata"]["resourceVersion"])
+                  for c in (version.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"]
+    assert any(c["reason"] == "SchedulerError" and "HTTP 422" in c["message"] for c in conditions), conditions
+    events = setup.get("/api/v1/namespaces/default/events")["items"]
+    assert any(e["involvedObject"]["name"] == "prebind-refused" and e["reason"] == "FailedScheduling"
+               and e["type"] == "Warning" and "HTTP 422" in e["message"] for e in events)
     assert bound_node(setup, "prebind-refused") is None
     assert "prebind-refused" not in bindings_by_pod(setup)
 
