@@ -12,7 +12,8 @@ budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a 
 events are handled in batches: the events that arrived while the last batch was being produced (at most
 ``watch_batch``) are sent together and awaited once, then checkpointed in one transaction and shown in the
 view in their order. The checkpoint is written only after the broker acknowledged the batch, so a crash
-re-produces at most that batch (same resourceVersions) and loses nothing. Any API server or broker failure is logged and retried with backoff.
+re-produces at most that batch (same resourceVersions) and loses nothing. Any API server or broker failure
+is logged and retried with backoff.
 """
 
 from __future__ import annotations

@@ -413,7 +413,8 @@ def bridge_patches(setup: Setup, name: str) -> int:
 
 PREBIND = {ANNOTATION_RESOURCE_STATUS: '{"cpuset":"2-3"}',
            ANNOTATION_DEVICE_ALLOCATED: '{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}',
-           ANNOTATION_RESERVATION_ALLOCATED: '{"name":"reserve-1","uid":"4f1c"}', ANNOTATION_HAMI_VGPU_NODE: "active-n1"}
+           ANNOTATION_RESERVATION_ALLOCATED: '{"name":"reserve-1","uid":"4f1c"}',
+           ANNOTATION_HAMI_VGPU_NODE: "active-n1"}
 
 
 def test_the_binding_carries_what_prebind_decided_and_the_pod_never_shows_its_node_without_it(setup):

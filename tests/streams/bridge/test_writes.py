@@ -64,7 +64,8 @@ def test_the_view_shows_a_patch_once_made():
     write = writes.plan_scheduling(decision(annotations=PREBIND), pod(labels={"app": "web"}), OURS)
     shown = writes.patched(pod(labels={"app": "web"}), write)
     assert write.patches and shown.labels == {"app": "web"}
-    assert writes.plan_scheduling(decision(annotations=PREBIND), shown, OURS) == Bind("default", "web", "u1", "n1", "d1")
+    assert writes.plan_scheduling(decision(annotations=PREBIND), shown, OURS) == Bind(
+        "default", "web", "u1", "n1", "d1")
 
 
 def test_a_binding_to_a_node_the_cluster_does_not_have_is_refused():
