@@ -92,17 +92,17 @@ class Actuator:
                     await self._retrying(self.handle, "Eviction", record)
 
     async def handle_poll(self, messages: list) -> None:
-        """Every record of one poll: each key's in offset order, different keys at once (at most
-        ``write_concurrency``); returns when every write has ended."""
+        """Every record of one poll: each key's in offset order, different keys at once (``write_concurrency``
+        writers take the keys in turn); returns when every write has ended."""
         groups: dict[tuple[str, bytes | None], list] = {}
         for message in messages:
             groups.setdefault((message.topic, message.key), []).append(message)
-        slots = asyncio.Semaphore(self.config.write_concurrency)
+        turns = iter(groups.values())
 
-        async def one_key(group: list) -> None:
-            async with slots:
+        async def writer() -> None:
+            for group in turns:
                 await records.dispatch(group, self._guarded, self._dead_letter)
-        await asyncio.gather(*(one_key(group) for group in groups.values()))
+        await asyncio.gather(*(writer() for _ in range(min(self.config.write_concurrency, len(groups)))))
 
     async def _guarded(self, item: records.Decoded) -> None:
         """Handle one decoded record; what cannot be handled becomes its dead letter."""
