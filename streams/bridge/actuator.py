@@ -1,18 +1,33 @@
 """Active mode: koordstream's decisions and node resources written to the cluster.
 
 Reads ``koord.decisions`` (SchedulingDecision, Eviction) and ``koord.noderesources`` (NodeResource) in
-the consumer group of the config, asks ``writes`` which write each one needs given the watched view (an
-Eviction is checked against a fresh GET of the pod), makes it, and commits the offsets after the writes:
-a crash re-reads the uncommitted decisions, and ``writes`` turns every one already written into a skip.
-A write the API server refuses for good (403 names the verb and resource, 404, 422) is logged and
-counted, not retried; an unreachable server or a 5xx is retried with backoff without committing. An
-Eviction refused with 429 (a PodDisruptionBudget) is kept in the checkpoint and tried again every
-``eviction_retry_s`` until it succeeds or no longer applies.
+the consumer group of the config, asks ``writes`` which write each one needs given the watched view, makes
+it, and commits the offsets once every write of the poll ended: a crash re-reads the uncommitted decisions,
+and ``writes`` turns every one already written into a skip.
+
+Concurrency, as kube-scheduler's asynchronous binding cycle: the records of one poll are grouped by their
+key (a pod, a node: ``streams.outputs.output_key``); one group's records are handled in offset order, the
+groups at once, at most ``write_concurrency`` at a time, every request paced by the API client's rate limit
+(``kube_api_qps`` / ``kube_api_burst``). A binding needs no GET: the watched view and the decision hold
+its preconditions, and the pod's uid goes with the patch and the Binding, so the API server refuses them
+(409) for another pod of that name. An Eviction is checked against a fresh GET of the pod instead: it
+deletes a pod, evictions are rare (descheduling, node QoS), and the GET sees a pod already being deleted or
+replaced that the view may not show yet, so a replayed Eviction is settled rather than sent again.
+
+What PreBind decided is patched onto the pod before its Binding (``writes``); a patch the API server
+refuses for good (403, 422, ...) binds nothing: the pod gets a ``FailedScheduling`` Warning Event and
+``PodScheduled=False`` with reason ``SchedulerError``, as kube-scheduler reports a failed PreBind, the decision
+becomes a dead letter with the reason, and ``koord_bridge_writes{write="Bind",result="prebind-refused"}``
+counts it. Any other write the API server refuses for good (403 names the verb and resource, 404, 422) is
+logged and counted, not retried; an unreachable server, a 5xx or a 429 (the API server's own throttling) is
+retried with backoff without committing. An Eviction refused with 429 (a PodDisruptionBudget) is kept in the
+checkpoint and tried again every ``eviction_retry_s`` until it succeeds or no longer applies.
 
 Every record read is checked first: one the worker did not sign (``streams.signing``: only the pipeline
 writes decisions and node resources, ``topic_ids`` names their topology ids), that does not decode, is not
 a record this topic carries, or that the handling code fails on becomes a dead letter (stage ``bridge``)
-with its reason, and the bridge reads on; a decision naming a node the cluster does not have is skipped (``writes``).
+with its reason, and the bridge reads on; a decision naming a node the cluster does not have is skipped
+(``writes``).
 """
 
 from __future__ import annotations
@@ -45,6 +60,14 @@ POLL_MS = 500
 
 
 ACTED_ON = ("SchedulingDecision", "Eviction", "NodeResource")
+SCHEDULER_ERROR = "SchedulerError"
+"""``v1.PodReasonSchedulerError``: the PodScheduled reason kube-scheduler writes when a binding cycle fails."""
+PREBIND = "KoordstreamPreBind"
+"""The name the bridge's PreBind goes by in a failure message (kube-scheduler names the failing plugin)."""
+
+
+class PreBindRefused(Exception):
+    """The API server refused for good the patch of what PreBind decided: the pod was not bound."""
 
 
 class Actuator:
@@ -60,13 +83,26 @@ class Actuator:
         await self.view.wait_synced()
         while True:
             batches = await self.consumer.getmany(timeout_ms=POLL_MS)
-            await records.dispatch(records.in_order(batches), self._guarded, self._dead_letter)
             if batches:
+                await self.handle_poll(records.in_order(batches))
                 await self.consumer.commit()
             if time.monotonic() >= self._next_eviction_retry:
                 self._next_eviction_retry = time.monotonic() + self.config.eviction_retry_s
                 for record in self.checkpoint.refused_evictions():
                     await self._retrying(self.handle, "Eviction", record)
+
+    async def handle_poll(self, messages: list) -> None:
+        """Every record of one poll: each key's in offset order, different keys at once (``write_concurrency``
+        writers take the keys in turn); returns when every write has ended."""
+        groups: dict[tuple[str, bytes | None], list] = {}
+        for message in messages:
+            groups.setdefault((message.topic, message.key), []).append(message)
+        turns = iter(groups.values())
+
+        async def writer() -> None:
+            for group in turns:
+                await records.dispatch(group, self._guarded, self._dead_letter)
+        await asyncio.gather(*(writer() for _ in range(min(self.config.write_concurrency, len(groups)))))
 
     async def _guarded(self, item: records.Decoded) -> None:
         """Handle one decoded record; what cannot be handled becomes its dead letter."""
@@ -103,7 +139,7 @@ class Actuator:
                 attempt += 1
                 log.warning("API server unreachable: %s: %s (retry %d)", type(error).__name__, error, attempt)
             except ApiError as error:
-                if error.code < 500:
+                if error.code < 500 and error.code != TOO_MANY_REQUESTS:
                     WRITES.labels(error.resource, f"refused-{error.code}").inc()
                     log.error("%s", error)
                     return
@@ -134,6 +170,8 @@ class Actuator:
     async def write(self, write: writes.Write, record: dict) -> None:
         name = type(write).__name__
         if isinstance(write, writes.Bind):
+            if write.patches and not await self._prebind(write):
+                return
             try:
                 await self.api.bind(write)
             except ApiError as error:
@@ -159,6 +197,33 @@ class Actuator:
             self.checkpoint.settle_eviction(write.decision_id)
         WRITES.labels(name, "written").inc()
         log.info("%s %s", name, _describe(write))
+
+    async def _prebind(self, write: writes.Bind) -> bool:
+        """Patch what PreBind decided onto the pod; False when the pod is not to be bound (it is gone or
+        another pod of that name: 404, 409). A refusal for good is reported on the pod and raised as
+        :class:`PreBindRefused`; a transient failure is raised as it is, for ``_retrying``."""
+        try:
+            await self.api.patch_pod_metadata(write)
+        except ApiError as error:
+            if error.code in (NOT_FOUND, CONFLICT):
+                WRITES.labels("Bind", "skipped").inc()
+                log.info("%s/%s: not bound: %s", write.namespace, write.name, error)
+                return False
+            if error.code >= 500 or error.code == TOO_MANY_REQUESTS:
+                raise
+            WRITES.labels("Bind", "prebind-refused").inc()
+            message = f'running PreBind plugin "{PREBIND}": {error}'
+            refusal = writes.MarkUnschedulable(write.namespace, write.name, write.uid, write.decision_id,
+                                               SCHEDULER_ERROR, message)
+            try:
+                await self.api.mark_unschedulable(refusal, self.config.scheduler_name)
+            except (ApiError, httpx.TransportError) as failed:
+                log.error("%s/%s: no FailedScheduling event: %s", write.namespace, write.name, failed)
+            raise PreBindRefused(message) from error
+        key = f"{write.namespace}/{write.name}"
+        if (pod := self.view.pods.get(key)) is not None and pod.uid == write.uid:
+            self.view.pods[key] = writes.patched(pod, write)
+        return True
 
     def _bound(self, write: writes.Bind) -> None:
         """The view shows the binding at once, so a duplicate decision read before the watch event skips."""

@@ -6,8 +6,10 @@ produces must be the object as the API server returned it (no model round trip);
 answers a 410 Gone by silently restarting from "now", which would lose the changes in between, while
 the bridge must relist; and lightkube cannot decode the ``Status`` that ``pods/binding`` returns.
 
-Every failure is an :class:`ApiError` naming the verb and resource (``create pods/binding``), so a 403
-says which RBAC rule is missing; transport failures (server down) are ``httpx.TransportError``.
+Every request, the watches' included, first takes a token of the client-side rate limit
+(``streams.bridge.ratelimit``: kube-scheduler's ``clientConnection`` qps / burst). Every failure is an
+:class:`ApiError` naming the verb and resource (``create pods/binding``), so a 403 says which RBAC rule is
+missing; transport failures (server down) are ``httpx.TransportError``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import httpx2 as httpx
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import AsyncClient, ConnectionParams
 
+from streams.bridge.ratelimit import TokenBucket
 from streams.bridge.resources import WatchedResource
-from streams.bridge.writes import POD_SCHEDULED, Bind, Evict, MarkUnschedulable, PatchNodeStatus
+from streams.bridge.writes import DECISION_ANNOTATION, POD_SCHEDULED, Bind, Evict, MarkUnschedulable, PatchNodeStatus
 
 GONE, CONFLICT, TOO_MANY_REQUESTS, FORBIDDEN, NOT_FOUND = 410, 409, 429, 403, 404
 REFUSED = "KoordstreamRefused"
@@ -45,13 +48,16 @@ class ApiError(Exception):
 
 
 class KubeApi:
-    def __init__(self, kubeconfig: Path | None, context: str | None, watch_timeout_s: int = 300) -> None:
-        """``kubeconfig`` None: the pod's service account (in the cluster), else ``~/.kube/config``."""
+    def __init__(self, kubeconfig: Path | None, context: str | None, watch_timeout_s: int = 300, qps: float = 0.0,
+                 burst: int = 1) -> None:
+        """``kubeconfig`` None: the pod's service account (in the cluster), else ``~/.kube/config``; ``qps`` 0:
+        no client-side rate limit."""
         config = (KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()).get(context)
         if config is None:
             raise ValueError(f"{kubeconfig}: no context {context!r}" if context else f"{kubeconfig}: no current context")
         self.server = config.cluster.server
         self.watch_timeout_s = watch_timeout_s
+        self.limit = TokenBucket(qps, burst)
         self.http = AsyncClient(config, ConnectionParams(timeout=httpx.Timeout(30.0, read=watch_timeout_s + 30.0)))
 
     async def close(self) -> None:
@@ -59,6 +65,7 @@ class KubeApi:
 
     async def _call(self, verb: str, resource: str, method: str, path: str, body: dict | None = None,
                     content_type: str = "application/json", params: dict | None = None) -> dict:
+        await self.limit.wait()
         response = await self.http.request(method, path, params=params,
                                            content=None if body is None else json.dumps(body).encode(),
                                            headers={"Content-Type": content_type})
@@ -81,6 +88,7 @@ class KubeApi:
         request; an ERROR event (410 Gone when ``version`` is too old) raises ApiError."""
         params = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true",
                   "timeoutSeconds": self.watch_timeout_s, **_selector(resource)}
+        await self.limit.wait()
         async with self.http.stream("GET", resource.collection_path(), params=params) as response:
             if response.status_code >= 400:
                 raise _error("watch", resource.name, response.status_code, await response.aread())
@@ -101,14 +109,26 @@ class KubeApi:
                 return None
             raise
 
+    async def patch_pod_metadata(self, write: Bind) -> None:
+        """PATCH the pod's annotations and labels in one JSON merge patch of ``metadata``, as kube-scheduler's
+        PreBind plugins patch the pod they modified. The patch names the pod's uid, which the API server takes
+        as a precondition: 409 when the name now holds another pod."""
+        metadata: dict = {"uid": write.uid}
+        if write.annotations:
+            metadata["annotations"] = dict(write.annotations)
+        if write.labels:
+            metadata["labels"] = dict(write.labels)
+        await self._call("patch", "pods", "PATCH", f"/api/v1/namespaces/{write.namespace}/pods/{write.name}",
+                         {"metadata": metadata}, "application/merge-patch+json")
+
     async def bind(self, write: Bind) -> None:
-        """POST ``pods/binding``: the pod's node and ``write.annotations`` in one write (the API server
+        """POST ``pods/binding``: the pod's node and :data:`DECISION_ANNOTATION` in one write (the API server
         copies a Binding's annotations onto the pod); a second Binding of the pod is a 409.
 
         Sent as raw JSON because lightkube cannot decode the ``Status`` this subresource answers with."""
         binding = {"apiVersion": "v1", "kind": "Binding",
                    "metadata": {"name": write.name, "namespace": write.namespace, "uid": write.uid,
-                                "annotations": dict(write.annotations)},
+                                "annotations": {DECISION_ANNOTATION: write.decision_id}},
                    "target": {"apiVersion": "v1", "kind": "Node", "name": write.node}}
         await self._call("create", "pods/binding", "POST",
                          f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/binding", binding)

@@ -33,10 +33,26 @@ class BridgeConfig:
     """Retry delays after an API server or broker failure double from the initial to the maximum."""
     eviction_retry_s: float = 5.0
     """How long an eviction a PodDisruptionBudget refused (429) waits before it is tried again."""
+    kube_api_qps: float = 50.0
+    kube_api_burst: int = 100
+    """Client-side rate limit of every request to the API server, requests/s and bucket size: kube-scheduler's
+    ``clientConnection.qps`` / ``burst`` and their defaults (client-go's token bucket). Higher lets the bridge
+    bind faster and weighs more on the API server; qps 0: no client-side limit."""
+    write_concurrency: int = 32
+    """Decisions written at once (different pods or nodes; one pod's decisions stay in order), as
+    kube-scheduler's binding cycles run asynchronously; the rate limit still paces the requests."""
+    watch_batch: int = 500
+    """Watch events a reflector produces and checkpoints as one batch, taken from those already received."""
 
     def validate(self) -> "BridgeConfig":
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.kube_api_burst < 1:
+            raise ValueError(f"kube_api_burst must be at least 1, got {self.kube_api_burst}")
+        if self.write_concurrency < 1:
+            raise ValueError(f"write_concurrency must be at least 1, got {self.write_concurrency}")
+        if self.watch_batch < 1:
+            raise ValueError(f"watch_batch must be at least 1, got {self.watch_batch}")
         return self
 
 

@@ -8,15 +8,21 @@ a new resourceVersion, tombstones for keys that disappeared. Added and modified 
 ``convert`` and produced as ``koord apply`` produces them; deleted ones as ``koord delete`` does (a
 tombstone on the key); one the conversion refuses (invalid, or too big for the record limit or the state
 budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
-(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. The
-checkpoint is written only after the broker acknowledged the batch, so a crash re-produces at most that
-batch (same resourceVersions) and loses nothing. Any API server or broker failure is logged and retried with backoff.
+(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. Watch
+events are handled in batches: the events that arrived while the last batch was being produced (at most
+``watch_batch``) are sent together and awaited once, then checkpointed in one transaction and shown in the
+view in their order. The checkpoint is written only after the broker acknowledged the batch, so a crash
+re-produces at most that batch (same resourceVersions) and loses nothing. Any API server or broker failure
+is logged and retried with backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import httpx2 as httpx
 from aiokafka import AIOKafkaProducer
@@ -38,6 +44,7 @@ OBJECTS = Counter("koord_bridge_objects", "Object changes the bridge produced", 
 REFUSED = Counter("koord_bridge_refused", "Object changes the bridge dead-lettered instead of producing", ["resource"])
 DELETED = "DELETED"
 BOOKMARK = "BOOKMARK"
+T = TypeVar("T")
 
 
 class Reflector:
@@ -56,9 +63,11 @@ class Reflector:
                 version = self.checkpoint.cursor(self.resource.name)
                 if version is None or self.view.needs_list(self.resource.kind):
                     version = await self.relist()
-                async for change, obj in self.api.watch(self.resource, version):
-                    attempt = 0
-                    await self.apply(change, obj)
+                async with contextlib.aclosing(batches(self.api.watch(self.resource, version),
+                                                       self.config.watch_batch)) as watched:
+                    async for events in watched:
+                        attempt = 0
+                        await self.apply(events)
             except ApiError as error:
                 if error.code == GONE:
                     log.info("%s: %s; relisting", self.resource.name, error)
@@ -93,21 +102,28 @@ class Reflector:
                  len(objects), version, len(changed), len(gone))
         return version
 
-    async def apply(self, change: str, obj: dict) -> None:
-        """One watch event: produce it, then move the checkpoint past it."""
-        version = obj["metadata"].get("resourceVersion")
-        if change == BOOKMARK:
-            self.checkpoint.commit(self.resource.name, version, {})
-            return
-        key = convert.object_key(self.resource, obj)
-        if change == DELETED:
-            await self._produce([(self.topics[convert.topic_id(self.resource)], key, None)])
-            self.checkpoint.commit(self.resource.name, version, {}, [key])
-        else:
-            await self._produce([self._record(obj)])
-            self.checkpoint.commit(self.resource.name, version, {key: version})
-        self.view.observe(self.resource.kind, obj, deleted=change == DELETED)
-        OBJECTS.labels(self.resource.name, change.lower()).inc()
+    async def apply(self, events: list[tuple[str, dict]]) -> None:
+        """Watch events, in order: produce them, then move the checkpoint past the last in one transaction."""
+        sends: list[tuple[str, str, bytes | None]] = []
+        versions: dict[str, str | None] = {}  # key -> version produced; None: tombstoned; a key's last event wins
+        for change, obj in events:
+            if change == BOOKMARK:
+                continue
+            key = convert.object_key(self.resource, obj)
+            if change == DELETED:
+                sends.append((self.topics[convert.topic_id(self.resource)], key, None))
+                versions[key] = None
+            else:
+                sends.append(self._record(obj))
+                versions[key] = obj["metadata"].get("resourceVersion")
+        await self._produce(sends)
+        self.checkpoint.commit(self.resource.name, events[-1][1]["metadata"].get("resourceVersion"),
+                               {key: v for key, v in versions.items() if v is not None},
+                               [key for key, v in versions.items() if v is None])
+        for change, obj in events:
+            if change != BOOKMARK:
+                self.view.observe(self.resource.kind, obj, deleted=change == DELETED)
+                OBJECTS.labels(self.resource.name, change.lower()).inc()
 
     def _record(self, obj: dict) -> tuple[str, str, bytes]:
         """(topic, key, value) of an added or modified object; a dead letter when it cannot be converted."""
@@ -132,3 +148,44 @@ class Reflector:
                 await self.api.refusal_event(self.resource.kind, self.resource.api_version, obj, reason)
             except (ApiError, httpx.TransportError) as error:
                 log.warning("%s: no refusal event: %s", convert.describe(self.resource, obj), error)
+
+
+async def batches(events: AsyncIterator[T], limit: int) -> AsyncIterator[list[T]]:
+    """``events`` in lists: the first event waited for, then those that arrived meanwhile, at most ``limit``.
+    A task reads ``events`` ahead (at most ``limit`` more); its error is raised after the events before it."""
+    queue: asyncio.Queue = asyncio.Queue(limit)
+    end = object()
+
+    async def read() -> None:
+        try:
+            async for event in events:
+                await queue.put(event)
+        except Exception as error:
+            await queue.put(_Failed(error))
+        else:
+            await queue.put(end)
+
+    reader = asyncio.create_task(read())
+    try:
+        while True:
+            batch = [await queue.get()]
+            while len(batch) < limit and not queue.empty():
+                batch.append(queue.get_nowait())
+            stop = next((i for i, event in enumerate(batch) if event is end or isinstance(event, _Failed)), None)
+            if stop is None:
+                yield batch
+                continue
+            if stop:
+                yield batch[:stop]
+            if isinstance(batch[stop], _Failed):
+                raise batch[stop].error
+            return
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+
+
+class _Failed:
+    def __init__(self, error: Exception) -> None:
+        self.error = error

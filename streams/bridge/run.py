@@ -30,9 +30,10 @@ async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> N
     stop = asyncio.Event()
     stop_on_signals(stop)
     checkpoint = Checkpoint(config.state_dir / CHECKPOINT_FILE)
-    api = KubeApi(config.kubeconfig, config.context, config.watch_timeout_s)
+    api = KubeApi(config.kubeconfig, config.context, config.watch_timeout_s, config.kube_api_qps, config.kube_api_burst)
     view = ClusterView()
-    log.info("bridge in %s mode against %s", config.mode, api.server)
+    log.info("bridge in %s mode against %s (client rate limit %g qps, burst %d)", config.mode, api.server,
+             config.kube_api_qps, config.kube_api_burst)
     try:
         async with kafka.producer(bootstrap) as producer:
             tasks = [asyncio.create_task(Reflector(resource, api, producer, topics, checkpoint, view, config).run(),

@@ -2,11 +2,19 @@
 
 Every write is keyed by what the decision asks for, checked against the object the watch last saw:
 
-- **Scheduled** -> a Binding to the node, carrying the annotations the API server copies onto the pod in
-  the same write: :data:`DECISION_ANNOTATION` (the decision id it was bound for) and Koordinator's
-  ``scheduling.koordinator.sh/resource-status`` when the decision has one. Skipped when the pod is bound
-  already (to that node: done; to another: reported). The API server refuses a second Binding (409), so a
-  decision replayed before the watch shows the first binding still binds once.
+- **Scheduled** -> what PreBind decided, then a Binding to the node, as kube-scheduler's binding cycle makes
+  them. Every annotation and label the decision carries (Koordinator's ``resource-status``,
+  ``device-allocated``, ``reservation-allocated``, ``hami.io/vgpu-node``, the pod's own ones it copied, and
+  any later one) that the watched pod does not show yet is written first, with :data:`DECISION_ANNOTATION`
+  (the decision id), in one merge patch of ``metadata`` (``Bind.annotations`` / ``Bind.labels``), as
+  Koordinator's frameworkext PreBind patches the pod its plugins modified; then the Binding, which carries
+  :data:`DECISION_ANNOTATION` itself (the API server copies a Binding's annotations onto the pod with
+  ``spec.nodeName``, in the same write). So the pod never shows its node without what the decision wrote on
+  it, and a decision that asks for nothing beyond its id costs one request, as kube-scheduler's binding of a
+  pod no PreBind plugin touched does. A re-read decision whose patch is there already (the crash fell
+  between the patch and the Binding) patches nothing. Skipped when the pod is bound already (to that node:
+  done; to another: reported). The API server refuses a second Binding (409), so a decision replayed
+  before the watch shows the first binding still binds once.
 - **Unschedulable** -> an Event named after the decision id (a second create is a 409, i.e. done), then the
   ``PodScheduled=False`` condition with reason and message as kube-scheduler writes it; skipped when the
   pod is bound or already shows that condition.
@@ -33,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from streams.koordinator.annotations import ANNOTATION_RESOURCE_STATUS
 from streams.koordinator.resources import EXTENDED_RESOURCES
 
 DECISION_ANNOTATION = "koordstream.io/decision-id"
@@ -54,6 +61,8 @@ class PodView:
     deleting: bool
     scheduled_condition: tuple[str, str, str] | None
     """(status, reason, message) of the PodScheduled condition, when there is one."""
+    annotations: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +83,14 @@ class Bind:
     name: str
     uid: str
     node: str
-    annotations: Mapping[str, str]
+    decision_id: str
+    annotations: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """What the pod's metadata patch sets before the Binding; with ``labels`` empty: no patch."""
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def patches(self) -> bool:
+        return bool(self.annotations or self.labels)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +133,8 @@ def pod_view(obj: dict) -> PodView:
                       for c in status.get("conditions") or [] if c.get("type") == POD_SCHEDULED), None)
     return PodView(metadata.get("namespace", ""), metadata["name"], metadata.get("uid", ""),
                    spec.get("schedulerName") or "default-scheduler", spec.get("nodeName") or None,
-                   bool(metadata.get("deletionTimestamp")), condition)
+                   bool(metadata.get("deletionTimestamp")), condition, dict(metadata.get("annotations") or {}),
+                   dict(metadata.get("labels") or {}))
 
 
 def node_view(obj: dict) -> NodeView:
@@ -156,16 +173,35 @@ def plan_scheduling(decision: Mapping, pod: PodView | None, scheduler_name: str,
             return Skip(f"bound to {pod.node_name} by another client; koordstream chose {node}")
         if nodes is not None and node not in nodes:
             return Skip(f"node {node} does not exist in the cluster")
-        annotations = {DECISION_ANNOTATION: decision["decisionId"]}
-        if status := (decision.get("annotations") or {}).get(ANNOTATION_RESOURCE_STATUS):
-            annotations[ANNOTATION_RESOURCE_STATUS] = status
-        return Bind(pod.namespace, pod.name, pod.uid, node, annotations)
+        annotations, labels = prebind_patch(decision, pod)
+        return Bind(pod.namespace, pod.name, pod.uid, node, decision["decisionId"], annotations, labels)
     if pod.node_name:
         return Skip(f"already bound to {pod.node_name}")
     reason, message = decision.get("reason") or UNSCHEDULABLE, decision.get("message") or ""
     if pod.scheduled_condition == ("False", reason, message):
         return Skip("the pod shows this condition already")
     return MarkUnschedulable(pod.namespace, pod.name, pod.uid, decision["decisionId"], reason, message)
+
+
+def prebind_patch(decision: Mapping, pod: PodView) -> tuple[dict[str, str], dict[str, str]]:
+    """(annotations, labels) the pod's metadata patch sets before the Binding: the decision's entries the pod
+    does not show, with the decision id; both empty when the pod shows every entry (then the Binding, which
+    carries the id, is the only write)."""
+    annotations = _missing(decision.get("annotations"), pod.annotations)
+    labels = _missing(decision.get("labels"), pod.labels)
+    if not (annotations or labels):
+        return {}, {}
+    return {**annotations, DECISION_ANNOTATION: decision["decisionId"]}, labels
+
+
+def _missing(wanted: Mapping[str, str] | None, shown: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in (wanted or {}).items() if shown.get(key) != value}
+
+
+def patched(pod: PodView, write: Bind) -> PodView:
+    """``pod`` as it shows once ``write``'s patch is made."""
+    return dataclasses.replace(pod, annotations={**pod.annotations, **write.annotations},
+                               labels={**pod.labels, **write.labels})
 
 
 def plan_node_resources(record: Mapping, node: NodeView | None) -> PatchNodeStatus | Skip:

@@ -31,13 +31,21 @@ DEFAULTS = BridgeConfig(kubeconfig=None)
               help="observe: write nothing to the cluster (shadow mode); active: bind, mark, patch nodes, evict.")
 @click.option("--scheduler-name", default=DEFAULTS.scheduler_name, show_default=True,
               help="In active mode, pods naming this schedulerName are bound by koordstream.")
-def bridge(kubeconfig: Path | None, kube_context: str | None, mode: str, scheduler_name: str) -> None:
+@click.option("--kube-api-qps", type=float, default=DEFAULTS.kube_api_qps, show_default=True,
+              envvar="KOORD_BRIDGE_KUBE_API_QPS",
+              help="Requests/s to the API server (kube-scheduler's clientConnection.qps); 0: no client-side limit.")
+@click.option("--kube-api-burst", type=click.IntRange(min=1), default=DEFAULTS.kube_api_burst, show_default=True,
+              envvar="KOORD_BRIDGE_KUBE_API_BURST",
+              help="Requests the rate limit lets through at once (kube-scheduler's clientConnection.burst).")
+def bridge(kubeconfig: Path | None, kube_context: str | None, mode: str, scheduler_name: str, kube_api_qps: float,
+           kube_api_burst: int) -> None:
     """Connect koordstream to a Kubernetes cluster (long-running; stops on SIGTERM)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     settings = context.settings()
     config = BridgeConfig(kubeconfig=kubeconfig, context=kube_context, mode=mode, scheduler_name=scheduler_name,
-                          state_dir=settings.home / "bridge").validate()
+                          state_dir=settings.home / "bridge", kube_api_qps=kube_api_qps,
+                          kube_api_burst=kube_api_burst).validate()
     try:
         asyncio.run(run(config, context.bootstrap(settings), context.topology(settings).names()))
     except ValueError as error:

@@ -68,10 +68,12 @@ class QoSMemory:
         targets and ``tasks.pods`` are written as their index in ``uid_index`` (the pod table holds them)."""
         def uid(value: str) -> object:
             return uid_index.get(value, value)
-        last = sorted([target[0], uid(target[1]) if target[0] == TARGET_POD else target[1], target[2],
-                       sorted((name, [uid(u) for u in value.split(",")] if name == TASKS_PODS and value else value)
-                              for name, value in values.items())]
-                      for target, values in self.last.items())
+        # A pod gone from ``uid_index`` keeps its UID (a string) until the next plan: sorted after the indexes.
+        last = sorted(([target[0], uid(target[1]) if target[0] == TARGET_POD else target[1], target[2],
+                        sorted((name, [uid(u) for u in value.split(",")] if name == TASKS_PODS and value else value)
+                               for name, value in values.items())]
+                       for target, values in self.last.items()),
+                      key=lambda row: (row[0], isinstance(row[1], str), row[1], row[2]))
         return [self.sequence, last, sorted(self.last_eviction_ms.items()), sorted(self.evicted)]
 
     @staticmethod

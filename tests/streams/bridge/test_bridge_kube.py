@@ -29,6 +29,10 @@ from state.db import open_database
 from streams import supervision
 from streams.bridge.api import ApiError, KubeApi
 from streams.bridge.writes import DECISION_ANNOTATION, Bind, Evict, MarkUnschedulable, PatchNodeStatus
+from streams.koordinator.annotations import (
+    ANNOTATION_DEVICE_ALLOCATED, ANNOTATION_HAMI_VGPU_NODE, ANNOTATION_RESERVATION_ALLOCATED,
+    ANNOTATION_RESOURCE_STATUS)
+from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_PROVIDER, LABEL_POD_QOS
 from streams.kafka import produce
 from streams.kube import pki
 from streams.kube.controlplane import kubeconfig
@@ -365,9 +369,144 @@ def test_an_eviction_decision_evicts_through_the_eviction_api_and_a_budget_block
     assert sorted(evictions) == ["evict-free", "evict-guarded"]
 
 
+def signed_decision(setup: Setup, name: str, uid: str, decision_id: str, annotations: dict,
+                    labels: dict | None = None) -> None:
+    """A Scheduled decision for default/``name`` to active-n1, signed as the worker signs its outputs."""
+    record = {"decisionId": decision_id, "pod": {"namespace": "default", "name": name, "uid": uid},
+              "result": "Scheduled", "nodeName": "active-n1", "timestamp": int(time.time() * 1000),
+              "annotations": annotations, "labels": labels or {},
+              "causation": {"inboxTopic": "koord.inbox.scheduling", "inboxPartition": 0, "inboxOffset": 0,
+                            "sourceTopic": "koord.pods", "sourcePartition": 0, "sourceOffset": 0}}
+    key, value = f"default/{name}".encode(), codec.encode("SchedulingDecision", record)
+    sign = signer(Settings.from_env(setup.cluster.env))
+    asyncio.run(produce(setup.cluster.bootstrap, [("koord.decisions", key.decode(), value)],
+                        headers=[sign.header("decisions", key, value)]))
+
+
+def held_back(setup: Setup, name: str) -> dict:
+    """A pod the pipeline cannot place (no node has its label; only the test's decision binds it), once the
+    bridge marked it."""
+    manifest = pod(name)
+    manifest["spec"]["nodeSelector"] = {"koordstream-test": "nowhere"}
+    created = setup.create(PODS, manifest)
+
+    def marked():
+        status = (setup.get(f"{PODS}/{name}") or {}).get("status") or {}
+        return any(c["type"] == "PodScheduled" and c["reason"] == "Unschedulable" for c in status.get("conditions") or [])
+    wait_for(marked, f"{name} to be marked Unschedulable")
+    return created
+
+
+def pod_history(setup: Setup, name: str, since: str) -> list[dict]:
+    """Every version of default/``name`` the API server recorded after resourceVersion ``since`` (a watch)."""
+    response = setup.admin.get(PODS, params={"watch": "true", "resourceVersion": since, "timeoutSeconds": "2",
+                                             "fieldSelector": f"metadata.name={name}"}, timeout=30)
+    return [json.loads(line)["object"] for line in response.text.splitlines() if line]
+
+
+def bridge_patches(setup: Setup, name: str) -> int:
+    return sum(1 for e in setup.audit() if e["user"]["username"] == BRIDGE_USER and e["stage"] == "ResponseComplete"
+               and e["verb"] == "patch" and e["objectRef"].get("resource") == "pods"
+               and not e["objectRef"].get("subresource") and e["objectRef"].get("name") == name
+               and e["responseStatus"]["code"] == 200)
+
+
+PREBIND = {ANNOTATION_RESOURCE_STATUS: '{"cpuset":"2-3"}',
+           ANNOTATION_DEVICE_ALLOCATED: '{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"50"}}]}',
+           ANNOTATION_RESERVATION_ALLOCATED: '{"name":"reserve-1","uid":"4f1c"}',
+           ANNOTATION_HAMI_VGPU_NODE: "active-n1"}
+
+
+def test_the_binding_carries_what_prebind_decided_and_the_pod_never_shows_its_node_without_it(setup):
+    """Issue 40 item 1: every annotation and label of the decision is on the pod before (or with) its node, in
+    one patch; the same decision read again patches and binds nothing more."""
+    if setup.bridge is None or setup.bridge.poll() is not None:
+        setup.start_bridge("active")
+    created = held_back(setup, "prebind-all")
+    uid = created["metadata"]["uid"]
+    signed_decision(setup, "prebind-all", uid, "prebind-d1", PREBIND, {LABEL_POD_QOS: "LS"})
+    assert wait_for(lambda: bound_node(setup, "prebind-all"), "prebind-all to be bound") == "active-n1"
+    metadata = setup.get(f"{PODS}/prebind-all")["metadata"]
+    assert {k: metadata["annotations"].get(k) for k in PREBIND} == PREBIND
+    assert metadata["annotations"][DECISION_ANNOTATION] == "prebind-d1"
+    assert metadata["labels"][LABEL_POD_QOS] == "LS"
+    history = pod_history(setup, "prebind-all", created["metadata"]["resourceVersion"])
+    with_node = [v for v in history if v["spec"].get("nodeName")]
+    assert with_node, history
+    for version in with_node:
+        assert PREBIND.items() <= (version["metadata"].get("annotations") or {}).items(), version["metadata"]
+    first_bound = history.index(with_node[0])
+    assert PREBIND.items() <= (history[first_bound - 1]["metadata"].get("annotations") or {}).items(), \
+        "the patch is its own write, before the binding"
+    signed_decision(setup, "prebind-all", uid, "prebind-d1", PREBIND, {LABEL_POD_QOS: "LS"})
+    setup.create(PODS, pod("after-prebind"))
+    wait_for(lambda: bound_node(setup, "after-prebind"), "a later pod to be bound")
+    assert bridge_patches(setup, "prebind-all") == 1
+    assert bindings_by_pod(setup)["prebind-all"] == 1
+
+
+def test_a_patch_the_api_server_refuses_binds_nothing_and_says_why(setup):
+    """A PreBind patch refused for good (422: an annotation key the API server rejects): not bound, a
+    FailedScheduling Event and PodScheduled=False with reason SchedulerError (which the pipeline's next
+    Unschedulable decision about the pod may replace, so the pod's history is read), a dead letter of the
+    decision."""
+    created = held_back(setup, "prebind-refused")
+    bad = {**PREBIND, "not a/valid/key": "x"}
+    signed_decision(setup, "prebind-refused", created["metadata"]["uid"], "prebind-d2", bad)
+    engine = setup.engine()
+    letter = wait_for(lambda: next((d for d in queries.get_deadletters(engine) if d["stage"] == "bridge"
+                                    and d["key"] == "default/prebind-refused"), None),
+                      "the bridge's dead letter of the refused decision")
+    assert letter["reason"].startswith('PreBindRefused: running PreBind plugin "KoordstreamPreBind": patch pods: '
+                                       'HTTP 422: ')
+    conditions = [c for version in pod_history(setup, "prebind-refused", created["metadata"]["resourceVersion"])
+                  for c in (version.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"]
+    assert any(c["reason"] == "SchedulerError" and "HTTP 422" in c["message"] for c in conditions), conditions
+    events = setup.get("/api/v1/namespaces/default/events")["items"]
+    assert any(e["involvedObject"]["name"] == "prebind-refused" and e["reason"] == "FailedScheduling"
+               and e["type"] == "Warning" and "HTTP 422" in e["message"] for e in events)
+    assert bound_node(setup, "prebind-refused") is None
+    assert "prebind-refused" not in bindings_by_pod(setup)
+
+
+def test_a_shared_gpu_pod_placed_by_the_pipeline_carries_its_device_allocation(setup):
+    """End to end: a HAMi node and its Device created through the API server, a pod asking half a GPU; the
+    pipeline's decision is bound with ``device-allocated`` and ``hami.io/vgpu-node`` on the pod."""
+    resources = {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "1"}
+    setup.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                    "metadata": {"name": "gpu-n1", "labels": {
+                                        LABEL_GPU_ISOLATION_PROVIDER: GPU_ISOLATION_HAMI, "gpu-node": "yes"}},
+                                    "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                                               "capacity": resources, "allocatable": resources}})
+    response = setup.admin.patch("/api/v1/nodes/gpu-n1", json={"spec": {"taints": None}},
+                                 headers={"Content-Type": "application/merge-patch+json"})
+    assert response.status_code == 200, response.text
+    setup.create("/apis/scheduling.koordinator.sh/v1alpha1/devices", {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Device", "metadata": {"name": "gpu-n1"},
+        "spec": {"devices": [{"type": "gpu", "minor": 0, "id": "GPU-0", "health": True,
+                              "resources": {"koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "80Gi",
+                                            "koordinator.sh/gpu-memory-ratio": "100"},
+                              "topology": {"socketID": 0, "nodeID": 0, "pcieID": "0", "busID": "0000:00:00.0"}}]}})
+    gpu = {"cpu": "40m", "memory": "40Mi", "koordinator.sh/gpu-shared": "1", "koordinator.sh/gpu-core": "50",
+           "koordinator.sh/gpu-memory-ratio": "50"}
+    manifest = pod("shared-gpu", labels={LABEL_GPU_ISOLATION_PROVIDER: "hami-core"})
+    manifest["spec"]["nodeSelector"] = {"gpu-node": "yes"}
+    manifest["spec"]["containers"][0]["resources"] = {"requests": gpu, "limits": gpu}
+    created = setup.create(PODS, manifest)
+    assert wait_for(lambda: bound_node(setup, "shared-gpu"), "shared-gpu to be bound", timeout=120) == "gpu-n1"
+    annotations = setup.get(f"{PODS}/shared-gpu")["metadata"]["annotations"]
+    allocated = json.loads(annotations[ANNOTATION_DEVICE_ALLOCATED])["gpu"]
+    assert [(a["minor"], a["resources"]["koordinator.sh/gpu-core"]) for a in allocated] == [(0, "50")]
+    assert annotations[ANNOTATION_HAMI_VGPU_NODE] == "gpu-n1"
+    for version in pod_history(setup, "shared-gpu", created["metadata"]["resourceVersion"]):
+        if version["spec"].get("nodeName"):
+            assert ANNOTATION_DEVICE_ALLOCATED in version["metadata"].get("annotations", {})
+
+
 def test_each_write_of_the_role_works_and_fails_without_it(setup):
     made = bridge_writes(setup)
-    for write in (("create", "pods/binding", 201), ("patch", "pods/status", 200), ("create", "events", 201),
+    for write in (("create", "pods/binding", 201), ("patch", "pods", 200), ("patch", "pods/status", 200),
+                  ("create", "events", 201),
                   ("patch", "nodes/status", 200), ("create", "pods/eviction", 201)):
         assert write in made
     pki.issue_client(setup.plane.pki, "no-role")
@@ -379,7 +518,8 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
     async def attempts() -> list[str]:
         api = KubeApi(path, None)
         refused = []
-        for call in (api.bind(Bind("default", "rbac-target", uid, "active-n1", {})),
+        for call in (api.patch_pod_metadata(Bind("default", "rbac-target", uid, "active-n1", "d1", {"a": "b"})),
+                     api.bind(Bind("default", "rbac-target", uid, "active-n1", "d1")),
                      api.mark_unschedulable(MarkUnschedulable("default", "rbac-target", uid, "d1", "U", "m"), SCHEDULER),
                      api.patch_node_status(PatchNodeStatus("active-n1", {}, {})),
                      api.evict(Evict("default", "rbac-target", uid, "d1", "r", "m"))):
@@ -391,7 +531,7 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
         return refused
     refused = asyncio.run(attempts())
     assert [r.split(":")[0] for r in refused] == [
-        "create pods/binding", "create events", "patch nodes/status", "create pods/eviction"]
+        "patch pods", "create pods/binding", "create events", "patch nodes/status", "create pods/eviction"]
 
 
 def test_a_dead_letter_names_an_object_that_cannot_be_converted(setup):

@@ -58,8 +58,8 @@ def test_a_pod_over_the_state_budget_is_a_dead_letter_an_event_and_a_count_and_t
     api = Api()
     reflector, producer = _reflector(tmp_path, api)
     before = REFUSED.labels("pods")._value.get()
-    asyncio.run(reflector.apply("ADDED", _pod("huge", "5", values=8_000)))
-    asyncio.run(reflector.apply("ADDED", _pod("fine", "6")))
+    asyncio.run(reflector.apply([("ADDED", _pod("huge", "5", values=8_000))]))
+    asyncio.run(reflector.apply([("ADDED", _pod("fine", "6"))]))
     assert [(topic, key) for topic, key, _ in producer.sent] == [("koord.deadletters", b"default/huge"),
                                                                  ("koord.pods", b"default/fine")]
     _, letter = codec.decode(producer.sent[0][2])
@@ -72,7 +72,7 @@ def test_a_pod_over_the_state_budget_is_a_dead_letter_an_event_and_a_count_and_t
 
 def test_an_event_the_api_refuses_is_logged_and_the_watch_goes_on(tmp_path, caplog):
     reflector, producer = _reflector(tmp_path, Api(fail=True))
-    asyncio.run(reflector.apply("ADDED", _pod("huge", "5", values=8_000)))
+    asyncio.run(reflector.apply([("ADDED", _pod("huge", "5", values=8_000))]))
     assert [topic for topic, _, _ in producer.sent] == ["koord.deadletters"]
     assert "no refusal event" in caplog.text
     assert json.dumps(reflector.checkpoint.known("pods")) == '{"default/huge": "5"}'

@@ -4,12 +4,20 @@ import pytest
 
 from streams.bridge import writes
 from streams.bridge.writes import Bind, Evict, MarkUnschedulable, PatchNodeStatus, PodView, Skip
+from streams.koordinator.annotations import (
+    ANNOTATION_DEVICE_ALLOCATED, ANNOTATION_HAMI_VGPU_NODE, ANNOTATION_RESERVATION_ALLOCATED,
+    ANNOTATION_RESOURCE_STATUS)
+from streams.koordinator.labels import LABEL_POD_QOS
 
 OURS = "koord-scheduler"
 
 
-def pod(node=None, scheduler=OURS, uid="u1", deleting=False, condition=None) -> PodView:
-    return PodView("default", "web", uid, scheduler, node, deleting, condition)
+def pod(node=None, scheduler=OURS, uid="u1", deleting=False, condition=None, annotations=None, labels=None) -> PodView:
+    return PodView("default", "web", uid, scheduler, node, deleting, condition, annotations or {}, labels or {})
+
+
+PREBIND = {ANNOTATION_RESOURCE_STATUS: '{"cpuset":"0-1"}', ANNOTATION_DEVICE_ALLOCATED: '{"gpu":[{"minor":0}]}',
+           ANNOTATION_RESERVATION_ALLOCATED: '{"name":"r1","uid":"r-uid"}', ANNOTATION_HAMI_VGPU_NODE: "n1"}
 
 
 def decision(result="Scheduled", node="n1", uid="u1", **extra) -> dict:
@@ -18,11 +26,23 @@ def decision(result="Scheduled", node="n1", uid="u1", **extra) -> dict:
 
 
 @pytest.mark.parametrize("case, record, view, expected", [
-    ("binds a pending pod", decision(), pod(),
-     Bind("default", "web", "u1", "n1", {writes.DECISION_ANNOTATION: "d1"})),
-    ("carries the resource status", decision(annotations={"scheduling.koordinator.sh/resource-status": "{}"}), pod(),
-     Bind("default", "web", "u1", "n1", {writes.DECISION_ANNOTATION: "d1",
-                                          "scheduling.koordinator.sh/resource-status": "{}"})),
+    ("binds a pending pod: the Binding alone", decision(), pod(), Bind("default", "web", "u1", "n1", "d1")),
+    ("patches what PreBind decided first", decision(annotations=PREBIND, labels={"app": "web"}), pod(),
+     Bind("default", "web", "u1", "n1", "d1", {**PREBIND, writes.DECISION_ANNOTATION: "d1"}, {"app": "web"})),
+    ("patches only what the pod does not show",
+     decision(annotations=PREBIND, labels={LABEL_POD_QOS: "LS"}),
+     pod(annotations={ANNOTATION_RESOURCE_STATUS: '{"cpuset":"0-1"}', ANNOTATION_HAMI_VGPU_NODE: "n0"},
+         labels={LABEL_POD_QOS: "LS"}),
+     Bind("default", "web", "u1", "n1", "d1",
+          {ANNOTATION_DEVICE_ALLOCATED: PREBIND[ANNOTATION_DEVICE_ALLOCATED],
+           ANNOTATION_RESERVATION_ALLOCATED: PREBIND[ANNOTATION_RESERVATION_ALLOCATED],
+           ANNOTATION_HAMI_VGPU_NODE: "n1", writes.DECISION_ANNOTATION: "d1"})),
+    ("a re-read decision whose patch is there patches nothing", decision(annotations=PREBIND),
+     pod(annotations={**PREBIND, writes.DECISION_ANNOTATION: "d1"}), Bind("default", "web", "u1", "n1", "d1")),
+    ("a pod that shows the copied annotations needs no patch",
+     decision(annotations={ANNOTATION_RESOURCE_STATUS: "{}"}, labels={LABEL_POD_QOS: "BE"}),
+     pod(annotations={ANNOTATION_RESOURCE_STATUS: "{}"}, labels={LABEL_POD_QOS: "BE"}),
+     Bind("default", "web", "u1", "n1", "d1")),
     ("already bound there", decision(), pod(node="n1"), Skip("already bound to n1")),
     ("bound elsewhere", decision(), pod(node="n2"), Skip("bound to n2 by another client; koordstream chose n1")),
     ("another scheduler's pod", decision(), pod(scheduler="default-scheduler"),
@@ -38,6 +58,14 @@ def decision(result="Scheduled", node="n1", uid="u1", **extra) -> dict:
 ])
 def test_plan_scheduling(case, record, view, expected):
     assert writes.plan_scheduling(record, view, OURS) == expected
+
+
+def test_the_view_shows_a_patch_once_made():
+    write = writes.plan_scheduling(decision(annotations=PREBIND), pod(labels={"app": "web"}), OURS)
+    shown = writes.patched(pod(labels={"app": "web"}), write)
+    assert write.patches and shown.labels == {"app": "web"}
+    assert writes.plan_scheduling(decision(annotations=PREBIND), shown, OURS) == Bind(
+        "default", "web", "u1", "n1", "d1")
 
 
 def test_a_binding_to_a_node_the_cluster_does_not_have_is_refused():

@@ -302,3 +302,13 @@ def test_a_state_of_the_older_format_loads_as_due_at_once():
     loaded = statecodec.load_state(older)
     assert loaded.due_ms == 0 and statecodec.due_ms(older) == 0
     assert statecodec.dump_state(dataclasses.replace(loaded, due_ms=NOW + 1)) == data
+
+
+def test_the_memory_of_a_pod_gone_from_the_pod_table_is_stored_beside_the_others():
+    """A deleted pod's targets outlive it in the memory until the next plan: its UID stays a string among
+    the indexes of the pods still there, and the state still dumps and loads."""
+    memory = planner.QoSMemory(3, {("pod", "uid-gone", "cpu.burst"): {"cfs_quota": "1"},
+                                   ("pod", "uid-here", "cpu.burst"): {"cfs_quota": "2"}})
+    dumped = memory.to_json({"uid-here": 0})
+    assert [row[1] for row in dumped[1]] == [0, "uid-gone"]
+    assert planner.QoSMemory.from_json(dumped, ["uid-here"]) == memory

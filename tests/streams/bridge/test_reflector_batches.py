@@ -1,0 +1,65 @@
+"""Watch events in batches: the first waited for, then those that arrived meanwhile (at most ``limit``), an
+error after the events before it; checkpointed once per batch, the last event of a key deciding."""
+
+import asyncio
+
+import pytest
+
+from streams.bridge.checkpoint import Checkpoint
+from streams.bridge.config import BridgeConfig
+from streams.bridge.reflector import Reflector, batches
+from streams.bridge.resources import WATCHED
+from streams.bridge.view import ClusterView
+from tests.streams.bridge.test_refusal import TOPICS, Api, Producer, _pod
+
+PODS = next(r for r in WATCHED if r.kind == "Pod")
+
+
+async def collect(events, limit: int) -> list:
+    found = []
+    async for batch in batches(events, limit):
+        found.append(batch)
+        await asyncio.sleep(0.01)
+    return found
+
+
+def test_events_that_arrived_meanwhile_come_together():
+    async def events():
+        for index in range(7):
+            yield index
+        await asyncio.sleep(0.05)
+        yield 7
+
+    found = asyncio.run(collect(events(), 3))
+    assert [e for batch in found for e in batch] == list(range(8))
+    assert max(len(batch) for batch in found) == 3 and found[-1] == [7]
+
+
+def test_an_error_comes_after_the_events_before_it():
+    async def events():
+        yield "a"
+        yield "b"
+        raise RuntimeError("410 Gone")
+
+    got = []
+
+    async def run():
+        async for batch in batches(events(), 10):
+            got.extend(batch)
+    with pytest.raises(RuntimeError, match="410 Gone"):
+        asyncio.run(run())
+    assert got == ["a", "b"]
+
+
+def test_a_batch_is_produced_then_checkpointed_once_and_the_last_event_of_a_key_wins(tmp_path):
+    producer = Producer()
+    reflector = Reflector(PODS, Api(), producer, TOPICS, Checkpoint(tmp_path / "checkpoint.db"), ClusterView(),
+                          BridgeConfig(kubeconfig=None))
+    gone = _pod("gone", "9")
+    asyncio.run(reflector.apply([("ADDED", _pod("web", "5")), ("ADDED", _pod("gone", "6")),
+                                 ("MODIFIED", _pod("web", "7")), ("DELETED", gone), ("BOOKMARK", _pod("x", "10"))]))
+    assert [(key, value is None) for _, key, value in producer.sent] == [
+        (b"default/web", False), (b"default/gone", False), (b"default/web", False), (b"default/gone", True)]
+    assert reflector.checkpoint.known("pods") == {"default/web": "7"}
+    assert reflector.checkpoint.cursor("pods") == "10"
+    assert list(reflector.view.pods) == ["default/web"]
