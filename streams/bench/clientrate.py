@@ -5,9 +5,8 @@ kube-scheduler's ``clientConnection.qps`` / ``burst`` feed client-go's token buc
 (``pkg/scheduler/apis/config/v1/defaults.go``). ``unthrottled`` is no client-side limit: client-go makes no
 rate limiter when qps <= 0, and kube-scheduler is given ``qps: -1`` because a 0 is defaulted to 50.
 
-The bridge gets the same setting through its own ``koord bridge`` options, found by name (the options
-whose names hold ``qps`` and ``burst``), ``qps`` 0 meaning no limit. A bridge without such options runs
-unthrottled whatever is asked, and :func:`bridge_setting` says so in the output.
+The bridge gets the same setting through its ``koord bridge --kube-api-qps/--kube-api-burst`` options, ``qps``
+0 meaning no limit.
 """
 
 from __future__ import annotations
@@ -55,26 +54,15 @@ def kube_scheduler_connection(rate: ClientRate) -> dict:
     return {"qps": rate.qps, "burst": rate.burst}
 
 
-def bridge_options() -> tuple[str, str] | None:
-    """The ``koord bridge`` flags that set its client qps and burst, or None when it has none."""
-    from streams.cli.bridge import bridge
-
-    flags = {name: next((param.opts[0] for param in bridge.params if name in (param.name or "")), None)
-             for name in ("qps", "burst")}
-    return (flags["qps"], flags["burst"]) if all(flags.values()) else None
+BRIDGE_QPS, BRIDGE_BURST = "--kube-api-qps", "--kube-api-burst"
+"""The ``koord bridge`` options of its client rate limit (``streams.cli.bridge``)."""
 
 
 def bridge_flags(rate: ClientRate) -> list[str]:
-    """Arguments of ``koord bridge`` for ``rate`` (none when the bridge has no such options)."""
-    options = bridge_options()
-    if options is None:
-        return []
-    qps, burst = options
-    return [qps, "0"] if rate.unthrottled else [qps, f"{rate.qps:g}", burst, str(rate.burst)]
+    """Arguments of ``koord bridge`` for ``rate``."""
+    return [BRIDGE_QPS, "0"] if rate.unthrottled else [BRIDGE_QPS, f"{rate.qps:g}", BRIDGE_BURST, str(rate.burst)]
 
 
 def bridge_setting(rate: ClientRate | None) -> str:
     """What the bridge ran with, as the output says it."""
-    if bridge_options() is None:
-        return f"{UNTHROTTLED_NAME} (koord bridge has no client qps/burst option)"
-    return "its default" if rate is None else rate.describe()
+    return "its default (qps 50 / burst 100)" if rate is None else rate.describe()

@@ -23,3 +23,13 @@ def test_a_client_rate_is_read_and_given_to_kube_scheduler(text, rate, described
 def test_a_bad_client_rate_names_the_field(text):
     with pytest.raises(ValueError, match="client rate"):
         clientrate.parse(text)
+
+
+def test_the_bridge_takes_the_race_flags():
+    """The race gives the bridge its rate by these ``koord bridge`` options."""
+    from streams.cli.bridge import bridge
+
+    options = {opt for param in bridge.params for opt in param.opts}
+    assert {clientrate.BRIDGE_QPS, clientrate.BRIDGE_BURST} <= options
+    assert clientrate.bridge_flags(ClientRate(50.0, 100)) == ["--kube-api-qps", "50", "--kube-api-burst", "100"]
+    assert clientrate.bridge_flags(clientrate.UNTHROTTLED) == ["--kube-api-qps", "0"]
