@@ -7,8 +7,9 @@ busybox images are written by Python (``streams.kube.images``) and imported with
 in ``streams.kube.nodefiles``.
 
 kubelet authenticates with a client certificate of the control plane's CA for ``system:node:<name>``
-in ``system:nodes``; the API server has no Node authorizer, so a ClusterRoleBinding gives that group the
-``system:node`` ClusterRole (what the Node authorizer grants, without its per-node narrowing).
+in ``system:nodes``; the API server has no Node authorizer, so a ClusterRoleBinding
+(``deploy/kubernetes/local-node-rbac.yaml``) gives that group the ``system:node`` ClusterRole (what the
+Node authorizer grants, without its per-node narrowing).
 
 There is one local node per machine: its bridge, pod subnet and cgroup root are host-wide names.
 :meth:`LocalNode.stop` removes what the node made: it stops kubelet, kills every process in the pod
@@ -50,7 +51,8 @@ READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
 MAX_SOCKET_PATH = 100
 """A unix socket path is at most 107 bytes; containerd adds ``.ttrpc`` to its socket's."""
-NODE_GROUP_BINDING = "koordstream:system:nodes"
+NODE_RBAC = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "local-node-rbac.yaml"
+"""The ClusterRoleBinding that lets kubelet (group ``system:nodes``) act as a node."""
 
 
 class NodeRefused(RuntimeError):
@@ -292,11 +294,10 @@ class LocalNode:
                 "--v=1"]
 
     def _bind_node_role(self, server: str) -> None:
-        """Give ``system:nodes`` the ``system:node`` ClusterRole (an existing binding is kept)."""
-        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": NODE_GROUP_BINDING},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node"},
-                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]}
+        """Create :data:`NODE_RBAC` (an existing binding is kept)."""
+        import yaml
+
+        binding = yaml.safe_load(NODE_RBAC.read_text())
         try:
             self._api(server, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
         except urllib.error.HTTPError as error:
