@@ -11,8 +11,11 @@ Skipped, with the reason, when not root (containerd, kubelet and cgroups need it
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
+import json
 import os
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +31,9 @@ from node_agent.actuator.verify import Verifier
 from node_agent.agent import NodeAgent
 from node_agent.kubeletconfig import find as find_kubelet
 from node_agent.settings import AgentSettings
+from tests.integration.crash_support import CrashCluster
+from streams import supervision
+from streams.cli.kube import CRDS
 from streams.kube import images, nodefiles
 from streams.kube.node import SHIM_SOCKETS, LocalNode, mounts_under, processes_with, v1_hierarchies
 
@@ -102,10 +108,17 @@ def run_pod(admin, body: dict) -> dict:
     assert response.status_code == 201, response.text
     name = body["metadata"]["name"]
 
+    last = {}
+
     def running():
-        current = admin.get(f"{PODS}/{name}").json()
-        return current if current["status"].get("phase") == "Running" else None
-    return wait_for(running, f"kubelet to run pod {name}")
+        last.update(admin.get(f"{PODS}/{name}").json())
+        return dict(last) if last["status"].get("phase") == "Running" else None
+    try:
+        return wait_for(running, f"kubelet to run pod {name}")
+    except AssertionError as error:
+        events = admin.get("/api/v1/namespaces/default/events").json()["items"]
+        raise AssertionError(f"{error}; node {last['spec'].get('nodeName')}, status {last['status']}, events "
+                             f"{[(e['reason'], e['message']) for e in events if e['involvedObject']['name'] == name]}")
 
 
 def container_id(pod: dict) -> str:
@@ -200,3 +213,124 @@ def _cpu_over(usage: Path, seconds: float) -> float:
 
 def _throttled(stat: Path) -> int:
     return next(int(line.split()[1]) for line in stat.read_text().splitlines() if line.startswith("nr_throttled "))
+
+
+# The co-location loop: koordstream (broker, worker, projection), `koord bridge --mode active` against the
+# control plane and `koord node-agent` on the real node, each a process as a deployment runs them.
+
+SUPPRESS_CONFIG = {
+    "apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},
+    "data": {"colocation-config": json.dumps({"enable": True, "cpuReclaimThresholdPercent": 65,
+                                              "memoryReclaimThresholdPercent": 65, "degradeTimeMinutes": 15,
+                                              "updateTimeThresholdSeconds": 300, "resourceDiffThreshold": 0.1}),
+             "resource-threshold-config": json.dumps({"clusterStrategy": {
+                 "enable": True, "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cfsQuota"}})}}
+BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"
+
+
+@dataclasses.dataclass
+class Loop:
+    cluster: CrashCluster
+    processes: dict[str, subprocess.Popen]
+
+    def log(self, name: str) -> str:
+        return (self.cluster.home / f"{name}.log").read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture(scope="module")
+def loop(node, plane, tmp_path_factory):
+    plane.install(CRDS)
+    home = tmp_path_factory.mktemp("loop")
+    cluster = CrashCluster.start(home, "tansu")
+    processes: dict[str, subprocess.Popen] = {}
+    try:
+        cluster.start_worker("worker")
+        env = {**os.environ, **cluster.env}
+        for name, args in (("bridge", ["bridge", "--kubeconfig", str(plane.kubeconfig), "--mode", "active"]),
+                           ("node-agent", ["node-agent", "--node-name", "koord-node", "--report-interval", "2",
+                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state"),
+                                           "--protection-after", "0"])):
+            processes[name] = subprocess.Popen(supervision.koord_command(*args), stdout=open(home / f"{name}.log", "ab"),
+                                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                               process_group=0)
+        yield Loop(cluster, processes)
+    finally:
+        supervision.stop(list(processes.values()))
+        cluster.stop()
+
+
+def koord_pod(name: str, command: str, resources: dict | None, qos: str) -> dict:
+    """A pod koordstream schedules (``schedulerName: koord-scheduler``) with Koordinator's QoS label."""
+    body = pod(name, command, resources, labels={"koordinator.sh/qosClass": qos})
+    body["spec"].pop("nodeName")
+    body["spec"]["schedulerName"] = "koord-scheduler"
+    return body
+
+
+def top_nodes(loop: Loop) -> str:
+    return loop.cluster.koord("top", "nodes", "--once").stdout
+
+
+def test_the_bridge_writes_batch_allocatable_and_kubelet_admits_a_be_pod_requesting_it(loop, admin):
+    created = admin.post("/api/v1/namespaces/koordinator-system/configmaps", json=SUPPRESS_CONFIG)
+    assert created.status_code == 201, created.text
+    started = time.monotonic()
+
+    def batch_allocatable():
+        allocatable = admin.get("/api/v1/nodes/koord-node").json()["status"]["allocatable"]
+        return allocatable if BATCH_CPU in allocatable else None
+    allocatable = wait_for(batch_allocatable, f"the bridge to write {BATCH_CPU} into koord-node's status "
+                                              f"(bridge log: {loop.log('bridge')})", timeout=120)
+    print(f"\nbatch allocatable on the real node {time.monotonic() - started:.1f}s after the config: "
+          f"{allocatable[BATCH_CPU]} batch-cpu, {allocatable.get(BATCH_MEMORY)} batch-memory")
+    try:
+        allocatable = wait_for(lambda: (a := batch_allocatable()) and int(a[BATCH_CPU]) >= 100 and a,
+                               "100 batch-cpu or more", timeout=60)
+    except AssertionError:
+        pytest.skip(f"koord-node's {BATCH_CPU} stayed below 100 for 60s: the machine's own load leaves no CPU to "
+                    f"reclaim below the 65% threshold, so no BE pod can be admitted (koord top nodes:\n"
+                    f"{top_nodes(loop)})")
+    request = str(min(int(allocatable[BATCH_CPU]), 500))
+    running = run_pod(admin, koord_pod("be-batch", "sleep 3600", {"requests": {BATCH_CPU: request},
+                                                                  "limits": {BATCH_CPU: request}}, "BE"))
+    assert running["status"]["qosClass"] == "BestEffort"
+    assert "koordstream.io/decision-id" in running["metadata"].get("annotations", {}), "bound by koordstream"
+    print(f"BE pod requesting {request} {BATCH_CPU} admitted and running:\n{top_nodes(loop)}")
+
+
+def test_cpu_suppress_sets_the_real_be_quota_when_ls_usage_rises_and_raises_it_when_it_falls(loop, admin):
+    """The pods are bound by ``spec.nodeName`` (as a DaemonSet's are): on a loaded machine koordstream's
+    LoadAware filter would refuse the node, and suppress does not depend on how a pod got there."""
+    configured = admin.get("/api/v1/namespaces/koordinator-system/configmaps/slo-controller-config")
+    if configured.status_code == 404:
+        assert admin.post("/api/v1/namespaces/koordinator-system/configmaps",
+                          json=SUPPRESS_CONFIG).status_code == 201
+    be = run_pod(admin, pod("be-busy", BUSY, labels={"koordinator.sh/qosClass": "BE"}))
+    tier = Path("/sys/fs/cgroup/cpu", CGROUP_ROOT, "kubepods", "besteffort", "cpu.cfs_quota_us")
+    usage = Path("/sys/fs/cgroup/cpuacct", CGROUP_ROOT, "kubepods", "besteffort", f"pod{be['metadata']['uid']}",
+                 container_id(be), "cpuacct.usage")
+    quiet = wait_for(lambda: (q := tier.read_text().strip()) != "-1" and q,
+                     f"CPU suppress to set the BE tier's quota (node agent log: {loop.log('node-agent')})", timeout=120)
+    quiet_cpu = _cpu_over(usage, 3.0)
+    run_pod(admin, pod("ls-burner", BUSY, {"requests": {"cpu": "1", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
+                       labels={"koordinator.sh/qosClass": "LS"}))
+    try:
+        loaded = wait_for(lambda: int(tier.read_text()) < int(quiet) and tier.read_text().strip(),
+                          "the BE quota to shrink under the LS burner", timeout=60)
+    except AssertionError:
+        loaded = tier.read_text().strip()
+    loaded_cpu = _cpu_over(usage, 3.0)
+    assert admin.delete(f"{PODS}/ls-burner").status_code == 200
+    try:
+        restored = wait_for(lambda: int(tier.read_text()) > int(loaded) and tier.read_text().strip(),
+                            "the BE quota to grow once the LS burner is gone", timeout=60)
+    except AssertionError:
+        restored = tier.read_text().strip()
+    print(f"\nBE tier cfs quota (period 100000): {quiet} before the LS burner (BE container {quiet_cpu:.3f} CPU), "
+          f"{loaded} with it ({loaded_cpu:.3f} CPU), {restored} after it left\n{top_nodes(loop)}")
+    assert int(quiet) > 0 and int(loaded) > 0 and int(restored) > 0
+    assert loaded_cpu <= int(loaded) / 100_000 * (1 + TOLERANCE) + 0.05
+    if not int(loaded) < int(quiet) < int(restored) + 1:
+        pytest.skip(f"the suppress quota did not follow the LS burner ({quiet} -> {loaded} -> {restored}): the "
+                    f"machine's other load dominates the node's usage (koord top nodes:\n{top_nodes(loop)})")
