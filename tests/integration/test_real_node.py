@@ -11,6 +11,7 @@ Skipped, with the reason, when not root (containerd, kubelet and cgroups need it
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import ipaddress
 import json
@@ -32,7 +33,9 @@ from node_agent.agent import NodeAgent
 from node_agent.kubeletconfig import find as find_kubelet
 from node_agent.settings import AgentSettings
 from tests.integration.crash_support import CrashCluster
-from streams import supervision
+from streams import kafka, supervision
+from streams.schemas import codec
+from streams.topology import load_topology
 from streams.cli.kube import CRDS
 from streams.kube import images, nodefiles
 from streams.kube.node import SHIM_SOCKETS, LocalNode, mounts_under, processes_with, v1_hierarchies
@@ -268,13 +271,20 @@ def koord_pod(name: str, command: str, resources: dict | None, qos: str) -> dict
     return body
 
 
+def ensure_config(admin) -> None:
+    """The slo-controller-config of :data:`SUPPRESS_CONFIG`, unless a test before made it."""
+    path = "/api/v1/namespaces/koordinator-system/configmaps"
+    if admin.get(f"{path}/slo-controller-config").status_code == 404:
+        created = admin.post(path, json=SUPPRESS_CONFIG)
+        assert created.status_code == 201, created.text
+
+
 def top_nodes(loop: Loop) -> str:
     return loop.cluster.koord("top", "nodes", "--once").stdout
 
 
 def test_the_bridge_writes_batch_allocatable_and_kubelet_admits_a_be_pod_requesting_it(loop, admin):
-    created = admin.post("/api/v1/namespaces/koordinator-system/configmaps", json=SUPPRESS_CONFIG)
-    assert created.status_code == 201, created.text
+    ensure_config(admin)
     started = time.monotonic()
 
     def batch_allocatable():
@@ -302,11 +312,8 @@ def test_the_bridge_writes_batch_allocatable_and_kubelet_admits_a_be_pod_request
 def test_cpu_suppress_sets_the_real_be_quota_when_ls_usage_rises_and_raises_it_when_it_falls(loop, admin):
     """The pods are bound by ``spec.nodeName`` (as a DaemonSet's are): on a loaded machine koordstream's
     LoadAware filter would refuse the node, and suppress does not depend on how a pod got there."""
-    configured = admin.get("/api/v1/namespaces/koordinator-system/configmaps/slo-controller-config")
-    if configured.status_code == 404:
-        assert admin.post("/api/v1/namespaces/koordinator-system/configmaps",
-                          json=SUPPRESS_CONFIG).status_code == 201
-    be = run_pod(admin, pod("be-busy", BUSY, labels={"koordinator.sh/qosClass": "BE"}))
+    ensure_config(admin)
+    be = run_pod(admin, pod("be-suppressed", BUSY, labels={"koordinator.sh/qosClass": "BE"}))
     tier = Path("/sys/fs/cgroup/cpu", CGROUP_ROOT, "kubepods", "besteffort", "cpu.cfs_quota_us")
     usage = Path("/sys/fs/cgroup/cpuacct", CGROUP_ROOT, "kubepods", "besteffort", f"pod{be['metadata']['uid']}",
                  container_id(be), "cpuacct.usage")
@@ -334,3 +341,44 @@ def test_cpu_suppress_sets_the_real_be_quota_when_ls_usage_rises_and_raises_it_w
     if not int(loaded) < int(quiet) < int(restored) + 1:
         pytest.skip(f"the suppress quota did not follow the LS burner ({quiet} -> {loaded} -> {restored}): the "
                     f"machine's other load dominates the node's usage (koord top nodes:\n{top_nodes(loop)})")
+
+
+def test_memory_eviction_decision_to_kubelet_reporting_the_be_pod_gone(loop, admin):
+    """Memory eviction at a threshold below the machine's own usage: the node agent's NodeMetric makes the
+    stream decide an Eviction of the BE pods, the bridge evicts through the Eviction API and kubelet stops
+    the container and deletes the pod. Measured: the decision's timestamp to the pod's 404."""
+    ensure_config(admin)
+    victim = run_pod(admin, pod("be-evicted", "sleep 3600", labels={"koordinator.sh/qosClass": "BE"}))
+    config = admin.get("/api/v1/namespaces/koordinator-system/configmaps/slo-controller-config").json()
+    threshold = json.loads(config["data"]["resource-threshold-config"])
+    threshold["clusterStrategy"].update({"memoryEvictThresholdPercent": 3, "memoryEvictLowerPercent": 1})
+    patched = admin.patch("/api/v1/namespaces/koordinator-system/configmaps/slo-controller-config",
+                          json={"data": {"resource-threshold-config": json.dumps(threshold)}},
+                          headers={"Content-Type": "application/merge-patch+json"})
+    assert patched.status_code == 200, patched.text
+    path = f"{PODS}/be-evicted"
+    wait_for(lambda: admin.get(path).status_code == 404, "kubelet to stop and delete the evicted BE pod "
+             f"(bridge log: {loop.log('bridge')})", timeout=120)
+    gone = time.time()
+    decision = asyncio.run(_eviction_of(loop.cluster.bootstrap, victim["metadata"]["uid"]))
+    print(f"\nEviction decision ({decision['reason']}) -> kubelet reported be-evicted gone: "
+          f"{gone - decision['timestamp'] / 1000:.2f}s (polled every 0.2s)")
+    assert decision["reason"] == "EvictPodByNodeMemoryUsage"
+    assert 0 < gone - decision["timestamp"] / 1000 < 120
+
+
+async def _eviction_of(bootstrap: str, uid: str) -> dict:
+    """The Eviction decision about pod ``uid`` on the decisions topic."""
+    consumer = kafka.consumer(bootstrap, [load_topology().names()["decisions"]], group_id=None, from_beginning=True)
+    await consumer.start()
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            for messages in (await consumer.getmany(timeout_ms=500)).values():
+                for message in messages:
+                    name, value = codec.decode(message.value)
+                    if name == "Eviction" and value["pod"]["uid"] == uid:
+                        return value
+    finally:
+        await consumer.stop()
+    raise AssertionError(f"no Eviction decision about pod {uid} on the decisions topic")
