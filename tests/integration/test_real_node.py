@@ -382,3 +382,70 @@ async def _eviction_of(bootstrap: str, uid: str) -> dict:
     finally:
         await consumer.stop()
     raise AssertionError(f"no Eviction decision about pod {uid} on the decisions topic")
+
+
+USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
+
+
+def test_an_lse_pod_gets_its_cpuset_in_the_real_container_and_the_delay_from_container_start(loop, admin, node):
+    """koordstream's scheduler pins an LSE pod to CPUs (``resource-status``); the stream's CPUSet plan reaches
+    the node agent, which writes the set into the pod's cgroups kubelet created. Measured: from the
+    pod's and the container's cgroup appearing to their ``cpuset.cpus`` holding the pinned set. The plan comes
+    before kubelet makes the pod's cgroup; containerd 1.6 has no NRI, so the agent applies the refused
+    actuation again when the cgroup appears (``node_agent/actuator/waiting.py``).
+
+    The node's ``usage-thresholds`` annotation turns LoadAware's filter off for it (thresholds of 0 are not
+    checked): this machine's other work keeps the node's CPU usage above any threshold. The node agent's
+    ``cpu-topology`` annotation is copied onto the kube Node: the agent publishes its Node to the nodes topic,
+    but the bridge publishes the kube Node (kubelet's, without it) there too and the later record wins."""
+    ensure_config(admin)
+    topology = NodeAgent(AgentSettings(node_name="koord-node")).node()["metadata"]["annotations"]
+    annotated = admin.patch("/api/v1/nodes/koord-node", json={"metadata": {"annotations": {
+        **topology, USAGE_THRESHOLDS: json.dumps({"usageThresholds": {"cpu": 0, "memory": 0}})}}},
+        headers={"Content-Type": "application/merge-patch+json"})
+    assert annotated.status_code == 200, annotated.text
+    body = koord_pod("lse-pinned", "sleep 3600", {"requests": {"cpu": "1", "memory": "64Mi"},
+                                                  "limits": {"cpu": "1", "memory": "64Mi"}}, "LSE")
+    response = admin.post(PODS, json=body)
+    assert response.status_code == 201, response.text
+    uid = response.json()["metadata"]["uid"]
+    pod_dir = Path("/sys/fs/cgroup/cpuset", CGROUP_ROOT, "kubepods", f"pod{uid}")
+    appeared = applied = pod_appeared = pod_applied = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and applied is None:
+        if pod_appeared is None and pod_dir.is_dir():
+            pod_appeared = time.monotonic()
+        containers = [d for d in pod_dir.glob("*") if d.is_dir()] if pod_dir.is_dir() else []
+        status = admin.get(f"{PODS}/lse-pinned").json()
+        pinned = json.loads(status["metadata"].get("annotations", {}).get(
+            "scheduling.koordinator.sh/resource-status", "{}")).get("cpuset")
+        running = status["status"].get("containerStatuses", [{}])[0].get("containerID", "").removeprefix(
+            "containerd://")
+        main = pod_dir / running if running else None
+        if appeared is None and main is not None and main.is_dir():
+            appeared = time.monotonic()
+        if pod_applied is None and pinned and pod_dir.is_dir() and \
+                (pod_dir / "cpuset.cpus").read_text().strip() == pinned:
+            pod_applied = time.monotonic()
+        if appeared is not None and pinned and (main / "cpuset.cpus").read_text().strip() == pinned:
+            applied = time.monotonic()
+        time.sleep(0.05)
+    assert applied is not None, (f"the LSE container's cpuset never became the pinned set {pinned}: pod status "
+                                 f"{status['status']}, annotations {status['metadata'].get('annotations')}, "
+                                 f"containers {containers}; acks {_acks(loop)}")
+    print(f"\nLSE pod cpuset.cpus {pinned}: in the pod cgroup {pod_applied - pod_appeared:.2f}s after kubelet made it, "
+          f"in the container's {applied - appeared:.2f}s after its cgroup appeared (sampled every 0.05s plus an "
+          "API read)")
+
+
+def _acks(loop: Loop) -> list:
+    """The ActuationAcks of the read model (what the node agent applied, refused or could not do)."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from state.db import open_database
+    from state.models import ActuationAck
+
+    with Session(open_database(loop.cluster.env["KOORD_DATABASE_URL"])) as session:
+        return [(row.actuation_id, row.values, row.applied, row.error)
+                for row in session.scalars(select(ActuationAck)).all()]
