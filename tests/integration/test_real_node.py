@@ -252,8 +252,7 @@ def loop(node, plane, tmp_path_factory):
         env = {**os.environ, **cluster.env}
         for name, args in (("bridge", ["bridge", "--kubeconfig", str(plane.kubeconfig), "--mode", "active"]),
                            ("node-agent", ["node-agent", "--node-name", "koord-node", "--report-interval", "2",
-                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state"),
-                                           "--protection-after", "0"])):
+                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state")])):
             processes[name] = subprocess.Popen(supervision.koord_command(*args), stdout=open(home / f"{name}.log", "ab"),
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                                process_group=0)
