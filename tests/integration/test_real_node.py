@@ -176,7 +176,9 @@ def test_the_node_agent_finds_kubelets_layout_and_measures_a_busy_container(node
 def _actuation(sequence: int, kind: str, target: str, values: dict[str, str]) -> dict:
     return {"decisionId": f"real-node-{uuid.uuid4()}", "nodeName": "koord-node", "sequence": sequence,
             "targetKind": kind, "targetId": target, "mechanism": "cgroup", "values": values, "signature": None,
-            "causation": {"inboxTopic": "test", "inboxPartition": 0, "inboxOffset": 0, "sourceTopic": "test", "sourcePartition": 0, "sourceOffset": 0}, "timestamp": int(time.time() * 1000)}
+            "causation": {"inboxTopic": "test", "inboxPartition": 0, "inboxOffset": 0, "sourceTopic": "test",
+                          "sourcePartition": 0, "sourceOffset": 0},
+            "timestamp": int(time.time() * 1000)}
 
 
 def test_actuations_reach_the_cgroups_of_containers_kubelet_created(node, admin, tmp_path):
