@@ -31,7 +31,7 @@ from collections.abc import Callable
 from node_agent import metrics
 from node_agent.collectors import coldmemory, rdma
 from node_agent.collectors.capacity import node_capacity
-from node_agent.collectors.cgroups import CgroupLayout, PodCgroup, Pressure, Throttling, throttled_ratio
+from node_agent.collectors.cgroups import PodCgroup, Pressure, Throttling, throttled_ratio
 from node_agent.collectors.gpu import NVML, model_label
 from node_agent.collectors.hostapps import HostApplication, load_host_applications
 from node_agent.collectors.memory import (WITH_HOT_PAGE_CACHE, WITHOUT_PAGE_CACHE, cgroup_usage, node_usage,
@@ -40,6 +40,7 @@ from node_agent.collectors.procstat import NodeCPU
 from node_agent.collectors.topology import Topology, read_topology
 from node_agent.counters import RateMeter
 from node_agent.hostfs import read_text
+from node_agent.kubeletconfig import detect_layout
 from node_agent.pods import PodDirectory
 from node_agent.report import (GPUDevice, HostAppReport, PodReport, RDMADevice, Usage, Window, device_manifest,
                                node_manifest, node_metric_manifest, node_resource_topology_manifest)
@@ -80,8 +81,8 @@ class NodeAgent:
                  pods: PodDirectory | None = None) -> None:
         self.settings = settings.validate()
         self.node_name = settings.node_name or socket.gethostname()
-        self.layout = CgroupLayout.detect(settings.cgroup_root, settings.kubepods_dir, settings.cgroup_driver,
-                                          settings.cgroup_version)
+        self.layout = detect_layout(settings.proc_root, settings.cgroup_root, settings.kubepods_dir,
+                                    settings.cgroup_driver, settings.cgroup_version)
         self.host_apps: tuple[HostApplication, ...] = load_host_applications(settings.host_applications_file)
         self.pods = pods if pods is not None else PodDirectory(self.node_name)
         self.nvml = nvml if nvml is not None else NVML(settings.sys_root)

@@ -62,10 +62,13 @@ class AgentSettings:
 
     kubepods_dir: str = "kubepods"
     """Name of the kubelet's pod cgroup below the root (``kubepods`` for the
-    cgroupfs driver, ``kubepods.slice`` for systemd; either spelling works)."""
+    cgroupfs driver, ``kubepods.slice`` for systemd; either spelling works).
+    Left at the default with driver auto, the running kubelet's is used
+    (its ``cgroupRoot``/kubepods; ``node_agent/kubeletconfig.py``)."""
 
     cgroup_driver: str = dataclasses.field(default="auto", metadata={"choices": CGROUP_DRIVERS})
-    """cgroupfs, systemd, or auto: systemd when ``<kubepods>.slice`` exists."""
+    """cgroupfs, systemd, or auto: the running kubelet's (its ``--cgroup-driver``
+    or config file), else systemd when ``<kubepods>.slice`` exists."""
 
     cgroup_version: str = dataclasses.field(default="auto", metadata={"choices": CGROUP_VERSIONS})
     """v1, v2, or auto: v2 when the root holds ``cgroup.controllers``."""

@@ -66,6 +66,7 @@ from node_agent.actuator.cgroupv1 import CgroupV1Backend
 from node_agent.actuator.cgroupv2 import CgroupV2Backend
 from node_agent.actuator.paths import PathProblem
 from node_agent.actuator.sequences import SequenceStore
+from node_agent.actuator.waiting import Waiting
 from node_agent.actuator.verify import BAD_TARGET, DUPLICATE, INTERNAL_ERROR, MALFORMED, Rejected, Verifier
 from node_agent.collectors.cgroups import CgroupLayout
 from node_agent.publisher import RETRY_S, wait_or_stop
@@ -113,6 +114,8 @@ class Actuator:
         self.verifier = verifier
         self.dry_run = dry_run
         self._clock, self._out = clock, out
+        self.waiting = Waiting()
+        """Refused actuations of pods whose cgroup kubelet has not made yet (``waiting.py``)."""
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, node_name: str, layout: CgroupLayout,
@@ -128,11 +131,26 @@ class Actuator:
         mechanism = record.get("mechanism") if isinstance(record, dict) else None
         label = mechanism if mechanism in contract.MECHANISMS else "unknown"
         try:
-            return self._apply(record, label)
+            ack = self._apply(record, label)
         except Exception as err:  # a bug past the guarded steps must still end in an ack, not a stuck consumer
             log.exception("actuation %s failed", _decision(record))
             metrics.ACTUATIONS.labels(label, "failed").inc()
             return self._ack(record, False, {}, f"internal error: {type(err).__name__}: {err}", "failed")
+        if not self.dry_run:
+            self.waiting.note(record, ack)
+        return ack
+
+    def target_exists(self, record: dict) -> bool:
+        """Whether the cgroup of a pod or container actuation's target exists now."""
+        backend = self.backends.get(contract.MECHANISM_CGROUP)
+        if backend is None:
+            return False
+        uid, _, cid = str(record.get("targetId", "")).partition("/")
+        try:
+            found = backend.paths.container_dir(uid, cid) if cid else backend.paths.pod_dir(uid)
+        except PathProblem:
+            return False
+        return found is not None
 
     def _apply(self, record: object, label: str) -> dict:
         try:
@@ -313,6 +331,11 @@ async def handle_record(actuator: Actuator, record, publisher, protection=None) 
     if publisher is not None and not actuator.dry_run:
         _submit(publisher, ACKS_TOPIC, ack["nodeName"], "ActuationAck", ack, position)
     return ack
+
+
+def submit_ack(publisher, ack: dict, identity: str) -> None:
+    """Queue one ActuationAck (``identity`` keys it in the publisher's buffer)."""
+    _submit(publisher, ACKS_TOPIC, ack["nodeName"], "ActuationAck", ack, identity)
 
 
 def _submit(publisher, topic_id: str, key: str, schema: str, record: dict, identity: str) -> None:

@@ -23,8 +23,9 @@ import time
 
 import click
 
-from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator
+from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator, submit_ack
 from node_agent.actuator.protection import Protection, follow_configs, run_protection
+from node_agent.actuator.waiting import run_waiting
 from node_agent.agent import NodeAgent
 from node_agent.collectors.hostapps import HostApplicationError
 from node_agent.publisher import Publisher, encode_manifest
@@ -97,6 +98,7 @@ async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuat
                                     stale_after_s=agent.settings.protection_after_s)
             tasks += [follow_configs(protection, bootstrap, names, stop), run_protection(protection, agent, stop)]
         tasks.append(run_actuator(actuator, publisher, bootstrap, names, stop, offsets, protection))
+        tasks.append(run_waiting(actuator, publisher, stop, submit_ack))
     await asyncio.gather(*tasks)
 
 

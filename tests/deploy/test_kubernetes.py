@@ -31,7 +31,8 @@ def test_node_agent_daemonset_has_the_host_access_it_needs():
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["hostNetwork"] and pod["hostPID"]
     assert pod["containers"][0]["securityContext"]["privileged"]
-    assert {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v} == {"/sys/fs/cgroup", "/sys/fs/resctrl"}
+    assert {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v} == {
+        "/sys/fs/cgroup", "/sys/fs/resctrl", "/var/lib/koordstream/node-agent"}
 
 
 def test_every_container_runs_an_existing_koord_command():
