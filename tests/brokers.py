@@ -11,13 +11,14 @@ import os
 import pytest
 
 from streams.broker import kraft
+from streams.maven import MissingPrerequisite
 
 
 def require_kafka() -> None:
     """Skip (or fail, with KOORD_REQUIRE_KAFKA) when the real-Kafka tier cannot run on this machine."""
     try:
         kraft.kafka_libs()
-    except kraft.MissingPrerequisite as error:
+    except MissingPrerequisite as error:
         if os.environ.get("KOORD_REQUIRE_KAFKA"):
             pytest.fail(f"{error}; KOORD_REQUIRE_KAFKA is set, so this is a failure, not a skip")
         pytest.skip(str(error))

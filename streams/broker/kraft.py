@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import re
 import shutil
 import signal
 import subprocess
@@ -50,13 +49,12 @@ from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.types import (
     Array, CompactArray, CompactString, Int8, Int16, Int32, Int64, Schema, String, TaggedFields)
 
-from streams import cache
+from streams.maven import java_and_maven, runtime_jars
 from streams.supervision import child_preexec
 
 KAFKA_VERSION = "4.1.1"
 LOG4J_VERSION = "2.24.3"
 """log4j2 of that Kafka release (``gradle/dependencies.gradle``), for the SLF4J binding."""
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
 """A fixed 22-character base64url cluster id (any valid one works; a fresh data directory is formatted)."""
 
@@ -125,42 +123,16 @@ NODE_PROPERTIES = {
 }
 
 
-class MissingPrerequisite(RuntimeError):
-    """Java 17 or Maven is not installed: the real-Kafka tier cannot run here."""
-
-
 def check_prerequisites() -> tuple[str, str]:
-    """Paths of ``java`` (17 or newer) and ``mvn``, or :class:`MissingPrerequisite` naming what is missing."""
-    java, mvn = shutil.which("java"), shutil.which("mvn")
-    missing = [name for name, path in (("Java 17 (java)", java), ("Maven (mvn)", mvn)) if not path]
-    if missing:
-        raise MissingPrerequisite(
-            f"the real Kafka broker needs {' and '.join(missing)} on PATH: install them "
-            f"(Debian: apt-get install openjdk-17-jre-headless maven), or use the embedded broker")
-    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)', version)
-    if not match or int(match.group(1)) < 17:
-        raise MissingPrerequisite(f"the real Kafka broker needs Java 17 or newer; {java} is: {version.strip()}")
-    return java, mvn
+    """Paths of ``java`` (17 or newer) and ``mvn``, or ``MissingPrerequisite`` naming what is missing."""
+    return java_and_maven("the real Kafka broker", ", or use the embedded broker")
 
 
 def kafka_libs() -> Path:
     """The folder of Kafka's runtime jars, fetched with Maven on first use (``streams.cache``)."""
     _, mvn = check_prerequisites()
-
-    def fetch(home: Path) -> None:
-        (home / "pom.xml").write_text(RUNTIME_POM)
-        libs = home / "libs"
-        shutil.rmtree(libs, ignore_errors=True)
-        result = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(home / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
-            capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"mvn could not fetch Kafka {KAFKA_VERSION}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-        (home / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-
-    return cache.build_once(f"kafka-{KAFKA_VERSION}", fetch) / "libs"
+    return runtime_jars(mvn, f"kafka-{KAFKA_VERSION}", RUNTIME_POM, f"Kafka {KAFKA_VERSION}",
+                        lambda home: (home / "log4j2.properties").write_text(LOG4J2_PROPERTIES))
 
 
 def free_ports(count: int) -> list[int]:

@@ -12,6 +12,7 @@ import click
 from streams.bench import harness
 from streams.broker import kraft, local
 from streams.cli import context
+from streams.maven import MissingPrerequisite
 
 broker_option = click.option(
     "--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
@@ -25,7 +26,7 @@ def _harness(broker_kind: str, output: str, workers: int = 1) -> Iterator[harnes
     if broker_kind == "kafka" and not config.broker:
         try:
             kraft.check_prerequisites()
-        except kraft.MissingPrerequisite as error:
+        except MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
     if config.broker and output != "json":
         click.echo(f"KOORD_BROKER is set: running on {config.broker} ({config.resolved_broker_kind}), "
@@ -234,7 +235,7 @@ def idle_cmd(seconds: float, settle: float | None, output: str, broker_kind: str
     if broker_kind == "kafka":
         try:
             kraft.check_prerequisites()
-        except kraft.MissingPrerequisite as error:
+        except MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
     result = idle.run(broker_kind, idle.SETTLE_S[broker_kind] if settle is None else settle, seconds)
     if output == "json":
@@ -269,7 +270,7 @@ def hostile_cmd(records: int, pods: int, seed: int, oversized: int, timeout: flo
     if broker_kind == "kafka":
         try:
             kraft.check_prerequisites()
-        except kraft.MissingPrerequisite as error:
+        except MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
     result = hostile.run(broker_kind, records, pods, seed, timeout, oversized)
     if output == "json":
@@ -319,12 +320,12 @@ def bridge_cmd(nodes: int, pods: int, rate: float | None, versus: str | None, cl
     """Pod created -> bound through a local kube-apiserver and `koord bridge --mode active` (pods/s, p50/p99),
     and the bridge's memory per watched object and CPU per 1,000 object changes. Needs Go (the control plane)."""
     from streams.bench import bridge, clientrate
-    from streams.kube.controlplane import MissingPrerequisite, binaries
+    from streams.kube import controlplane
 
     try:
         clients = tuple(clientrate.parse(text) for text in client_rates)
-        binaries()
-    except (ValueError, MissingPrerequisite) as error:
+        controlplane.binaries()
+    except (ValueError, controlplane.MissingPrerequisite) as error:
         raise click.ClickException(str(error)) from None
     if versus:
         _versus(nodes, pods, rate, clients or (clientrate.KUBE_SCHEDULER_DEFAULT, clientrate.UNTHROTTLED), output,

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import click
 
-from streams import roles, supervision
-from streams import stopsignals
+from streams import roles, stopsignals, supervision
 from streams.stopsignals import stop_on_signals
 from streams.broker import embedded, kraft, local
 from streams.cli import context
 from streams.cli.get import print_decisions
 from streams.cli.options import metrics_options
 from streams.kafka import admin_client
+from streams.maven import MissingPrerequisite
 from streams.metrics import serve
 from streams.signing import signer
 from streams.topology import apply as apply_topology
@@ -67,7 +67,7 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str
     if broker_kind == "kafka" and not config.broker:
         try:
             kraft.check_prerequisites()
-        except kraft.MissingPrerequisite as error:
+        except MissingPrerequisite as error:
             raise click.ClickException(str(error)) from None
     bridge = (str(Path(kubeconfig).resolve()), bridge_mode) if kubeconfig else None
     role_names = tuple(dict.fromkeys(role_names))

@@ -12,7 +12,8 @@ import click
 
 from streams.cli import context
 from streams.yarn.cluster import YarnCluster
-from streams.yarn.jars import HADOOP_VERSION, MissingPrerequisite
+from streams.maven import MissingPrerequisite
+from streams.yarn.jars import HADOOP_VERSION
 from streams.yarn.resourcemanager import ResourceManagerError, list_node_managers
 
 

@@ -12,13 +12,9 @@ Java 11+, needed by the web services).
 from __future__ import annotations
 
 import functools
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
-from streams import cache
-from streams.broker.kraft import DEPENDENCY_PLUGIN
+from streams.maven import java_and_maven, runtime_jars
 
 HADOOP_VERSION = "3.4.1"
 BOUNCYCASTLE_VERSION = "1.78.1"
@@ -51,43 +47,17 @@ JAVA_OPENS = tuple(f"--add-opens=java.base/{package}=ALL-UNNAMED" for package in
     "java.lang", "java.lang.reflect", "java.util", "java.util.concurrent", "java.io", "java.net", "sun.nio.ch"))
 """Hadoop 3.4 on Java 17: Guice's cglib defines classes through ``ClassLoader.defineClass``."""
 
-class MissingPrerequisite(RuntimeError):
-    """Java 17 or Maven is not installed: the YARN tier cannot run here."""
-
-
 @functools.cache
 def check_prerequisites() -> tuple[str, str]:
-    """Paths of ``java`` (17 or newer) and ``mvn``, or :class:`MissingPrerequisite` naming what is missing."""
-    java, mvn = shutil.which("java"), shutil.which("mvn")
-    missing = [name for name, path in (("Java 17 (java)", java), ("Maven (mvn)", mvn)) if not path]
-    if missing:
-        raise MissingPrerequisite(
-            f"the local YARN needs {' and '.join(missing)} on PATH: install them "
-            f"(Debian: apt-get install openjdk-17-jre-headless maven)")
-    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)', version)
-    if not match or int(match.group(1)) < 17:
-        raise MissingPrerequisite(f"the local YARN needs Java 17 or newer; {java} is: {version.strip()}")
-    return java, mvn
+    """Paths of ``java`` (17 or newer) and ``mvn``, or ``MissingPrerequisite`` naming what is missing."""
+    return java_and_maven("the local YARN")
 
 
 @functools.cache
 def yarn_libs() -> Path:
     """The folder of Hadoop's jars, fetched with Maven on first use (``streams.cache``)."""
     _, mvn = check_prerequisites()
-
-    def fetch(home: Path) -> None:
-        (home / "pom.xml").write_text(RUNTIME_POM)
-        libs = home / "libs"
-        shutil.rmtree(libs, ignore_errors=True)
-        result = subprocess.run(
-            [mvn, "-B", "-q", "-f", str(home / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
-            capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"mvn could not fetch Hadoop {HADOOP_VERSION}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-
-    return cache.build_once(f"hadoop-{HADOOP_VERSION}", fetch) / "libs"
+    return runtime_jars(mvn, f"hadoop-{HADOOP_VERSION}", RUNTIME_POM, f"Hadoop {HADOOP_VERSION}")
 
 
 def java_command(conf: Path, main: str, heap: str, *args: str) -> list[str]:

@@ -25,6 +25,7 @@ from streams.yarn import cluster as yarn_cluster
 from streams.yarn import jars
 from streams.yarn.hold import Hold
 from streams.yarn.resourcemanager import list_node_managers, update_node_resource, UpdateRefused
+from streams.maven import MissingPrerequisite
 from tests.integration.manifests import COLOCATION_CONFIG
 
 pytestmark = [pytest.mark.integration, pytest.mark.scenario]
@@ -45,7 +46,7 @@ def yarn(tmp_path_factory):
     reason, unless ``KOORD_REQUIRE_KAFKA`` is set (``make test``; the same Java tier): then they fail."""
     try:
         jars.yarn_libs()
-    except jars.MissingPrerequisite as error:
+    except MissingPrerequisite as error:
         if os.environ.get("KOORD_REQUIRE_KAFKA"):
             pytest.fail(f"{error}; KOORD_REQUIRE_KAFKA is set, so this is a failure, not a skip")
         pytest.skip(str(error))

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from streams.broker import kraft
+from streams.maven import MissingPrerequisite
 
 
 def test_missing_java_and_maven_are_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(kraft.MissingPrerequisite, match=r"needs Java 17 \(java\) and Maven \(mvn\) on PATH"):
+    with pytest.raises(MissingPrerequisite, match=r"needs Java 17 \(java\) and Maven \(mvn\) on PATH"):
         kraft.check_prerequisites()
 
 
@@ -21,7 +22,7 @@ def test_an_old_java_is_refused(monkeypatch, tmp_path):
         (tmp_path / name).write_text(f"#!/bin/sh\n{script}\n")
         (tmp_path / name).chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(kraft.MissingPrerequisite, match="needs Java 17 or newer"):
+    with pytest.raises(MissingPrerequisite, match="needs Java 17 or newer"):
         kraft.check_prerequisites()
 
 
