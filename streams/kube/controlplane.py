@@ -60,40 +60,52 @@ class MissingPrerequisite(RuntimeError):
 
 def binaries() -> Path:
     """The folder holding ``kube-apiserver``, ``kube-scheduler`` and ``etcd``, built with Go on first use."""
-    go = shutil.which("go")
-    if not go:
-        raise MissingPrerequisite("the local Kubernetes control plane is built from source and needs Go on PATH "
-                                  "(Debian: apt-get install golang; Go 1.24 or newer)")
+    go = go_command("the local Kubernetes control plane")
     return cache.build_once(f"k8s/{KUBERNETES_VERSION}-{BUILD}", lambda folder: _build(go, folder))
 
 
-def _build(go: str, folder: Path) -> None:
+def go_command(needed_by: str) -> str:
+    """The path of ``go``, or :class:`MissingPrerequisite` saying that ``needed_by`` needs it."""
+    go = shutil.which("go")
+    if not go:
+        raise MissingPrerequisite(f"{needed_by} is built from source and needs Go on PATH "
+                                  "(Debian: apt-get install golang; Go 1.24 or newer)")
+    return go
+
+
+def _run_go(go: str, args: list[str], cwd: Path) -> str:
     env = {**os.environ, "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
+    result = subprocess.run([go, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"go {' '.join(args)} failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
+    return result.stdout
 
-    def run(args: list[str], cwd: Path) -> str:
-        result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
-        return result.stdout
 
+def build_kubernetes(go: str, folder: Path, commands: tuple[str, ...]) -> None:
+    """Build ``k8s.io/kubernetes/cmd/<command>`` at :data:`KUBERNETES_VERSION` into ``folder``, in a wrapper module
+    whose go.mod replaces each staging module the module zip lacks with its published ``v0.<minor>.<patch>``."""
     with tempfile.TemporaryDirectory(prefix="koord-k8s-build-") as tmp:
-        kubernetes, etcd = Path(tmp) / "kubernetes", Path(tmp) / "etcd"
-        kubernetes.mkdir()
-        etcd.mkdir()
+        module = Path(tmp)
         staging = f"v0.{KUBERNETES_VERSION.removeprefix('v1.')}"
-        upstream = json.loads(run([go, "mod", "download", "-json", f"k8s.io/kubernetes@{KUBERNETES_VERSION}"],
-                                  kubernetes))["GoMod"]
+        upstream = json.loads(_run_go(go, ["mod", "download", "-json", f"k8s.io/kubernetes@{KUBERNETES_VERSION}"],
+                                      module))["GoMod"]
         replaces = re.findall(r"^\s*(k8s\.io/[\w.-]+) => \./staging/", Path(upstream).read_text(), re.MULTILINE)
-        (kubernetes / "go.mod").write_text("module local/kubernetes\n\ngo 1.24.0\n\n" + "".join(
-            f"replace {module} => {module} {staging}\n" for module in replaces))
-        commands = [f"k8s.io/kubernetes/cmd/{command}" for command in KUBE_COMMANDS]
-        run([go, "get", *(f"{command}@{KUBERNETES_VERSION}" for command in commands)], kubernetes)
+        (module / "go.mod").write_text("module local/kubernetes\n\ngo 1.24.0\n\n" + "".join(
+            f"replace {name} => {name} {staging}\n" for name in replaces))
+        packages = [f"k8s.io/kubernetes/cmd/{command}" for command in commands]
+        _run_go(go, ["get", *(f"{package}@{KUBERNETES_VERSION}" for package in packages)], module)
         version = f"-X k8s.io/component-base/version.gitVersion={KUBERNETES_VERSION}"
-        run([go, "build", "-trimpath", "-ldflags", f"-s -w {version}", "-o", f"{folder}/", *commands], kubernetes)
+        _run_go(go, ["build", "-trimpath", "-ldflags", f"-s -w {version}", "-o", f"{folder}/", *packages], module)
+
+
+def _build(go: str, folder: Path) -> None:
+    build_kubernetes(go, folder, KUBE_COMMANDS)
+    with tempfile.TemporaryDirectory(prefix="koord-etcd-build-") as tmp:
+        etcd = Path(tmp)
         (etcd / "go.mod").write_text("module local/etcd\n\ngo 1.25.0\n")
-        run([go, "get", f"go.etcd.io/etcd/server/v3@{ETCD_VERSION}"], etcd)
-        run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(folder / "etcd"), "go.etcd.io/etcd/server/v3"],
-            etcd)
+        _run_go(go, ["get", f"go.etcd.io/etcd/server/v3@{ETCD_VERSION}"], etcd)
+        _run_go(go, ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(folder / "etcd"),
+                     "go.etcd.io/etcd/server/v3"], etcd)
 
 
 @dataclasses.dataclass
