@@ -29,6 +29,7 @@ import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
+from streams.bench import perfworkloads
 from streams.bench.harness import (
     Harness, cpu_us_per_event, fetch_highwaters, wait_scheduled, wait_through_scheduling)
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
@@ -129,18 +130,34 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     setup = cluster_manifests(nodes, seed, trees)
     if workload == "reservations":
         setup += [reservation_manifest(m) for m in manifests]
-    async with kafka.producer(harness.bootstrap) as producer:
-        for topic, key, value in (_encode(m, names) for m in setup):
-            await producer.send(topic, key=key.encode(), value=value)
-        await producer.flush()
+    await _send(harness, setup)
     await wait_through_scheduling(harness)
     if workload == "reservations":
         await asyncio.sleep(2.0)
         await wait_scheduled(harness)
-    encoded = [_encode(m, names) for m in manifests]
-    final = workload != "plain"
+    figures = await _measure(harness, [_encode(m, names) for m in manifests], f"bench-{run}-", rate,
+                             final=workload != "plain")
+    if workload != "reservations":
+        del figures["on_their_reservation"]
+    return {**figures, "offered_rate": rate, "workload": workload, "domains": domains, "workers": harness.workers}
+
+
+async def _send(harness: Harness, manifests: list[dict]) -> None:
+    names = harness.topology.names()
+    async with kafka.producer(harness.bootstrap) as producer:
+        for topic, key, value in (_encode(m, names) for m in manifests):
+            await producer.send(topic, key=key.encode(), value=value)
+        await producer.flush()
+
+
+async def _measure(harness: Harness, encoded: list[tuple[str, str, bytes]], prefix: str, rate: float | None,
+                   final: bool = False) -> dict:
+    """Submit ``encoded`` pods (at ``rate``/s, or as fast as possible) and read the decision stream until each
+    pod whose name starts with ``prefix`` has its first decision (with ``final``: its Scheduled one)."""
+    pods = len(encoded)
     on_reservation: set[str] = set()
-    decisions = names["decisions"]
+    scheduled: set[str] = set()
+    decisions = harness.topology.names()["decisions"]
     consumer = AIOKafkaConsumer(**kafka.client_settings(harness.bootstrap), **kafka.consumer_settings(), group_id=None,
                                 enable_auto_commit=False)
     await consumer.start()
@@ -152,7 +169,6 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     seen: dict[str, float] = {}
     sent_wall: dict[str, float] = {}
     produced_wall: dict[str, float] = {}
-    prefix = f"bench-{run}-"
 
     async def submit() -> None:
         async with kafka.producer(harness.bootstrap) as producer:
@@ -183,6 +199,8 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
                         continue
                     seen[name] = now
                     produced_wall[name] = message.timestamp / 1000
+                    if decision["result"] == "Scheduled":
+                        scheduled.add(name)
                     if ANNOTATION_RESERVATION_ALLOCATED in (decision.get("annotations") or {}):
                         on_reservation.add(name)
 
@@ -195,14 +213,36 @@ async def _end_to_end(harness: Harness, nodes: int, pods: int, rate: float | Non
     latencies = np.array([seen[name] - sent[name] for name in seen]) * 1000
     to_output = np.array([produced_wall[name] - sent_wall[name] for name in seen]) * 1000
     elapsed = max(seen.values()) - min(sent.values()) if seen else float("nan")
-    return {"pods": pods, "decided": len(seen), "pods_per_s": round(len(seen) / elapsed, 1) if seen else 0.0,
+    return {"pods": pods, "decided": len(seen), "scheduled": len(scheduled),
+            "pods_per_s": round(len(seen) / elapsed, 1) if seen else 0.0,
             "p50_ms": round(float(np.percentile(latencies, 50)), 1) if seen else None,
             "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
             "submit_to_decision_sent": {"p50_ms": round(float(np.percentile(to_output, 50)), 1),
                                         "p99_ms": round(float(np.percentile(to_output, 99)), 1)} if seen else None,
-            "worker_cpu_us_per_pod": cpu_us_per_pod,
-            "offered_rate": rate, "workload": workload, "domains": domains, "workers": harness.workers,
-            **({"on_their_reservation": len(on_reservation)} if workload == "reservations" else {})}
+            "worker_cpu_us_per_pod": cpu_us_per_pod, "on_their_reservation": len(on_reservation)}
+
+
+async def _perf(harness: Harness, workload: perfworkloads.Workload, case: perfworkloads.Case,
+                rate: float | None) -> dict:
+    run = f"{int(time.time()) % 100000:05d}"
+    init, measured = perfworkloads.phases(workload, case, run)
+    await _send(harness, perfworkloads.node_manifests(workload, case.nodes))
+    await wait_through_scheduling(harness)
+    for phase in init:
+        await _send(harness, phase)
+        await wait_scheduled(harness)
+    names = harness.topology.names()
+    figures = await _measure(harness, [_encode(m, names) for m in measured], f"perf-{run}-measure-", rate)
+    return {"workload": workload.name, "case": case.name, "source": workload.source, "nodes": case.nodes,
+            "init_pods": case.init * len(init), "floor_pods_per_s": case.floor, "offered_rate": rate,
+            "workers": harness.workers, **figures}
+
+
+def run_perf(harness: Harness, workload: str, case: str | None, rate: float | None) -> dict:
+    """One scheduler_perf workload (``streams.bench.perfworkloads``) end to end: its nodes, its init pods
+    scheduled before the clock starts, then its measured pods, with kube-scheduler's floor beside them."""
+    chosen = perfworkloads.WORKLOADS[workload]
+    return asyncio.run(_perf(harness, chosen, chosen.case(case), rate))
 
 
 def run(harness: Harness, nodes: int, pods: int, rate: float | None, seed: int, workload: str = "plain",

@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 
 import click
 
-from streams.bench import harness
+from streams.bench import harness, perfworkloads
 from streams.broker import kraft, local
 from streams.cli import context
 from streams.maven import MissingPrerequisite
@@ -58,6 +58,9 @@ def bench() -> None:
     """Measure koordstream through a real broker (a fresh one of --broker's kind unless KOORD_BROKER is set)."""
 
 
+WORKLOADS = ("plain", "gang", "reservations", *perfworkloads.WORKLOADS)
+
+
 @bench.command("scheduler")
 @click.option("--nodes", default=5000, show_default=True)
 @click.option("--pods", "sizes", type=int, multiple=True, default=(5000,), show_default=True,
@@ -65,8 +68,12 @@ def bench() -> None:
                    "in one table.")
 @click.option("--rate", type=float, default=None, help="Offered pods/s (default: as fast as possible).")
 @click.option("--seed", default=1, show_default=True)
-@click.option("--workload", type=click.Choice(("plain", "gang", "reservations")), default="plain", show_default=True,
-              help="plain pods; one gang of all the pods; or one reservation per pod, placed first.")
+@click.option("--workload", "workloads", type=click.Choice(WORKLOADS), multiple=True, default=("plain",),
+              show_default=True,
+              help="plain pods; one gang of all the pods; one reservation per pod, placed first; or one of "
+                   "kube-scheduler's scheduler_perf workloads, with its own nodes and pods (repeatable: one run each).")
+@click.option("--case", default=None,
+              help="With a scheduler_perf workload: its case (5Nodes, 500Nodes, or the performance case, the default).")
 @click.option("--domains", "domain_counts", type=int, multiple=True, default=(1,), show_default=True,
               help="Scheduling domains of a run: 1 is the default domain with four quotas; more are that many "
                    "ElasticQuotaProfiles sharing the nodes, each its own domain. Repeat for several runs (1, 2, 4).")
@@ -78,13 +85,22 @@ def bench() -> None:
               help="With --in-process: cProfile the pods from this index on and print the top lines.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workload: str,
-                  domain_counts: tuple[int, ...], workers: int | None, core_only: bool, profile_from: int | None,
-                  output: str, broker_kind: str) -> None:
+def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workloads: tuple[str, ...],
+                  case: str | None, domain_counts: tuple[int, ...], workers: int | None, core_only: bool,
+                  profile_from: int | None, output: str, broker_kind: str) -> None:
     """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s, one row per pod count
     and domain count (with --in-process: only the core, per slice of pods of the largest count)."""
     from streams.bench import scheduler
 
+    perf = [w for w in workloads if w in perfworkloads.WORKLOADS]
+    if perf:
+        if len(perf) != len(workloads):
+            raise click.ClickException("run scheduler_perf workloads apart from plain, gang and reservations")
+        _perf_runs(perf, case, rate, workers or 1, output, broker_kind)
+        return
+    if len(workloads) > 1:
+        raise click.ClickException("--workload plain, gang or reservations: one at a time")
+    workload = workloads[0]
     if core_only:
         core = scheduler.core_only(nodes, max(sizes), seed, profile_from)
         click.echo(json.dumps(core) if output == "json" else "\n".join(scheduler.core_lines(core)))
@@ -113,6 +129,36 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
         if "on_their_reservation" in e2e:
             click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
     click.echo("sent: submit -> decision sent by the worker")
+
+
+def _perf_runs(workloads: list[str], case: str | None, rate: float | None, workers: int, output: str,
+               broker_kind: str) -> None:
+    """One fresh broker per scheduler_perf workload; a row each, kube-scheduler's floor beside it."""
+    from streams.bench import scheduler
+
+    for name in workloads:
+        try:
+            perfworkloads.WORKLOADS[name].case(case)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    runs = []
+    for name in workloads:
+        with _harness(broker_kind, output, workers) as running:
+            runs.append({"broker": _broker(running), **scheduler.run_perf(running, name, case, rate)})
+        if output != "json":
+            click.echo(f"{name} done on {running.describe()}", err=True)
+    if output == "json":
+        click.echo(json.dumps({"runs": runs}))
+        return
+    click.echo(f"scheduler_perf workloads end to end, {'offered ' + str(rate) + '/s' if rate else 'saturated'}, "
+               f"{workers} worker(s), broker {runs[0]['broker']['kind']}; floor: kube-scheduler's CI threshold")
+    click.echo(f"{'workload':<36} {'case':<20} {'init':>6} {'pods':>6} {'scheduled':>9} {'pods/s':>7} {'floor':>6} "
+               f"{'ratio':>6} {'p99 ms':>8} {'worker CPU µs/pod':>17}")
+    for run in runs:
+        ratio = f"{run['pods_per_s'] / run['floor_pods_per_s']:.2f}" if run["floor_pods_per_s"] else "-"
+        click.echo(f"{run['workload']:<36} {run['case']:<20} {run['init_pods']:>6} {run['pods']:>6} "
+                   f"{run['scheduled']:>9} {run['pods_per_s']:>7} {run['floor_pods_per_s'] or '-':>6} {ratio:>6} "
+                   f"{run['p99_ms']:>8} {run['worker_cpu_us_per_pod'] or '-':>17}")
 
 
 @bench.command("trace")
