@@ -43,6 +43,8 @@ from streams.kube.node import SHIM_SOCKETS, LocalNode, mounts_under, processes_w
 pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups, pytest.mark.measures]
 
 PODS = "/api/v1/namespaces/default/pods"
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_NVML = ROOT / "tests" / "node_agent" / "fakenvml"
 WAIT_S = 90
 CGROUP_ROOT = nodefiles.CGROUP_ROOT.lstrip("/")
 TOLERANCE = 0.15
@@ -255,7 +257,10 @@ class Loop:
 
 @pytest.fixture(scope="module")
 def loop(node, plane, admin, tmp_path_factory):
-    """koordstream, the bridge and the node agent for the loop's tests. Two annotations on koord-node make
+    """koordstream, the bridge and the node agent for the loop's tests. The node agent runs as a DaemonSet's
+    does, with ``--kube-api`` as ``koord-node-agent`` (the ClusterRole of ``deploy/kubernetes/node-agent.yaml``,
+    ``node-agent.kubeconfig`` of the node), and its NVML answers for one faked GPU
+    (``tests/node_agent/fakenvml``). Two annotations on koord-node make
     this loaded 2-core machine usable: ``usage-thresholds`` of 0 (unchecked) turns koordstream's LoadAware
     filter off for it, since the machine's other work keeps its CPU usage above any threshold; and the node
     agent's ``cpu-topology``, which the scheduler needs to pin CPUs: the agent publishes its Node on the
@@ -274,7 +279,10 @@ def loop(node, plane, admin, tmp_path_factory):
         env = {**os.environ, **cluster.env}
         for name, args in (("bridge", ["bridge", "--kubeconfig", str(plane.kubeconfig), "--mode", "active"]),
                            ("node-agent", ["node-agent", "--node-name", "koord-node", "--report-interval", "2",
-                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state")])):
+                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state"),
+                                           "--kube-api", "--kubeconfig", str(node.node_agent_kubeconfig)])):
+            if name == "node-agent":
+                env = {**env, "PYTHONPATH": os.pathsep.join([str(FAKE_NVML), str(ROOT), env.get("PYTHONPATH", "")])}
             processes[name] = subprocess.Popen(supervision.koord_command(*args), stdout=open(home / f"{name}.log", "ab"),
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                                process_group=0)
@@ -330,6 +338,37 @@ def test_the_bridge_writes_batch_allocatable_and_kubelet_admits_a_be_pod_request
     explained = wait_for(lambda: (out := loop.cluster.koord("explain", "node", "koord-node")).returncode == 0 and out,
                          "koord explain node koord-node")
     print(f"BE pod requesting {request} {BATCH_CPU} admitted and running:\n{top_nodes(loop)}\n{explained.stdout}")
+
+
+DEVICE = "/apis/scheduling.koordinator.sh/v1alpha1/devices/koord-node"
+NODEMETRIC = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics/koord-node"
+DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
+GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO = "koordinator.sh/gpu-core", "koordinator.sh/gpu-memory", "koordinator.sh/gpu-memory-ratio"
+
+
+def test_a_shared_gpu_pod_runs_carrying_the_gpu_koordstream_allocated_from_the_node_agents_device(loop, admin):
+    """The node agent's NVML answers for one faked GPU; the rest is the product's: the agent creates Device
+    koord-node and NodeMetric koord-node on the API server (as ``koord-node-agent``, status through the
+    subresource), koordstream's DeviceShare allocates half the GPU to a shared-GPU pod, the bridge patches
+    ``device-allocated`` onto the pod before the Binding, and kubelet runs the pod (it admits extended resources
+    its node status does not list, for a scheduler that knows them: kubelet's ``removeMissingExtendedResources``)."""
+    ensure_config(admin)
+    device = wait_for(lambda: (r := admin.get(DEVICE)).status_code == 200 and r.json(),
+                      f"the node agent to create Device koord-node (node agent log: {loop.log('node-agent')})")
+    node_uid = admin.get("/api/v1/nodes/koord-node").json()["metadata"]["uid"]
+    assert [(d["type"], d["id"], d["resources"][GPU_MEMORY]) for d in device["spec"]["devices"]] == [("gpu", "GPU-0", "80Gi")]
+    assert [(o["kind"], o["uid"]) for o in device["metadata"]["ownerReferences"]] == [("Node", node_uid)]
+    metric = wait_for(lambda: (r := admin.get(NODEMETRIC)).status_code == 200 and r.json().get("status") and r.json(),
+                      f"the node agent to write NodeMetric koord-node's status (log: {loop.log('node-agent')})")
+    assert metric["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
+    shared = {GPU_CORE: "50", GPU_MEMORY_RATIO: "50"}
+    running = run_pod(admin, koord_pod("gpu-shared", "sleep 3600", {"limits": shared}, "LS"))
+    annotations = running["metadata"].get("annotations", {})
+    assert DEVICE_ALLOCATED in annotations, f"the pod kubelet runs lacks {DEVICE_ALLOCATED}: {annotations}"
+    allocated = json.loads(annotations[DEVICE_ALLOCATED])
+    print(f"\nshared-GPU pod running on koord-node with {DEVICE_ALLOCATED}: {annotations[DEVICE_ALLOCATED]}")
+    assert [(g["minor"], g["resources"]) for g in allocated["gpu"]] == [
+        (0, {GPU_CORE: "50", GPU_MEMORY: "40Gi", GPU_MEMORY_RATIO: "50"})]
 
 
 def test_cpu_suppress_sets_the_real_be_quota_when_ls_usage_rises_and_raises_it_when_it_falls(loop, admin):
