@@ -34,6 +34,7 @@ from node_agent.kubeletconfig import find as find_kubelet
 from node_agent.settings import AgentSettings
 from tests.integration.crash_support import CrashCluster
 from streams import kafka, supervision
+from streams.cli.top import human
 from streams.schemas import codec
 from streams.topology import load_topology
 from streams.cli.kube import CRDS
@@ -335,9 +336,21 @@ def test_the_bridge_writes_batch_allocatable_and_kubelet_admits_a_be_pod_request
                                                                   "limits": {BATCH_CPU: request}}, "BE"))
     assert running["status"]["qosClass"] == "BestEffort"
     assert "koordstream.io/decision-id" in running["metadata"].get("annotations", {}), "bound by koordstream"
-    explained = wait_for(lambda: (out := loop.cluster.koord("explain", "node", "koord-node")).returncode == 0 and out,
-                         "koord explain node koord-node")
+    shown = human(BATCH_CPU, int(request))
+    row = wait_for(lambda: (r := _top_row(loop)) and r[5].startswith(f"{shown}/") and r,
+                   f"koord top nodes to show koord-node's {shown} batch-cpu requested (it shows:\n{top_nodes(loop)})")
+    assert row[1].split("/")[0] != "-" and row[3].split("/")[0] != "-", f"the real node's usage: {row}"
+    explained = wait_for(lambda: (out := loop.cluster.koord("explain", "node", "koord-node")).returncode == 0 and
+                         f"requested by its pods: {request}" in out.stdout and out, "koord explain node koord-node "
+                         "to show the BE pod's batch-cpu")
+    assert "node usage: cpu " in explained.stdout
     print(f"BE pod requesting {request} {BATCH_CPU} admitted and running:\n{top_nodes(loop)}\n{explained.stdout}")
+
+
+def _top_row(loop: Loop) -> list[str] | None:
+    """koord-node's row of ``koord top nodes``: name, cpu use/req/alloc, cpu%, memory, memory%, batch-cpu
+    req/alloc, batch-memory, mid-cpu, mid-memory."""
+    return next((line.split() for line in top_nodes(loop).splitlines() if line.startswith("koord-node ")), None)
 
 
 DEVICE = "/apis/scheduling.koordinator.sh/v1alpha1/devices/koord-node"
