@@ -190,7 +190,8 @@ class LocalNode:
                 self.ctr("images", "import", "--snapshotter", "overlayfs", str(archive))
             pids["kubelet"] = self._spawn("kubelet", self._kubelet_args(kubelet_binary, server))
             state = {"name": self.name, "server": server, "socket": str(self.socket), "pids": pids,
-                     "cgroupRoot": nodefiles.CGROUP_ROOT, "bridge": nodefiles.BRIDGE, "podSubnet": nodefiles.POD_SUBNET}
+                     "cgroupRoot": nodefiles.CGROUP_ROOT, "bridge": nodefiles.BRIDGE, "podSubnet": nodefiles.POD_SUBNET,
+                     "nodeAgentKubeconfig": str(self.node_agent_kubeconfig)}
             self.state_file.write_text(json.dumps(state, indent=2))
             self._wait_ready(server)
         except BaseException:
