@@ -48,17 +48,24 @@ class KubeReporter:
     def __init__(self, api: KubeApi, node_name: str) -> None:
         self.api = api
         self.node_name = node_name
-        self._pending: dict[str, dict] = {}
+        self._pending: dict[str, dict | None] = {}
         self._offered = asyncio.Event()
 
-    def offer(self, manifest: dict) -> None:
-        """The newest Device or NodeMetric replaces one not sent yet."""
-        self._pending[manifest["kind"]] = manifest
+    def offer_device(self, device: dict | None) -> None:
+        """The node's Device (None: no device), replacing one not sent yet."""
+        self._offer("Device", device)
+
+    def offer_node_metric(self, metric: dict) -> None:
+        """The newest NodeMetric, replacing one not sent yet."""
+        self._offer("NodeMetric", metric)
+
+    def _offer(self, kind: str, manifest: dict | None) -> None:
+        self._pending[kind] = manifest
         self._offered.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Send what was offered until ``stop``; a failure is logged and retried after ``RETRY_S`` unless a
-        newer object was offered meanwhile (then that one is sent)."""
+        """Send what was offered until ``stop``. A failure is logged, never raised (the agent goes on
+        collecting), and the newest object of that kind is tried again after ``RETRY_S``."""
         while not stop.is_set():
             waiter = asyncio.ensure_future(self._offered.wait())
             stopper = asyncio.ensure_future(stop.wait())
@@ -69,8 +76,11 @@ class KubeReporter:
             for kind, manifest in list(self._pending.items()):
                 try:
                     await (self.report_device(manifest) if kind == "Device" else self.report_node_metric(manifest))
-                except (ApiError, httpx.TransportError) as err:
-                    log.warning("could not write %s %s to the API server: %s", kind, self.node_name, err)
+                except Exception as err:
+                    if isinstance(err, (ApiError, httpx.TransportError)):
+                        log.warning("could not write %s %s to the API server: %s", kind, self.node_name, err)
+                    else:
+                        log.exception("could not write %s %s to the API server", kind, self.node_name)
                     if await wait_or_stop(stop, RETRY_S):
                         return
                     self._offered.set()

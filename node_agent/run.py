@@ -46,12 +46,12 @@ async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event,
                 agent.refresh()
                 _publish_changed(agent, publisher, sent)
                 if reporter is not None:
-                    reporter.offer(agent.device() or {"kind": "Device"})
+                    reporter.offer_device(agent.device())
                 if not first:
                     metric = agent.node_metric()
                     publisher.submit_manifest(metric)
                     if reporter is not None:
-                        reporter.offer(metric)
+                        reporter.offer_node_metric(metric)
                 while next_report <= time.monotonic():
                     next_report += report_every
                 first = False

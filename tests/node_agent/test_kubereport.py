@@ -19,6 +19,7 @@ from node_agent.kubereport import CREATED, DEVICES, NODEMETRICS, UNCHANGED, UPDA
 from node_agent.report import GPUDevice, device_manifest
 from streams.bridge.api import CONFLICT, FORBIDDEN, ApiError, KubeApi
 from streams.cli.kube import CRDS
+from streams.kube import controlplane, pki
 from streams.kube.node import LocalNode
 
 pytestmark = pytest.mark.integration
@@ -151,14 +152,14 @@ def test_the_node_agents_role_allows_nothing_beyond_its_objects(kube):
 
 
 def test_run_writes_the_newest_object_offered(kube):
-    """``offer`` replaces an object not sent yet, as the report loop offers one per round."""
+    """An offer replaces an object not sent yet, as the report loop offers one per round."""
     admin, kubeconfig = kube
 
     async def offered(reporter: KubeReporter):
         stop = asyncio.Event()
         task = asyncio.create_task(reporter.run(stop))
-        reporter.offer(gpus(3))
-        reporter.offer(gpus(4))
+        reporter.offer_device(gpus(3))
+        reporter.offer_device(gpus(4))
         deadline = time.monotonic() + 10
         while len(admin.get(f"{DEVICES}/{NODE}").json()["spec"]["devices"]) != 4:
             assert time.monotonic() < deadline, "the offered Device was not written within 10s"
@@ -166,3 +167,24 @@ def test_run_writes_the_newest_object_offered(kube):
         stop.set()
         await task
     report(kubeconfig, offered)
+
+
+def test_a_refused_write_is_logged_and_the_loop_goes_on_until_stopped(kube, plane, caplog, tmp_path):
+    """A user without the role: the write is refused (403, naming verb and resource), logged, and ``run``
+    returns at ``stop`` instead of raising into the agent."""
+    pki.issue_client(plane.pki, "no-role")
+    kubeconfig = tmp_path / "no-role.kubeconfig"
+    kubeconfig.write_text(controlplane.kubeconfig(plane.state()["server"], plane.pki, "no-role"))
+
+    async def refused(reporter: KubeReporter):
+        stop = asyncio.Event()
+        task = asyncio.create_task(reporter.run(stop))
+        reporter.offer_device(gpus(1))
+        deadline = time.monotonic() + 10
+        while "could not write Device" not in caplog.text:
+            assert time.monotonic() < deadline, "no refusal logged within 10s"
+            await asyncio.sleep(0.1)
+        stop.set()
+        await asyncio.wait_for(task, 5)
+    report(kubeconfig, refused)
+    assert "get devices: HTTP 403" in caplog.text
