@@ -90,21 +90,19 @@ class KubeReporter:
 
     async def report_device(self, device: dict | None) -> str:
         """Create or update Device ``<node>`` to ``device`` (None: the node has no device)."""
-        devices = sorted((device or {}).get("spec", {}).get("devices", []),
-                         key=lambda d: (d.get("type", ""), d.get("minor", 0)))
+        devices = _sorted((device or {}).get("spec", {}).get("devices", []))
         labels = dict((device or {}).get("metadata", {}).get("labels") or {})
         path = f"{DEVICES}/{self.node_name}"
 
         async def attempt() -> str:
-            current = await self._get("get", "devices", path)
+            current = await self._get("devices", path)
             if current is None:
                 await self._create_device(devices, labels)
                 return CREATED
             metadata = current["metadata"]
             held = dict(metadata.get("labels") or {})
             mine = {key: value for key, value in held.items() if key in AGENT_LABELS}
-            old = sorted((current.get("spec") or {}).get("devices") or [],
-                         key=lambda d: (d.get("type", ""), d.get("minor", 0)))
+            old = _sorted((current.get("spec") or {}).get("devices") or [])
             if old == devices and mine == labels:
                 return UNCHANGED
             metadata["labels"] = {**{k: v for k, v in held.items() if k not in AGENT_LABELS}, **labels}
@@ -114,7 +112,7 @@ class KubeReporter:
         return await _on_conflict(attempt)
 
     async def _create_device(self, devices: list[dict], labels: dict[str, str]) -> None:
-        node = await self._get("get", "nodes", f"/api/v1/nodes/{self.node_name}")
+        node = await self._get("nodes", f"/api/v1/nodes/{self.node_name}")
         if node is None:
             raise ApiError("get", "nodes", NOT_FOUND, f"node {self.node_name} is not registered yet")
         metadata: dict = {"name": self.node_name, "ownerReferences": [
@@ -131,7 +129,7 @@ class KubeReporter:
         path = f"{NODEMETRICS}/{self.node_name}"
 
         async def attempt() -> str:
-            current = await self._get("get", "nodemetrics", path)
+            current = await self._get("nodemetrics", path)
             made = current is None
             if made:
                 current = await self.api._call(
@@ -143,13 +141,19 @@ class KubeReporter:
             return CREATED if made else UPDATED
         return await _on_conflict(attempt)
 
-    async def _get(self, verb: str, resource: str, path: str) -> dict | None:
+    async def _get(self, resource: str, path: str) -> dict | None:
+        """The object at ``path``; None when there is none (404)."""
         try:
-            return await self.api._call(verb, resource, "GET", path)
+            return await self.api._call("get", resource, "GET", path)
         except ApiError as error:
             if error.code == NOT_FOUND:
                 return None
             raise
+
+
+def _sorted(devices: list[dict]) -> list[dict]:
+    """By type, then minor: koordlet's order before it compares a Device's devices."""
+    return sorted(devices, key=lambda d: (d.get("type", ""), d.get("minor", 0)))
 
 
 async def _on_conflict(attempt) -> str:
