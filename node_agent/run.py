@@ -3,7 +3,9 @@
 ``run_agent`` is the loop ``koord node-agent`` runs: a collection each
 ``collect_interval_s`` (on a fixed schedule, so a slow round does not drift
 the next), then at each report the slow refresh, a NodeMetric, and the Node,
-NodeResourceTopology and Device objects when they differ from the last ones sent. ``follow_pods``
+NodeResourceTopology and Device objects when they differ from the last ones
+sent; with a ``KubeReporter`` (``--kube-api``), the Device and NodeMetric go to
+the API server too. ``follow_pods``
 reads the pods and decisions topics so pods are reported with their
 namespace and name; a record it cannot take is a dead letter, never a restart.
 A failed round is logged and the loop goes on.
@@ -16,6 +18,7 @@ import logging
 import time
 
 from node_agent.agent import NodeAgent
+from node_agent.kubereport import KubeReporter
 from node_agent.metrics import DECISIONS_IGNORED
 from node_agent.publisher import RETRY_S, Publisher, wait_or_stop
 from streams import deadletter, kafka, records
@@ -28,7 +31,8 @@ STAGE = "node-agent-pods"
 """The dead letters' stage: the follower of the pods and decisions topics."""
 
 
-async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event) -> None:
+async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event,
+                    reporter: KubeReporter | None = None) -> None:
     interval = agent.settings.collect_interval_s
     report_every = agent.settings.report_interval_s
     next_collect = time.monotonic()
@@ -41,8 +45,13 @@ async def run_agent(agent: NodeAgent, publisher: Publisher, stop: asyncio.Event)
             if first or time.monotonic() >= next_report:
                 agent.refresh()
                 _publish_changed(agent, publisher, sent)
+                if reporter is not None:
+                    reporter.offer_device(agent.device())
                 if not first:
-                    publisher.submit_manifest(agent.node_metric())
+                    metric = agent.node_metric()
+                    publisher.submit_manifest(metric)
+                    if reporter is not None:
+                        reporter.offer_node_metric(metric)
                 while next_report <= time.monotonic():
                     next_report += report_every
                 first = False

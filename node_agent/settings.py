@@ -85,6 +85,14 @@ class AgentSettings:
     """NodeMetric records kept while the broker is unreachable: one hour at the
     default report interval. When full, the oldest is dropped and counted."""
 
+    kube_api: bool = False
+    """Also create and update this node's Device and NodeMetric objects on the API server, as
+    koordlet does (``node_agent/kubereport.py``), for the tools that read them there."""
+
+    kubeconfig: Path | None = dataclasses.field(default=None, metadata={"path": "file"})
+    """The API server for ``--kube-api``; unset: the pod's service account (a DaemonSet), else
+    ``~/.kube/config``."""
+
     actuate: bool = True
     """Apply the actuations addressed to this node (``node_agent.actuator``) and acknowledge them."""
 

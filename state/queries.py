@@ -423,14 +423,8 @@ def top_nodes(engine: Engine) -> list[dict[str, Any]]:
     """Per live node: usage (its latest NodeMetric), requested (its placed pods' requests) and
     allocatable (the latest NodeResource, batch and mid included), all in canonical units."""
     with Session(engine) as session:
-        placed = [d for d in _latest_decisions(session, [Pod.deleted.is_(False)]).values()
-                  if d.result in PLACED and d.node_name]
+        requested = _requested_by_node(session)
         metrics = _latest_node_metrics(session)
-    requested: dict[str, dict[str, int]] = {}
-    for decision in placed:
-        total = requested.setdefault(decision.node_name, {})
-        for resource, value in (decision.requests or {}).items():
-            total[resource] = total.get(resource, 0) + value
     rows = []
     for node in get_nodes(engine):
         name = node["metadata"]["name"]
@@ -442,6 +436,18 @@ def top_nodes(engine: Engine) -> list[dict[str, Any]]:
         rows.append({"name": name, "usage": metrics.get(name, {}).get("nodeUsage", {}),
                      "requested": requested.get(name, {}), "allocatable": allocatable, "broken": broken})
     return rows
+
+
+def _requested_by_node(session: Session) -> dict[str, dict[str, int]]:
+    """Per node, the sum of its live placed pods' requests (batch and mid included), canonical units."""
+    requested: dict[str, dict[str, int]] = {}
+    for decision in _latest_decisions(session, [Pod.deleted.is_(False)]).values():
+        if decision.result not in PLACED or not decision.node_name:
+            continue
+        total = requested.setdefault(decision.node_name, {})
+        for resource, value in (decision.requests or {}).items():
+            total[resource] = total.get(resource, 0) + value
+    return requested
 
 
 def top_pods(engine: Engine, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -569,8 +575,8 @@ def _explained_decision(decision: Decision) -> dict[str, Any]:
 
 def explain_node(engine: Engine, name: str, history: int = 5) -> dict[str, Any] | None:
     """A node's latest NodeResource (allocatable with batch/mid values, Koordinator's calculation message,
-    causation), the latest NodeMetric the read model holds for it, and batch/mid over its last ``history``
-    NodeResources (newest first). None when the read model knows neither the node nor a NodeResource."""
+    causation), the latest NodeMetric the read model holds for it, the batch/mid its live placed pods request,
+    and batch/mid over its last ``history`` NodeResources (newest first). None when the read model knows neither the node nor a NodeResource."""
     with Session(engine) as session:
         node = session.get(Node, name)
         resources = session.scalars(select(NodeResource).where(NodeResource.node_name == name).order_by(
@@ -578,6 +584,7 @@ def explain_node(engine: Engine, name: str, history: int = 5) -> dict[str, Any] 
         metric = session.get(LatestObject, ("nodemetrics", name))
         if node is None and not resources:
             return None
+        requested = _requested_by_node(session).get(name, {})
         latest = resources[0] if resources else None
         return {
             "node": {"name": name, "deleted": node.deleted if node else None},
@@ -593,6 +600,7 @@ def explain_node(engine: Engine, name: str, history: int = 5) -> dict[str, Any] 
                 "sourcePartition": metric.source_partition, "sourceOffset": metric.source_offset,
                 "updateTime": (metric.record or {}).get("updateTime"), "nodeUsage": (metric.record or {}).get("nodeUsage"),
             },
+            "requested": {r: requested.get(r) for r in EXTENDED_RESOURCES},
             "history": [{"decisionId": r.decision_id, "timestamp": r.timestamp_ms,
                          **{res: r.allocatable.get(res) for res in EXTENDED_RESOURCES},
                          "causation": _causation(r)} for r in resources],

@@ -97,8 +97,11 @@ def _print_node(found: dict) -> None:
         click.echo("  no NodeResource yet")
         return
     click.echo(f"Latest NodeResource {latest['decisionId']} at {_when(latest['timestamp'])}")
+    requested = found.get("requested") or {}
     for resource, value in latest["extended"].items():
-        click.echo(f"  {resource}: {'-' if value is None else format_quantity(resource, value)}")
+        used = requested.get(resource)
+        click.echo(f"  {resource}: {'-' if value is None else format_quantity(resource, value)}"
+                   + ("" if not used else f" (requested by its pods: {format_quantity(resource, used)})"))
     for part in filter(None, latest["message"].split("; ")):
         click.echo(f"  {part}")
     for line in yarn_lines(latest.get("annotations") or {}):
@@ -108,6 +111,10 @@ def _print_node(found: dict) -> None:
     if metric is not None:
         click.echo(f"  latest NodeMetric in the read model: source partition {metric['sourcePartition']} offset "
                    f"{metric['sourceOffset']}, updateTime {_when(metric['updateTime'])}")
+        usage = metric.get("nodeUsage") or {}
+        if usage:
+            click.echo("  node usage: " + ", ".join(f"{resource} {format_quantity(resource, value)}"
+                                                    for resource, value in sorted(usage.items())))
     click.echo("History (newest first):")
     rows = [("TIME", "BATCH-CPU", "BATCH-MEMORY", "MID-CPU", "MID-MEMORY", "CAUSE")]
     for item in found["history"]:

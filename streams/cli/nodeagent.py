@@ -12,7 +12,8 @@ refused. ``--dry-run`` prints, one JSON line per actuation, what would be
 written, and writes, persists and acknowledges nothing. With actuation on and
 ``--protection-after`` above 0, the agent also keeps the last slo-controller-config
 and protects the node itself when the stream is silent or unreachable
-(``node_agent/actuator/protection.py``).
+(``node_agent/actuator/protection.py``). ``--kube-api`` also keeps this node's
+Device and NodeMetric objects on the API server (``node_agent/kubereport.py``).
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ import logging
 import time
 
 import click
+from lightkube.core.exceptions import ConfigError
 
 from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator, submit_ack
 from node_agent.actuator.protection import Protection, follow_configs, run_protection
 from node_agent.actuator.waiting import run_waiting
 from node_agent.agent import NodeAgent
 from node_agent.collectors.hostapps import HostApplicationError
+from node_agent.kubereport import KubeReporter
 from node_agent.publisher import Publisher, encode_manifest
 from node_agent.run import follow_pods, run_agent
 from node_agent.settings import AgentSettings, SettingsError
 from streams.actuation import signing_key
+from streams.bridge.api import KubeApi
 from streams.cli import context
 from streams.cli.fieldoptions import settings_options
 from streams.cli.options import metrics_options
@@ -68,7 +72,13 @@ def node_agent(once: bool, output: str, metrics_port: int, metrics_host: str, **
                                               address_of=agent.pods.address_of)
         except RuntimeError as err:
             raise click.UsageError(str(err)) from None
-    asyncio.run(_serve(agent, bootstrap, names, actuator))
+    reporter = None
+    if settings.kube_api:
+        try:
+            reporter = KubeReporter(KubeApi(settings.kubeconfig, None), agent.node_name)
+        except (ValueError, OSError, ConfigError) as err:
+            raise click.UsageError(f"--kube-api: {err}") from None
+    asyncio.run(_serve(agent, bootstrap, names, actuator, reporter))
 
 
 def _once(agent: NodeAgent, output: str) -> None:
@@ -85,11 +95,15 @@ def _once(agent: NodeAgent, output: str) -> None:
     emit(objects, output, single=False, columns=())
 
 
-async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuator: Actuator | None) -> None:
+async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuator: Actuator | None,
+                 reporter: KubeReporter | None) -> None:
     stop = asyncio.Event()
     stop_on_signals(stop)
     publisher = Publisher(bootstrap, names, max_buffered_metrics=agent.settings.max_buffered_metrics)
-    tasks = [publisher.run(stop), run_agent(agent, publisher, stop), follow_pods(agent, bootstrap, names, stop, publisher)]
+    tasks = [publisher.run(stop), run_agent(agent, publisher, stop, reporter),
+             follow_pods(agent, bootstrap, names, stop, publisher)]
+    if reporter is not None:
+        tasks.append(reporter.run(stop))
     if actuator is not None:
         offsets = OffsetStore(agent.settings.state_dir)
         protection = None
@@ -99,7 +113,11 @@ async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuat
             tasks += [follow_configs(protection, bootstrap, names, stop), run_protection(protection, agent, stop)]
         tasks.append(run_actuator(actuator, publisher, bootstrap, names, stop, offsets, protection))
         tasks.append(run_waiting(actuator, publisher, stop, submit_ack))
-    await asyncio.gather(*tasks)
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        if reporter is not None:
+            await reporter.api.close()
 
 
 COMMANDS = (node_agent,)

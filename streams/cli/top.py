@@ -2,7 +2,8 @@
 
 Reads the read model every ``--interval`` seconds and redraws; ``--once``
 prints one frame (for scripts). Columns show ``usage/requested/allocatable``
-for cpu and memory, then batch and mid allocatable, every quantity in one
+for cpu and memory, then ``requested/allocatable`` of batch and mid (what the
+node's BE and mid pods request of the pool the node reclaims), every quantity in one
 Kubernetes form (``human``): cpu in cores, or millicores under one core
 (``3.5``, ``350m``), bytes in binary units (``1.2Gi``, ``512Mi``); a percent stays
 a percent. A node whose stored row cannot be read is listed as ``<name> (broken)``.
@@ -54,8 +55,8 @@ def _percent(used: int | None, of: int | None) -> str:
 
 
 def node_rows(engine) -> list[list[str]]:
-    rows = [["NAME", "CPU USE/REQ/ALLOC", "CPU%", "MEM USE/REQ/ALLOC", "MEM%", "BATCH-CPU", "BATCH-MEM",
-             "MID-CPU", "MID-MEM"]]
+    rows = [["NAME", "CPU USE/REQ/ALLOC", "CPU%", "MEM USE/REQ/ALLOC", "MEM%", "BATCH-CPU REQ/ALLOC",
+             "BATCH-MEM REQ/ALLOC", "MID-CPU REQ/ALLOC", "MID-MEM REQ/ALLOC"]]
     for node in queries.top_nodes(engine):
         use, req, alloc = node["usage"], node["requested"], node["allocatable"]
         rows.append([
@@ -63,8 +64,7 @@ def node_rows(engine) -> list[list[str]]:
             f"{_q('cpu', use)}/{_q('cpu', req)}/{_q('cpu', alloc)}", _percent(use.get("cpu"), alloc.get("cpu")),
             f"{_q('memory', use)}/{_q('memory', req)}/{_q('memory', alloc)}",
             _percent(use.get("memory"), alloc.get("memory")),
-            _q(BATCH_CPU, alloc), _q(BATCH_MEMORY, alloc),
-            _q(MID_CPU, alloc), _q(MID_MEMORY, alloc),
+            *(f"{_q(resource, req)}/{_q(resource, alloc)}" for resource in (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)),
         ])
     return rows
 

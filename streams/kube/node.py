@@ -9,7 +9,9 @@ in ``streams.kube.nodefiles``.
 kubelet authenticates with a client certificate of the control plane's CA for ``system:node:<name>``
 in ``system:nodes``; the API server has no Node authorizer, so a ClusterRoleBinding
 (``deploy/kubernetes/local-node-rbac.yaml``) gives that group the ``system:node`` ClusterRole (what the
-Node authorizer grants, without its per-node narrowing).
+Node authorizer grants, without its per-node narrowing). The node agent gets ``node-agent.kubeconfig``
+(user ``koord-node-agent``), bound to the ClusterRole its DaemonSet's service account has
+(``deploy/kubernetes/node-agent.yaml``), for ``koord node-agent --kube-api``.
 
 There is one local node per machine: its bridge, pod subnet and cgroup root are host-wide names.
 :meth:`LocalNode.stop` removes what the node made: it stops kubelet, kills every process in the pod
@@ -35,7 +37,7 @@ from pathlib import Path
 
 from streams.kube import images, kubelet, nodefiles
 from streams.kube import pki as pki_files
-from streams.kube.controlplane import ADMIN, MissingPrerequisite
+from streams.kube.controlplane import ADMIN, MissingPrerequisite, kubeconfig
 from streams.broker.embedded import free_loopback_port
 from streams.supervision import pid_alive, wait_gone
 
@@ -52,7 +54,11 @@ STOP_TIMEOUT_S = 20.0
 MAX_SOCKET_PATH = 100
 """A unix socket path is at most 107 bytes; containerd adds ``.ttrpc`` to its socket's."""
 NODE_RBAC = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "local-node-rbac.yaml"
-"""The ClusterRoleBinding that lets kubelet (group ``system:nodes``) act as a node."""
+"""The ClusterRoleBindings that let kubelet (group ``system:nodes``) act as a node and the node agent
+(:data:`NODE_AGENT_USER`) hold the ClusterRole of :data:`NODE_AGENT_RBAC`."""
+NODE_AGENT_RBAC = NODE_RBAC.with_name("node-agent.yaml")
+NODE_AGENT_USER = "koord-node-agent"
+"""The node agent's identity on the local control plane (``node-agent.kubeconfig`` in the node's folder)."""
 
 
 class NodeRefused(RuntimeError):
@@ -128,6 +134,10 @@ class LocalNode:
         return self.directory / "node.json"
 
     @property
+    def node_agent_kubeconfig(self) -> Path:
+        return self.directory / "node-agent.kubeconfig"
+
+    @property
     def socket(self) -> Path:
         return self.directory / "containerd" / "containerd.sock"
 
@@ -180,7 +190,8 @@ class LocalNode:
                 self.ctr("images", "import", "--snapshotter", "overlayfs", str(archive))
             pids["kubelet"] = self._spawn("kubelet", self._kubelet_args(kubelet_binary, server))
             state = {"name": self.name, "server": server, "socket": str(self.socket), "pids": pids,
-                     "cgroupRoot": nodefiles.CGROUP_ROOT, "bridge": nodefiles.BRIDGE, "podSubnet": nodefiles.POD_SUBNET}
+                     "cgroupRoot": nodefiles.CGROUP_ROOT, "bridge": nodefiles.BRIDGE, "podSubnet": nodefiles.POD_SUBNET,
+                     "nodeAgentKubeconfig": str(self.node_agent_kubeconfig)}
             self.state_file.write_text(json.dumps(state, indent=2))
             self._wait_ready(server)
         except BaseException:
@@ -280,29 +291,32 @@ class LocalNode:
         folder = self.directory / "kubelet"
         user = f"system:node:{self.name}"
         pki_files.issue_client(self.pki, user, ("system:nodes",))
-        cert, key = self.pki.client(user)
-        (folder / "kubeconfig").write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "node",
-            "clusters": [{"name": "koord", "cluster": {"server": server, "certificate-authority": str(self.pki.ca)}}],
-            "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-            "contexts": [{"name": "node", "context": {"cluster": "koord", "user": user}}]}, indent=2))
+        (folder / "kubeconfig").write_text(kubeconfig(server, self.pki, user))
         (folder / "config.json").write_text(nodefiles.kubelet_config(
             folder, self.socket, self.pki.ca, free_loopback_port(), free_loopback_port()))
-        self._bind_node_role(server)
+        self.authorize_node_agent(server)
         return [str(binary), f"--config={folder / 'config.json'}", f"--kubeconfig={folder / 'kubeconfig'}",
                 f"--root-dir={folder / 'root'}", f"--cert-dir={folder / 'pki'}", f"--hostname-override={self.name}",
                 "--v=1"]
 
-    def _bind_node_role(self, server: str) -> None:
-        """Create :data:`NODE_RBAC` (an existing binding is kept)."""
+    def authorize_node_agent(self, server: str) -> Path:
+        """Create the ClusterRole of :data:`NODE_AGENT_RBAC` and the bindings of :data:`NODE_RBAC` (existing
+        ones are kept); write ``node-agent.kubeconfig`` with :data:`NODE_AGENT_USER`'s client certificate, for
+        ``koord node-agent --kube-api``; return its path."""
         import yaml
 
-        binding = yaml.safe_load(NODE_RBAC.read_text())
-        try:
-            self._api(server, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
-        except urllib.error.HTTPError as error:
-            if error.code != 409:
-                raise
+        role = next(d for d in yaml.safe_load_all(NODE_AGENT_RBAC.read_text()) if d["kind"] == "ClusterRole")
+        for kind, document in [("clusterroles", role)] + [
+                ("clusterrolebindings", d) for d in yaml.safe_load_all(NODE_RBAC.read_text())]:
+            try:
+                self._api(server, f"/apis/rbac.authorization.k8s.io/v1/{kind}", document)
+            except urllib.error.HTTPError as error:
+                if error.code != 409:
+                    raise
+        pki_files.issue_client(self.pki, NODE_AGENT_USER)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.node_agent_kubeconfig.write_text(kubeconfig(server, self.pki, NODE_AGENT_USER))
+        return self.node_agent_kubeconfig
 
     def _api(self, server: str, path: str, body: dict | None = None) -> dict:
         context = ssl.create_default_context(cafile=str(self.pki.ca))

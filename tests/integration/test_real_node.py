@@ -16,6 +16,7 @@ import dataclasses
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -34,6 +35,7 @@ from node_agent.kubeletconfig import find as find_kubelet
 from node_agent.settings import AgentSettings
 from tests.integration.crash_support import CrashCluster
 from streams import kafka, supervision
+from streams.cli.top import human
 from streams.schemas import codec
 from streams.topology import load_topology
 from streams.cli.kube import CRDS
@@ -43,6 +45,8 @@ from streams.kube.node import SHIM_SOCKETS, LocalNode, mounts_under, processes_w
 pytestmark = [pytest.mark.integration, pytest.mark.real_cgroups, pytest.mark.measures]
 
 PODS = "/api/v1/namespaces/default/pods"
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_NVML = ROOT / "tests" / "node_agent" / "fakenvml"
 WAIT_S = 90
 CGROUP_ROOT = nodefiles.CGROUP_ROOT.lstrip("/")
 TOLERANCE = 0.15
@@ -253,9 +257,37 @@ class Loop:
         return (self.cluster.home / f"{name}.log").read_text(errors="replace")[-3000:]
 
 
+QOS_LINK, QOS_PEER_LINK = "koordq0", "koordq1"
+QOS_PREFIX, QOS_PEER = "198.18.0.0/24", "198.18.0.1"
+"""The network QoS test's way out of the node: a veth pair, with the benchmarking prefix (RFC 2544) routed into
+``koordq0`` and a permanent neighbour entry for its address, so packets from a pod cross ``koordq0``'s egress
+qdisc (the tc backend's HTB) and are dropped at the peer. This kernel has no ``dummy`` link type."""
+
+
 @pytest.fixture(scope="module")
-def loop(node, plane, admin, tmp_path_factory):
-    """koordstream, the bridge and the node agent for the loop's tests. Two annotations on koord-node make
+def qos_link():
+    """``(name, None)`` of the interface the node agent shapes, or ``(None, why)`` when it cannot be made."""
+    made = subprocess.run(["ip", "link", "add", QOS_LINK, "type", "veth", "peer", "name", QOS_PEER_LINK],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        yield None, f"`ip link add {QOS_LINK} type veth peer name {QOS_PEER_LINK}` failed: {made.stderr.strip()}"
+        return
+    try:
+        for args in (["link", "set", QOS_LINK, "up"], ["link", "set", QOS_PEER_LINK, "up"],
+                     ["route", "add", QOS_PREFIX, "dev", QOS_LINK],
+                     ["neigh", "add", QOS_PEER, "lladdr", "02:00:00:00:00:01", "dev", QOS_LINK, "nud", "permanent"]):
+            subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+        yield QOS_LINK, None
+    finally:
+        subprocess.run(["ip", "link", "del", QOS_LINK], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def loop(node, plane, admin, qos_link, tmp_path_factory):
+    """koordstream, the bridge and the node agent for the loop's tests. The node agent runs as a DaemonSet's
+    does, with ``--kube-api`` as ``koord-node-agent`` (the ClusterRole of ``deploy/kubernetes/node-agent.yaml``,
+    ``node-agent.kubeconfig`` of the node), its NVML answers for one faked GPU (``tests/node_agent/fakenvml``)
+    and its tc backend shapes :data:`QOS_LINK`. Two annotations on koord-node make
     this loaded 2-core machine usable: ``usage-thresholds`` of 0 (unchecked) turns koordstream's LoadAware
     filter off for it, since the machine's other work keeps its CPU usage above any threshold; and the node
     agent's ``cpu-topology``, which the scheduler needs to pin CPUs: the agent publishes its Node on the
@@ -274,7 +306,11 @@ def loop(node, plane, admin, tmp_path_factory):
         env = {**os.environ, **cluster.env}
         for name, args in (("bridge", ["bridge", "--kubeconfig", str(plane.kubeconfig), "--mode", "active"]),
                            ("node-agent", ["node-agent", "--node-name", "koord-node", "--report-interval", "2",
-                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state")])):
+                                           "--aggregate-duration", "4", "--state-dir", str(home / "agent-state"),
+                                           "--kube-api", "--kubeconfig", str(node.node_agent_kubeconfig),
+                                           *(["--tc-interface", qos_link[0]] if qos_link[0] else [])])):
+            if name == "node-agent":
+                env = {**env, "PYTHONPATH": os.pathsep.join([str(FAKE_NVML), str(ROOT), env.get("PYTHONPATH", "")])}
             processes[name] = subprocess.Popen(supervision.koord_command(*args), stdout=open(home / f"{name}.log", "ab"),
                                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                                process_group=0)
@@ -327,9 +363,52 @@ def test_the_bridge_writes_batch_allocatable_and_kubelet_admits_a_be_pod_request
                                                                   "limits": {BATCH_CPU: request}}, "BE"))
     assert running["status"]["qosClass"] == "BestEffort"
     assert "koordstream.io/decision-id" in running["metadata"].get("annotations", {}), "bound by koordstream"
-    explained = wait_for(lambda: (out := loop.cluster.koord("explain", "node", "koord-node")).returncode == 0 and out,
-                         "koord explain node koord-node")
+    shown = human(BATCH_CPU, int(request))
+    row = wait_for(lambda: (r := _top_row(loop)) and r[5].startswith(f"{shown}/") and r,
+                   f"koord top nodes to show koord-node's {shown} batch-cpu requested (it shows:\n{top_nodes(loop)})")
+    assert row[1].split("/")[0] != "-" and row[3].split("/")[0] != "-", f"the real node's usage: {row}"
+    explained = wait_for(lambda: (out := loop.cluster.koord("explain", "node", "koord-node")).returncode == 0 and
+                         f"requested by its pods: {request}" in out.stdout and out, "koord explain node koord-node "
+                         "to show the BE pod's batch-cpu")
+    assert "node usage: cpu " in explained.stdout
     print(f"BE pod requesting {request} {BATCH_CPU} admitted and running:\n{top_nodes(loop)}\n{explained.stdout}")
+
+
+def _top_row(loop: Loop) -> list[str] | None:
+    """koord-node's row of ``koord top nodes``: name, cpu use/req/alloc, cpu%, memory, memory%, batch-cpu
+    req/alloc, batch-memory, mid-cpu, mid-memory."""
+    return next((line.split() for line in top_nodes(loop).splitlines() if line.startswith("koord-node ")), None)
+
+
+DEVICE = "/apis/scheduling.koordinator.sh/v1alpha1/devices/koord-node"
+NODEMETRIC = "/apis/slo.koordinator.sh/v1alpha1/nodemetrics/koord-node"
+DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
+GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO = "koordinator.sh/gpu-core", "koordinator.sh/gpu-memory", "koordinator.sh/gpu-memory-ratio"
+
+
+def test_a_shared_gpu_pod_runs_carrying_the_gpu_koordstream_allocated_from_the_node_agents_device(loop, admin):
+    """The node agent's NVML answers for one faked GPU; the rest is the product's: the agent creates Device
+    koord-node and NodeMetric koord-node on the API server (as ``koord-node-agent``, status through the
+    subresource), koordstream's DeviceShare allocates half the GPU to a shared-GPU pod, the bridge patches
+    ``device-allocated`` onto the pod before the Binding, and kubelet runs the pod (it admits extended resources
+    its node status does not list, for a scheduler that knows them: kubelet's ``removeMissingExtendedResources``)."""
+    ensure_config(admin)
+    device = wait_for(lambda: (r := admin.get(DEVICE)).status_code == 200 and r.json(),
+                      f"the node agent to create Device koord-node (node agent log: {loop.log('node-agent')})")
+    node_uid = admin.get("/api/v1/nodes/koord-node").json()["metadata"]["uid"]
+    assert [(d["type"], d["id"], d["resources"][GPU_MEMORY]) for d in device["spec"]["devices"]] == [("gpu", "GPU-0", "80Gi")]
+    assert [(o["kind"], o["uid"]) for o in device["metadata"]["ownerReferences"]] == [("Node", node_uid)]
+    metric = wait_for(lambda: (r := admin.get(NODEMETRIC)).status_code == 200 and r.json().get("status") and r.json(),
+                      f"the node agent to write NodeMetric koord-node's status (log: {loop.log('node-agent')})")
+    assert metric["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
+    shared = {GPU_CORE: "50", GPU_MEMORY_RATIO: "50"}
+    running = run_pod(admin, koord_pod("gpu-shared", "sleep 3600", {"limits": shared}, "LS"))
+    annotations = running["metadata"].get("annotations", {})
+    assert DEVICE_ALLOCATED in annotations, f"the pod kubelet runs lacks {DEVICE_ALLOCATED}: {annotations}"
+    allocated = json.loads(annotations[DEVICE_ALLOCATED])
+    print(f"\nshared-GPU pod running on koord-node with {DEVICE_ALLOCATED}: {annotations[DEVICE_ALLOCATED]}")
+    assert [(g["minor"], g["resources"]) for g in allocated["gpu"]] == [
+        (0, {GPU_CORE: "50", GPU_MEMORY: "40Gi", GPU_MEMORY_RATIO: "50"})]
 
 
 def test_cpu_suppress_sets_the_real_be_quota_when_ls_usage_rises_and_raises_it_when_it_falls(loop, admin):
@@ -364,6 +443,64 @@ def test_cpu_suppress_sets_the_real_be_quota_when_ls_usage_rises_and_raises_it_w
     if not (int(loaded) <= int(quiet) and int(loaded) < int(restored)):
         pytest.skip(f"the suppress quota did not follow the LS burner ({quiet} -> {loaded} -> {restored}): the "
                     f"machine's other load dominates the node's usage (koord top nodes:\n{top_nodes(loop)})")
+
+
+NET_QOS_CONFIG = {
+    "resource-qos-config": json.dumps({"clusterStrategy": {
+        "policies": {"netQOSPolicy": "terway-qos"},
+        "lsClass": {"networkQOS": {"enable": True, "egressRequest": "50M", "egressLimit": "100M"}},
+        "beClass": {"networkQOS": {"enable": True, "egressRequest": "1M", "egressLimit": "1M"}}}}),
+    "system-config": json.dumps({"clusterStrategy": {"totalNetworkBandwidth": "600M"}})}
+"""The v1.5 article's terway-qos config (seed 004-03) with the BE class held to 1 Mbit/s, below what the BE pod
+sends, so its class's limit shows in the counters."""
+L2_CLASS = "1:12"
+PING_BYTES = 1400
+STATS = re.compile(r"Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)")
+
+
+def test_network_qos_puts_the_be_pods_traffic_in_its_class_on_the_nodes_interface(loop, admin, qos_link):
+    """terway-qos classes on a real interface of the node: the stream plans L0/L1/L2 from the config and a
+    ``priority`` 2 (L2) for the BE pod from the agent's NodeMetric; the agent finds the pod's address in its
+    Pod record (kubelet's ``status.podIP`` on the bridge network) and files its packets into L2 by source
+    address. The pod pings an address routed out through :data:`QOS_LINK`. Measured from the class's counters:
+    what the pod offered (sent + dropped) and what L2 let through, against L2's 1 Mbit/s ceiling."""
+    link, why = qos_link
+    if link is None:
+        pytest.skip(why)
+    ensure_config(admin)
+    patched = admin.patch("/api/v1/namespaces/koordinator-system/configmaps/slo-controller-config",
+                          json={"data": NET_QOS_CONFIG}, headers={"Content-Type": "application/merge-patch+json"})
+    assert patched.status_code == 200, patched.text
+    be = run_pod(admin, pod("be-net", f"ping -q -s {PING_BYTES} -i 0.002 {QOS_PEER}",
+                            labels={"koordinator.sh/qosClass": "BE"}))
+    source = f"{int(ipaddress.ip_address(be['status']['podIP'])):08x}/ffffffff at 12"
+    wait_for(lambda: source in _tc("filter", "show", "dev", link) and f"flowid {L2_CLASS}" in _tc(
+        "filter", "show", "dev", link), f"the node agent to file the BE pod's address into {L2_CLASS} on {link} "
+             f"(filters: {_tc('filter', 'show', 'dev', link)}; node agent log: {loop.log('node-agent')})", timeout=120)
+    first, started = _class_stats(link), time.monotonic()
+    time.sleep(5.0)
+    last, seconds = _class_stats(link), time.monotonic() - started
+    sent_bps = (last[0] - first[0]) * 8 / seconds
+    packet = (last[0] - first[0]) / max(last[1] - first[1], 1)
+    offered_bps = (last[0] - first[0] + (last[2] - first[2]) * packet) * 8 / seconds
+    print(f"\nBE pod {be['status']['podIP']} in {L2_CLASS} on {link}: offered {offered_bps / 1e6:.2f} Mbit/s, "
+          f"L2 (ceiling 1 Mbit/s) let {sent_bps / 1e6:.2f} Mbit/s through, {last[3] - first[3]} overlimits")
+    assert last[1] > first[1], f"no packet of the BE pod went through {L2_CLASS}"
+    assert sent_bps <= 1e6 * (1 + TOLERANCE), "L2's ceiling"
+    if offered_bps <= 1e6:
+        pytest.skip(f"the BE pod offered only {offered_bps / 1e6:.2f} Mbit/s (the machine is loaded), under L2's "
+                    "ceiling: its traffic is classified but the ceiling's hold was not measured")
+
+
+def _tc(*args: str) -> str:
+    return subprocess.run(["tc", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _class_stats(link: str) -> tuple[int, int, int, int]:
+    """(bytes, packets, dropped, overlimits) of :data:`L2_CLASS` on ``link``."""
+    found = STATS.search(_tc("-s", "class", "show", "dev", link, "classid", L2_CLASS))
+    assert found, f"no class {L2_CLASS} on {link}"
+    return tuple(int(value) for value in found.groups())
 
 
 def test_memory_eviction_decision_to_kubelet_reporting_the_be_pod_gone(loop, admin):

@@ -48,6 +48,7 @@ def test_koord_kube_up_node_runs_a_pod_and_down_removes_everything():
         assert "node koord-node Ready" in started.stdout
         state = json.loads(koord("status", "-o", "json").stdout)["node"]
         assert state["name"] == "koord-node" and state["socket"].startswith(str(home))
+        assert json.loads(Path(state["nodeAgentKubeconfig"]).read_text())["users"][0]["name"] == "koord-node-agent"
         client = HttpClient(KubeConfig.from_file(plane.kubeconfig).get(), ConnectionParams())
         try:
             assert client.post(PODS, json=pod("cli-pod", "sleep 3600")).status_code == 201

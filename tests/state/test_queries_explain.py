@@ -87,12 +87,16 @@ def test_explain_of_unknown_objects_is_none(read_model):
     assert explain_node(read_model, "nope") is None
 
 
-def test_explain_node_gives_the_latest_resource_and_the_batch_history(projector, read_model, records):
+def test_explain_node_gives_the_latest_resource_the_batch_its_pods_request_and_the_batch_history(projector, read_model, records):
     resources = [records.node_resource(f"r-{i}", "node-a", 10 + i, allocatable={BATCH_CPU: cpu, MID_CPU: 500},
                                        source=("koord.nodemetrics", 2, 20 + i))
                  for i, cpu in enumerate((25000, 24000, 23000))]
     resources[-1].value["message"] = "batchAllocatable[CPU(Milli-Core)]:23000 = nodeCapacity:100000 - ..."
-    projector.apply([records.node("node-a", 1), *resources, records.node_metric("node-a", 5, usage={"cpu": 5000})])
+    be_pods = [records.pod(name, 2 + i) for i, name in enumerate(("be-1", "be-2"))]
+    placed = [records.decision(f"d-{name}", f"default/{name}", "Scheduled", 30 + i, node_name="node-a",
+                               requests={BATCH_CPU: 1500, "cpu": 0}) for i, name in enumerate(("be-1", "be-2"))]
+    projector.apply([records.node("node-a", 1), *be_pods, *resources, *placed,
+                     records.node_metric("node-a", 5, usage={"cpu": 5000})])
 
     explained = explain_node(read_model, "node-a", history=2)
 
@@ -102,6 +106,7 @@ def test_explain_node_gives_the_latest_resource_and_the_batch_history(projector,
     assert (latest["causation"]["sourceTopic"], latest["causation"]["sourceOffset"]) == ("koord.nodemetrics", 22)
     assert [h[BATCH_CPU] for h in explained["history"]] == [23000, 24000]
     assert explained["latestNodeMetric"]["sourceOffset"] == 5
+    assert (explained["requested"][BATCH_CPU], explained["requested"][MID_CPU]) == (3000, None), "the BE pods' batch"
 
 
 def test_a_placed_pod_shows_what_its_decision_allocated_and_not_the_pod_annotations_it_copied(

@@ -23,20 +23,25 @@ def test_one_human_form(resource, value, shown):
 
 
 def test_top_nodes_prints_every_column_in_the_same_form(monkeypatch):
-    """The issue's row: raw usage bytes beside Mi/Gi requests and allocatable."""
+    """The issue's row: raw usage bytes beside Mi/Gi requests and allocatable; batch and mid as what the node's
+    pods request of what it advertises."""
     monkeypatch.setattr(top.queries, "top_nodes", lambda engine: [
         {"name": "node-a", "broken": None,
          "usage": {"cpu": 12_345, "memory": 6509288968},
-         "requested": {"cpu": 750, "memory": 1280 * M},
+         "requested": {"cpu": 750, "memory": 1280 * M, "kubernetes.io/batch-cpu": 4_000,
+                       "kubernetes.io/batch-memory": 8 * G},
          "allocatable": {"cpu": 64_000, "memory": 384 * G, "kubernetes.io/batch-cpu": 20_500,
                          "kubernetes.io/batch-memory": 96 * G, "kubernetes.io/mid-cpu": 300,
                          "kubernetes.io/mid-memory": 512 * M}},
         {"name": "node-b", "broken": "unreadable", "usage": {}, "requested": {}, "allocatable": {}},
     ])
     assert top.render(top.node_rows(None)).splitlines() == [
-        "NAME             CPU USE/REQ/ALLOC  CPU%  MEM USE/REQ/ALLOC  MEM%  BATCH-CPU  BATCH-MEM  MID-CPU  MID-MEM",
-        "node-a           12.3/750m/64       19%   6.1Gi/1.2Gi/384Gi  2%    20.5       96Gi       300m     512Mi",
-        "node-b (broken)  -/-/-              -     -/-/-              -     -          -          -        -",
+        "NAME             CPU USE/REQ/ALLOC  CPU%  MEM USE/REQ/ALLOC  MEM%  BATCH-CPU REQ/ALLOC  BATCH-MEM REQ/ALLOC  "
+        "MID-CPU REQ/ALLOC  MID-MEM REQ/ALLOC",
+        "node-a           12.3/750m/64       19%   6.1Gi/1.2Gi/384Gi  2%    4/20.5               8Gi/96Gi             "
+        "-/300m             -/512Mi",
+        "node-b (broken)  -/-/-              -     -/-/-              -     -/-                  -/-                  "
+        "-/-                -/-",
     ]
 
 
