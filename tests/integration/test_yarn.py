@@ -15,6 +15,8 @@ import datetime
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -206,13 +208,15 @@ def test_replay_of_the_yarn_nodes_reproduces_every_node_resource(cluster, bridge
         assert report["ok"]
 
 
-def test_a_bridge_whose_resourcemanager_is_down_keeps_running_and_backs_off(cluster):
+def test_a_bridge_whose_resourcemanager_is_down_keeps_running_backs_off_and_says_so(cluster, tmp_path):
+    """Its own KOORD_HOME, so its status file is not the session bridge's; ``koord status`` prints the YARN line."""
     from streams.broker.kraft import free_ports
 
     [port] = free_ports(1)
-    log = cluster.home / "yarn-bridge-down.log"
+    env = {**cluster.env, "KOORD_HOME": str(tmp_path / "home")}
+    log = tmp_path / "yarn-bridge-down.log"
     bridge = supervision.spawn(supervision.koord_command(
-        "yarn-bridge", "--rm", f"http://127.0.0.1:{port}", "--poll-interval", "0.2"), log, cluster.env)
+        "yarn-bridge", "--rm", f"http://127.0.0.1:{port}", "--poll-interval", "0.2"), log, env)
     try:
         _wait(lambda: log.exists() and log.read_text().count("unreachable") >= 3,
               "three failed rounds are logged", timeout=60)
@@ -220,5 +224,32 @@ def test_a_bridge_whose_resourcemanager_is_down_keeps_running_and_backs_off(clus
         retries = [float(line.rsplit("retrying in ", 1)[1].split(" s")[0]) for line in log.read_text().splitlines()
                    if "retrying in" in line]
         assert retries[:3] == [0.2, 0.4, 0.8], retries
+        shown = subprocess.run([sys.executable, "-m", "streams.cli", "status"], capture_output=True, text=True,
+                               env={**os.environ, **env}, timeout=90).stdout
+        line = next(line for line in shown.splitlines() if line.startswith("YARN: "))
+        assert f"ResourceManager http://127.0.0.1:{port} UNREACHABLE, last sync never, 0 NodeManagers" in line
+        assert "unreachable" in line.split("last error", 1)[1], line
     finally:
         supervision.stop([bridge])
+
+
+def test_up_with_yarn_runs_the_bridge_and_status_shows_the_resourcemanager(tmp_path, yarn):
+    """``koord up --yarn`` on a home of its own: the bridge is a supervised child, ``koord status`` says the
+    ResourceManager is reachable, both NodeManagers are seen and the unmapped one is reported."""
+    from tests.integration.embedded import fresh_env, koord
+
+    mapped, unmapped = yarn["nodes"]
+    env = fresh_env(tmp_path / "home")
+    koord(env, "up", "--detach", "--nodes", "0", "--yarn", yarn["rm"], "--yarn-admin", yarn["admin"],
+          "--yarn-node", f"{mapped}=yarn-up-node")
+    try:
+        def seen():
+            status = json.loads(koord(env, "status", "-o", "json").stdout)
+            return status if (status["yarn"] or {}).get("node_managers") == 2 else None
+        status = _wait(seen, "the YARN bridge's status names both NodeManagers")
+        assert status["processes"]["yarn-bridge"]["alive"]
+        assert status["yarn"]["reachable"] and status["yarn"]["unknown"] == [unmapped]
+        line = next(line for line in koord(env, "status").stdout.splitlines() if line.startswith("YARN: "))
+        assert f"ResourceManager {yarn['rm']} reachable" in line and f"on no known node: {unmapped}" in line, line
+    finally:
+        koord(env, "down", check=False)
