@@ -274,6 +274,7 @@ def _pids_in(directory_name: str) -> list[int]:
     return pids
 
 
+@pytest.mark.real_cgroups
 def test_memory_eviction_kills_a_running_yarn_container_and_yarn_frees_it(yarn, tmp_path):
     """Two containers of a YARN application run ``sleep`` under their NodeManagers; the test moves each one's
     processes into its cgroup under a test ``<kubepods>/besteffort/hadoop-yarn`` on the real v1 hierarchies (what
