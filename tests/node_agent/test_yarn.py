@@ -172,3 +172,23 @@ def test_nothing_is_killed_when_eviction_is_off_or_memory_is_below_the_threshold
     assert _qos(fake_host, tmp_path, False, clock).tick() == []
     fake_host.set_meminfo(total_kb=16 << 20, free_kb=8 << 20, available_kb=12 << 20)
     assert _qos(fake_host, tmp_path, True, clock).tick() == []
+
+
+def test_koord_node_agent_runs_yarn_qos_on_the_config_it_stored(fake_host, tmp_path, clock):
+    """Without local protection, ``koord node-agent`` takes the slo-controller-config kept in its state dir."""
+    from streams.cli.nodeagent import yarn_qos
+
+    state = tmp_path / "state"
+    assert ConfigStore(state).put(configmap(**{"resource-threshold-config": json.dumps(
+        {"clusterStrategy": {"enable": True, "memoryEvictThresholdPercent": 70}})}))
+    fake_host.set_meminfo(total_kb=16 << 20, free_kb=2 << 20, available_kb=4 << 20)
+    agent = make_agent(fake_host, clock, state_dir=state)
+    container = _containers(fake_host)[-1]
+    process = _sleeper()
+    try:
+        fake_host.write(agent.layout.cpu_dir(container.dir) / "cgroup.procs", f"{process.pid}\n")
+        assert [k.container_id for k in yarn_qos(agent, None).tick()] == [NEW]
+        assert process.wait(timeout=10) == -9
+    finally:
+        process.kill()
+        process.wait()
