@@ -25,4 +25,4 @@ test: $(STAMP)
 	bash .ci/postgres-up
 	bash .ci/prometheus-up
 	$(TEST_ENV) $(VENV)/bin/pytest -n 2 -m "not measures"
-	$(TEST_ENV) $(VENV)/bin/pytest -m measures tests/node_agent tests/integration/test_qos_loop.py tests/integration/test_real_node.py tests/integration/test_real_node_cli.py
+	$(TEST_ENV) $(VENV)/bin/pytest -m measures tests/node_agent tests/integration/test_qos_loop.py tests/integration/test_yarn_qos.py tests/integration/test_real_node.py tests/integration/test_real_node_cli.py

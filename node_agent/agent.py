@@ -34,6 +34,7 @@ from node_agent.collectors.capacity import node_capacity
 from node_agent.collectors.cgroups import PodCgroup, Pressure, Throttling, throttled_ratio
 from node_agent.collectors.gpu import NVML, model_label
 from node_agent.collectors.hostapps import HostApplication, load_host_applications
+from node_agent.collectors.yarn import with_yarn
 from node_agent.collectors.memory import (WITH_HOT_PAGE_CACHE, WITHOUT_PAGE_CACHE, cgroup_usage, node_usage,
                                           parse_meminfo)
 from node_agent.collectors.procstat import NodeCPU
@@ -83,7 +84,8 @@ class NodeAgent:
         self.node_name = settings.node_name or socket.gethostname()
         self.layout = detect_layout(settings.proc_root, settings.cgroup_root, settings.kubepods_dir,
                                     settings.cgroup_driver, settings.cgroup_version)
-        self.host_apps: tuple[HostApplication, ...] = load_host_applications(settings.host_applications_file)
+        self.host_apps: tuple[HostApplication, ...] = with_yarn(load_host_applications(settings.host_applications_file),
+                                                                settings.yarn_cgroup_dir)
         self.pods = pods if pods is not None else PodDirectory(self.node_name)
         self.nvml = nvml if nvml is not None else NVML(settings.sys_root)
         self.kidled = coldmemory.kidled_present(settings.sys_root)

@@ -13,6 +13,8 @@ import dataclasses
 import re
 from pathlib import Path
 
+from node_agent.collectors.yarn import validate_cgroup_dir
+
 MEMORY_POLICIES = ("usageWithoutPageCache", "usageWithHotPageCache", "usageWithPageCache")
 """Koordinator's NodeMemoryCollectPolicy values (``apis/slo/v1alpha1/nodemetric_types.go``)."""
 
@@ -78,6 +80,12 @@ class AgentSettings:
     """YAML/JSON list of host applications (Koordinator's NodeSLO
     spec.hostApplications shape); their usage is subtracted from system usage."""
 
+    yarn_cgroup_dir: str = "hadoop-yarn"
+    """The NodeManager's container cgroups, below the BE tier (yarn-copilot's
+    ``kubepods/besteffort/hadoop-yarn``); reported as the BE host application
+    ``hadoop-yarn``, their threads join the BE resctrl group and memory eviction
+    kills them (``node_agent/yarnqos.py``). Empty: YARN containers are not looked for."""
+
     max_pods: int = 110
     """The ``pods`` capacity reported on the Node (kubelet's default maxPods)."""
 
@@ -139,6 +147,11 @@ class AgentSettings:
             raise SettingsError(f"kubepods_dir must be one directory name, got {self.kubepods_dir!r}")
         if self.tc_interface and not INTERFACE_NAME.match(self.tc_interface):
             raise SettingsError(f"tc_interface must be an interface name, got {self.tc_interface!r}")
+        if self.yarn_cgroup_dir:
+            try:
+                validate_cgroup_dir(self.yarn_cgroup_dir)
+            except ValueError as err:
+                raise SettingsError(str(err)) from None
         if self.max_buffered_metrics < 1 or self.max_pods < 0:
             raise SettingsError("max_buffered_metrics must be >= 1 and max_pods >= 0")
         return self

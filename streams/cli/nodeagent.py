@@ -26,7 +26,7 @@ import click
 from lightkube.core.exceptions import ConfigError
 
 from node_agent.actuator.actuator import Actuator, OffsetStore, run_actuator, submit_ack
-from node_agent.actuator.protection import Protection, follow_configs, run_protection
+from node_agent.actuator.protection import ConfigStore, Protection, follow_configs, run_protection
 from node_agent.actuator.waiting import run_waiting
 from node_agent.agent import NodeAgent
 from node_agent.collectors.hostapps import HostApplicationError
@@ -34,6 +34,7 @@ from node_agent.kubereport import KubeReporter
 from node_agent.publisher import Publisher, encode_manifest
 from node_agent.run import follow_pods, run_agent
 from node_agent.settings import AgentSettings, SettingsError
+from node_agent.yarnqos import YarnQoS, run_yarn_qos
 from streams.actuation import signing_key
 from streams.bridge.api import KubeApi
 from streams.cli import context
@@ -112,12 +113,22 @@ async def _serve(agent: NodeAgent, bootstrap: str, names: dict[str, str], actuat
                                     stale_after_s=agent.settings.protection_after_s)
             tasks += [follow_configs(protection, bootstrap, names, stop), run_protection(protection, agent, stop)]
         tasks.append(run_actuator(actuator, publisher, bootstrap, names, stop, offsets, protection))
+        if agent.settings.yarn_cgroup_dir and not actuator.dry_run:
+            tasks.append(run_yarn_qos(yarn_qos(agent, protection), agent.settings.collect_interval_s, stop))
         tasks.append(run_waiting(actuator, publisher, stop, submit_ack))
     try:
         await asyncio.gather(*tasks)
     finally:
         if reporter is not None:
             await reporter.api.close()
+
+
+def yarn_qos(agent: NodeAgent, protection: Protection | None) -> YarnQoS:
+    """YARN containers' QoS on the config protection follows (the stored one without protection)."""
+    configs = protection.configs if protection is not None else ConfigStore(agent.settings.state_dir)
+    s = agent.settings
+    return YarnQoS(agent.layout, s.yarn_cgroup_dir, s.resctrl_root, s.proc_root, agent.memory_policy(), configs,
+                   lambda: agent.node()["metadata"].get("labels") or {})
 
 
 COMMANDS = (node_agent,)

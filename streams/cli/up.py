@@ -12,6 +12,7 @@ same supervisor in the background with its state in KOORD_HOME.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -37,6 +38,8 @@ from streams.topology import apply as apply_topology
 EMBEDDED_WARNING = "The embedded broker (Tansu) keeps topics in memory only: `koord down` loses them."
 BROKER_NAMES = {"tansu": "embedded Tansu", "kafka": "local Apache Kafka"}
 READY_TIMEOUT_S = 90
+STALE_YARN_STATUS_S = 60.0
+"""``koord status``: a YARN bridge status older than this is flagged (the bridge writes it every round)."""
 CONSUMER_SAMPLE_S = 4.0
 """``koord status``: longer than Faust's commit interval (2.8 s), so a consumer between commits is not stuck."""
 
@@ -56,8 +59,16 @@ CONSUMER_SAMPLE_S = 4.0
                    "koord-scheduler and publishes batch/mid allocatable.")
 @click.option("--role", "role_names", type=click.Choice(list(roles.ROLES)), multiple=True, default=[roles.ALL],
               show_default=True, help="Worker roles to run, one worker each (repeatable; streams/roles.py).")
+@click.option("--yarn", "yarn_rm", default=None, metavar="URL",
+              help="Also run `koord yarn-bridge` against this YARN ResourceManager (e.g. the one `koord yarn up` "
+                   "started).")
+@click.option("--yarn-admin", default=None, metavar="HOST:PORT",
+              help="With --yarn: the ResourceManager's admin address (default: the URL's host, port 8033).")
+@click.option("--yarn-node", "yarn_nodes", multiple=True, metavar="NODEMANAGER=NODE",
+              help="With --yarn: the Kubernetes node a NodeManager runs on (repeatable; `koord yarn-bridge --node`).")
 def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str, kubeconfig: str | None,
-       bridge_mode: str, role_names: tuple[str, ...]) -> None:
+       bridge_mode: str, role_names: tuple[str, ...], yarn_rm: str | None, yarn_admin: str | None,
+       yarn_nodes: tuple[str, ...]) -> None:
     """Start the broker (embedded by default), worker, projection and a simulated cluster."""
     config = context.settings()
     home = context.writable_home(config)
@@ -71,21 +82,42 @@ def up(detach: bool, nodes: int, pods_per_node: int, seed: int, broker_kind: str
             raise click.ClickException(str(error)) from None
     bridge = (str(Path(kubeconfig).resolve()), bridge_mode) if kubeconfig else None
     role_names = tuple(dict.fromkeys(role_names))
+    if (yarn_admin or yarn_nodes) and not yarn_rm:
+        raise click.UsageError("--yarn-admin and --yarn-node need --yarn")
+    yarn = YarnBridgeArgs(yarn_rm, yarn_admin, yarn_nodes) if yarn_rm else None
     if detach:
-        _detach(home, nodes, pods_per_node, seed, broker_kind, bridge, role_names)
+        _detach(home, nodes, pods_per_node, seed, broker_kind, bridge, role_names, yarn)
         return
-    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind, bridge, role_names))
+    sys.exit(_supervise(config, nodes, pods_per_node, seed, broker_kind, bridge, role_names, yarn))
+
+
+@dataclasses.dataclass(frozen=True)
+class YarnBridgeArgs:
+    """``koord up --yarn``: the YARN bridge child's ResourceManager and NodeManager mapping."""
+
+    rm: str
+    admin: str | None
+    nodes: tuple[str, ...]
+
+    def up_args(self) -> list[str]:
+        return ["--yarn", self.rm, *(["--yarn-admin", self.admin] if self.admin else []),
+                *(arg for node in self.nodes for arg in ("--yarn-node", node))]
+
+    def bridge_args(self) -> list[str]:
+        return ["--rm", self.rm, *(["--rm-admin", self.admin] if self.admin else []),
+                *(arg for node in self.nodes for arg in ("--node", node))]
 
 
 def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, bridge: tuple[str, str] | None,
-            role_names: tuple[str, ...]) -> None:
+            role_names: tuple[str, ...], yarn: YarnBridgeArgs | None) -> None:
     (home / context.STATE_FILE).unlink(missing_ok=True)
     log = open(home / "up.log", "ab")
     bridge_args = ["--kubeconfig", bridge[0], "--bridge-mode", bridge[1]] if bridge else []
     role_args = [arg for name in role_names for arg in ("--role", name)]
     proc = subprocess.Popen(
         supervision.koord_command("up", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed),
-                                  "--broker", broker_kind, *bridge_args, *role_args),
+                                  "--broker", broker_kind, *bridge_args, *role_args,
+                                  *(yarn.up_args() if yarn else [])),
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -106,7 +138,7 @@ def _detach(home, nodes: int, pods_per_node: int, seed: int, broker_kind: str, b
 
 
 def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: str,
-               bridge: tuple[str, str] | None, role_names: tuple[str, ...]) -> int:
+               bridge: tuple[str, str] | None, role_names: tuple[str, ...], yarn: YarnBridgeArgs | None) -> int:
     home = config.home
     stop = {"signal": signal.SIGTERM if stopsignals.received() else None}
     own_output = _tolerant_output()
@@ -138,7 +170,7 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
         env = {"KOORD_BROKER": bootstrap, "KOORD_BROKER_KIND": broker_kind, "KOORD_HOME": str(home.resolve()),
                "KOORD_DATABASE_URL": config.resolved_database_url}
         workers = {worker_name(name): name for name in role_names}
-        metrics = {name: embedded.free_loopback_port() for name in (*workers, "projection", "simulator")}
+        metrics = {name: embedded.free_loopback_port() for name in (*workers, "projection", "simulator", "yarn-bridge")}
         managed = [supervision.Child.start(child, supervision.koord_command(
             "worker", "--role", name, "--metrics-port", str(metrics[child])), home / f"{child}.log", env)
             for child, name in workers.items()]
@@ -148,6 +180,10 @@ def _supervise(config, nodes: int, pods_per_node: int, seed: int, broker_kind: s
             kubeconfig, mode = bridge
             managed.append(supervision.Child.start("bridge", supervision.koord_command(
                 "bridge", "--kubeconfig", kubeconfig, "--mode", mode), home / "bridge.log", env))
+        if yarn:
+            managed.append(supervision.Child.start("yarn-bridge", supervision.koord_command(
+                "yarn-bridge", *yarn.bridge_args(), "--metrics-port", str(metrics["yarn-bridge"])),
+                home / "yarn-bridge.log", env))
         if nodes > 0:
             managed.append(supervision.Child.start("simulator", supervision.koord_command(
                 "simulate", "--nodes", str(nodes), "--pods-per-node", str(pods_per_node), "--seed", str(seed),
@@ -310,6 +346,7 @@ def status(output: str, interval: float) -> None:
               "processes": {name: {**proc, "alive": supervision.pid_alive(proc["pid"]) and not proc.get("failed")}
                             for name, proc in ((state or {}).get("processes") or {}).items()} if running else {},
               "log_failures": (state or {}).get("log_failures", {}) if running else {},
+              "yarn": yarn_status(home_of(state, config)),
               "consumers": _consumers(bootstrap, context.topology(config), (state or {}).get("roles") or [roles.ALL],
                                       interval) if running or config.broker else {}}
     if output == "json":
@@ -330,7 +367,34 @@ def status(output: str, interval: float) -> None:
         click.echo(f"  log writes failing for {name}: {failure}; its output is dropped")
     for name, verdict in report["consumers"].items():
         click.echo(f"  consumers of {name:<11} {verdict}")
+    if report["yarn"]:
+        click.echo(f"YARN: {describe_yarn(report['yarn'])}")
 
+
+def home_of(state: dict | None, config) -> Path:
+    return Path((state or {}).get("home") or config.home)
+
+
+def yarn_status(home: Path) -> dict | None:
+    """The YARN bridge's last status (``streams.yarn.status``) when one ran under this home, with its age."""
+    from streams.yarn.status import BRIDGE_DIR, STATUS_FILE, load
+
+    folder = home / BRIDGE_DIR
+    status = load(folder)
+    if status is not None:
+        try:
+            status["written_s_ago"] = round(time.time() - (folder / STATUS_FILE).stat().st_mtime, 1)
+        except OSError:
+            return None
+    return status
+
+
+def describe_yarn(status: dict) -> str:
+    from streams.yarn.status import describe
+
+    stale = status.get("written_s_ago", 0) > STALE_YARN_STATUS_S
+    return describe(status) + (f" (bridge not running? status written {status['written_s_ago']:.0f}s ago)"
+                               if stale else "")
 
 def _consumers(bootstrap: str | None, topology, role_names: list[str], interval: float) -> dict[str, str]:
     """Whether each worker's and the projection's consumer groups keep up (``streams.consumers``)."""

@@ -11,10 +11,12 @@ from urllib.parse import urlparse
 import click
 
 from streams.cli import context
+from streams.cli.options import metrics_options
 from streams.yarn.cluster import YarnCluster
 from streams.maven import MissingPrerequisite
 from streams.yarn.jars import HADOOP_VERSION
 from streams.yarn.resourcemanager import ResourceManagerError, list_node_managers
+from streams.yarn.status import BRIDGE_DIR
 
 
 def _cluster() -> YarnCluster:
@@ -109,10 +111,12 @@ def _node_map(pairs: tuple[str, ...]) -> dict[str, str]:
               help="Seconds between reads of the NodeManagers.")
 @click.option("--min-update-interval", type=float, default=5.0, show_default=True,
               help="Seconds between two writes of one NodeManager's total (rate limit).")
+@metrics_options
 def yarn_bridge(rm_url: str, rm_admin: str | None, nodes: tuple[str, ...], poll_interval: float,
-                min_update_interval: float) -> None:
+                min_update_interval: float, metrics_port: int | None, metrics_host: str) -> None:
     """Publish a YARN ResourceManager's NodeManagers (koord.yarnnodes) and write each one's total, the node's
     batch allocatable minus BE pods' requests, back with UpdateNodeResource (long-running; stops on SIGTERM)."""
+    from streams.metrics import serve
     from streams.yarn.bridge import YarnBridgeSettings, run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -120,8 +124,9 @@ def yarn_bridge(rm_url: str, rm_admin: str | None, nodes: tuple[str, ...], poll_
     admin = rm_admin or f"{urlparse(rm_url).hostname}:8033"
     try:
         config = YarnBridgeSettings(rm_url=rm_url.rstrip("/"), admin_address=admin, node_map=_node_map(nodes),
-                                    state_dir=settings.home.resolve() / "yarn-bridge", poll_interval_s=poll_interval,
+                                    state_dir=settings.home.resolve() / BRIDGE_DIR, poll_interval_s=poll_interval,
                                     min_update_interval_s=min_update_interval).validate()
+        serve(metrics_port, metrics_host)
         asyncio.run(run(config, context.bootstrap(settings), context.topology(settings).names()))
     except ValueError as error:
         raise click.ClickException(str(error)) from None

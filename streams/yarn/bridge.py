@@ -10,7 +10,8 @@ Bad input never stops it: a ResourceManager that is down or answers garbage is l
 (``koord_yarn_bridge_errors_total{kind="resourcemanager"}``) and retried with exponential backoff up
 to ``max_backoff_s``; a NodeManager no node is known for is logged once and counted in
 ``koord_yarn_unknown_nodemanagers``; an update YARN refuses is a DeadLetter (stage ``yarn-bridge``)
-with YARN's message, and is not retried before ``min_update_interval_s``.
+with YARN's message, and is not retried before ``min_update_interval_s``. After every round the bridge's
+health (``status.BridgeStatus``) goes to ``<state dir>/status.json`` for ``koord status``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from streams.noderesource.yarnshare import ANNOTATION_YARN_NODE_RESOURCE
 from streams.schemas import codec
 from streams.stopsignals import stop_on_signals
 from streams.yarn.cluster import site_xml
+from streams.yarn.status import BridgeStatus
 from streams.yarn.resourcemanager import (ResourceManagerError, UpdateRefused, list_node_managers,
                                           update_node_resource)
 from streams.yarn.sync import Update, plan
@@ -100,6 +102,7 @@ class YarnBridge:
         self.last_update_s: dict[str, float] = {}
         self.reported_unknown: set[str] = set()
         self.backoff_s = 0.0
+        self.status = BridgeStatus(settings.rm_url)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -110,9 +113,11 @@ class YarnBridge:
                 self.backoff_s = 0.0
             except ResourceManagerError as error:
                 ERRORS.labels(kind="resourcemanager").inc()
+                self.status.failed(time.time(), str(error))
                 self.backoff_s = min(max(self.backoff_s * 2, self.settings.poll_interval_s), self.settings.max_backoff_s)
                 delay = self.backoff_s
                 log.warning("%s; retrying in %.1f s", error, delay)
+            self.status.save(self.settings.state_dir)
             try:
                 await asyncio.wait_for(stop.wait(), delay)
             except asyncio.TimeoutError:
@@ -141,6 +146,7 @@ class YarnBridge:
             log.warning("NodeManager %s runs on no known Kubernetes node (give --node %s=NODE); not synced",
                         node_id, node_id)
         self.reported_unknown = set(result.unknown)
+        self.status.synced(now, len(reports), result.unknown)
         for node, record in result.publish:
             await self.producer.send_and_wait(self.topics["yarnnodes"], key=node.encode(),
                                               value=codec.encode("YarnNode", record))
@@ -157,11 +163,13 @@ class YarnBridge:
             log.warning("ResourceManager refused %s -> %d vcores %d MB: %s", update.node_id, update.vcores,
                         update.memory_mb, refused)
             record = refused_update(update, str(refused), self.settings.rm_url, int(now * 1000))
+            self.status.refused(now, f"UpdateNodeResource {update.node_id}: {refused}")
             deadletter.count(record)
             await self.producer.send_and_wait(self.topics["deadletters"], key=deadletter.reference_key(record).encode(),
                                               value=codec.encode("DeadLetter", record))
             return
         UPDATES.labels(result="written").inc()
+        self.status.updates_written += 1
         log.info("%s (node %s): total set to %d vcores, %d MB", update.node_id, update.node_name, update.vcores,
                  update.memory_mb)
 

@@ -15,7 +15,10 @@ import datetime
 import json
 import math
 import os
+import subprocess
+import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -164,11 +167,176 @@ def test_yarn_containers_and_be_pods_share_the_batch_pool(cluster, yarn, bridged
         total = _yarn_units(origin_cpu - 1000, origin_memory - 512 * MIB)
         _wait(lambda: _totals(yarn)[node_id] == total,
               f"{node_id}'s total {_totals(yarn)[node_id]} leaves room for the BE pod: {total}")
+    for name in ("too-big", "fits"):
+        cluster.koord("delete", "pod", name, "-n", NAMESPACE, "--wait")
 
 
 def test_an_update_yarn_refuses_names_yarns_reason(yarn):
     with pytest.raises(UpdateRefused, match="unrecognized node: nosuch:1"):
         update_node_resource(Path(yarn["conf"]), "nosuch:1", 1024, 1)
+
+
+def _node_manager_containers(yarn, node_id: str) -> dict[str, dict]:
+    """The containers a NodeManager reports on its own REST API (``ws/v1/node/containers``), by id."""
+    request = urllib.request.Request(f"{yarn['rm']}/ws/v1/cluster/nodes", headers={"Accept": "application/json"})
+    nodes = json.load(urllib.request.urlopen(request, timeout=10))["nodes"]
+    nodes = nodes["node"] if isinstance(nodes, dict) else nodes
+    [address] = [n["nodeHTTPAddress"] for n in nodes if n.get("id", n.get("nodeId")) == node_id]
+    request = urllib.request.Request(f"http://{address}/ws/v1/node/containers", headers={"Accept": "application/json"})
+    containers = (json.load(urllib.request.urlopen(request, timeout=10)) or {}).get("containers") or {}
+    containers = containers.get("container", []) if isinstance(containers, dict) else containers
+    return {c["id"]: c for c in containers}
+
+
+def _running(yarn, hold: Hold) -> bool:
+    return all(_node_manager_containers(yarn, node_id).get(cid, {}).get("state") == "RUNNING"
+               for cid, node_id in zip(hold.container_ids, hold.node_ids))
+
+
+def _prod_pod(node: str) -> str:
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: prod-web, namespace: {NAMESPACE}, labels: {{koordinator.sh/qosClass: LS}}}}
+spec:
+  nodeName: {node}
+  priorityClassName: koord-prod
+  priority: 9000
+  tolerations: [{{key: e2e-scenario, operator: Exists, effect: NoSchedule}}]
+  containers:
+  - {{name: main, image: web, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}
+"""
+
+
+def _busy_metric(name: str, update_time: str) -> str:
+    return f"""\
+apiVersion: slo.koordinator.sh/v1alpha1
+kind: NodeMetric
+metadata: {{name: {name}}}
+status:
+  updateTime: "{update_time}"
+  nodeMetric:
+    nodeUsage: {{resources: {{cpu: "4", memory: 6Gi}}}}
+    systemUsage: {{resources: {{cpu: 500m, memory: 1Gi}}}}
+  podsMetric:
+  - {{namespace: {NAMESPACE}, name: prod-web, podUsage: {{resources: {{cpu: "3", memory: 4Gi}}}}}}
+"""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_rising_prod_usage_shrinks_the_nodemanagers_total_while_a_yarn_application_runs(cluster, yarn, bridged):
+    """A YARN application's containers run (``sleep`` launched by the NodeManagers); then a prod pod's usage
+    rises on the node of the first one: the node's batch allocatable drops, and on the next update the
+    NodeManager's total is the node's new batch capacity in YARN's units (batch allocatable + what YARN holds,
+    no BE pods), smaller than before, while the containers keep running."""
+    with Hold(Path(yarn["conf"]), containers=2, memory_mb=1024, vcores=1) as hold:
+        _wait(lambda: _running(yarn, hold), f"the NodeManagers report {hold.container_ids} RUNNING")
+        node_id = hold.node_ids[0]
+        node = bridged[node_id]
+        on_node = hold.node_ids.count(node_id)
+        held = (on_node * 1000, on_node * 1024 * MIB)
+
+        def in_step():
+            cpu, memory = _batch(cluster, node)
+            total = _yarn_units(cpu + held[0], memory + held[1])
+            nm = {n.node_id: n for n in list_node_managers(yarn["rm"])}[node_id]
+            synced = nm.allocated_vcores == on_node and (nm.capacity_vcores, nm.capacity_memory_mb) == total
+            return (cpu, memory, total) if synced else None
+        before_cpu, _, before_total = _wait(in_step, f"{node_id}'s total is its node's batch capacity")
+        cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=_prod_pod(node))
+        cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=_busy_metric(node, _now()))
+        try:
+            after_cpu, _, after_total = _wait(lambda: (found := in_step()) and found[0] < before_cpu and found,
+                                              f"{node}'s batch allocatable drops below {before_cpu} and "
+                                              f"{node_id}'s total follows")
+            print(f"\n{node}: batch-cpu {before_cpu} -> {after_cpu} with {on_node} YARN containers; "
+                  f"NodeManager total {before_total} -> {after_total}")
+            assert after_total[0] < before_total[0] and after_total[0] >= on_node
+            assert _running(yarn, hold), "the YARN containers stopped while the NodeManager shrank"
+        finally:
+            cluster.koord("delete", "pod", "prod-web", "-n", NAMESPACE, "--wait")
+            cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=_idle_metric(node, _now()))
+
+
+def _pids_in(directory_name: str) -> list[int]:
+    """Processes whose working directory is a YARN container's (the NodeManager starts them there)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd").rstrip("/").endswith("/" + directory_name):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.real_cgroups
+def test_memory_eviction_kills_a_running_yarn_container_and_yarn_frees_it(yarn, tmp_path):
+    """Two containers of a YARN application run ``sleep`` under their NodeManagers; the test moves each one's
+    processes into its cgroup under a test ``<kubepods>/besteffort/hadoop-yarn`` on the real v1 hierarchies (what
+    the NodeManager's cgroups handler does with the LinuxContainerExecutor, a native binary the Maven jars do not
+    ship). The node agent's memory eviction (on a ``/proc/meminfo`` showing 75 % used, threshold 70 %) kills the
+    newest container that is not number 1; its NodeManager reports it ended, the ResourceManager frees its
+    allocation, and container 1 runs on."""
+    from node_agent.actuator.protection import ConfigStore
+    from node_agent.collectors.cgroups import CgroupLayout
+    from node_agent.yarnqos import YarnQoS
+    from tests.node_agent.real_cgroups import ROOT, remove, require_root, require_writable
+    from tests.streams.noderesource.support import configmap
+
+    require_root("create cgroups and move the YARN containers' processes")
+    hierarchies = [ROOT / "cpu", ROOT / "cpuacct", ROOT / "memory"]
+    for hierarchy in hierarchies:
+        require_writable(hierarchy)
+    kubepods = f"kpyarn{os.urandom(5).hex()}"
+    created: list[Path] = []
+    with Hold(Path(yarn["conf"]), containers=2, memory_mb=512, vcores=1) as hold:
+        _wait(lambda: _running(yarn, hold), f"the NodeManagers report {hold.container_ids} RUNNING")
+        first, newest = sorted(hold.container_ids)
+        node_of = dict(zip(hold.container_ids, hold.node_ids))
+        allocated_before = {n.node_id: n.allocated_vcores for n in list_node_managers(yarn["rm"])}
+        try:
+            for cid in (first, newest):
+                pids = _wait(lambda: _pids_in(cid), f"the processes of {cid}")
+                for hierarchy in hierarchies:
+                    path = hierarchy
+                    for part in (kubepods, "besteffort", "hadoop-yarn", cid):
+                        path = path / part
+                        if not path.exists():
+                            path.mkdir()
+                            created.append(path)
+                    for pid in pids:
+                        (path / "cgroup.procs").write_text(str(pid))
+            proc = tmp_path / "proc"
+            proc.mkdir()
+            (proc / "meminfo").write_text(f"MemTotal: {16 << 20} kB\nMemFree: {2 << 20} kB\n"
+                                          f"MemAvailable: {4 << 20} kB\n")
+            configs = ConfigStore(None)
+            assert configs.put(configmap(**{"resource-threshold-config": json.dumps(
+                {"clusterStrategy": {"enable": True, "memoryEvictThresholdPercent": 70}})}))
+            layout = CgroupLayout.detect(ROOT, kubepods, "cgroupfs", "v1")
+            qos = YarnQoS(layout, "hadoop-yarn", tmp_path / "no-resctrl", proc, "usageWithoutPageCache", configs,
+                          lambda: {})
+            assert [k.container_id for k in qos.tick()] == [newest]
+            _wait(lambda: _node_manager_containers(yarn, node_of[newest]).get(newest, {}).get("state")
+                  in (None, "COMPLETE"), f"{newest} ends on its NodeManager")
+            freed = node_of[newest]
+            _wait(lambda: {n.node_id: n.allocated_vcores for n in list_node_managers(yarn["rm"])}[freed]
+                  == allocated_before[freed] - 1, f"the ResourceManager frees {newest}'s vcore on {freed}")
+            assert _node_manager_containers(yarn, node_of[first])[first]["state"] == "RUNNING"
+        finally:
+            for cid in (first, newest):
+                for pid in _pids_in(cid):
+                    try:
+                        os.kill(pid, 9)
+                    except OSError:
+                        pass
+    leftovers = remove(created)
+    assert not leftovers, f"test cgroups left behind: {leftovers}"
 
 
 def _be_pod(name: str, node: str, batch_cpu: int, batch_memory: int) -> str:
@@ -206,13 +374,15 @@ def test_replay_of_the_yarn_nodes_reproduces_every_node_resource(cluster, bridge
         assert report["ok"]
 
 
-def test_a_bridge_whose_resourcemanager_is_down_keeps_running_and_backs_off(cluster):
+def test_a_bridge_whose_resourcemanager_is_down_keeps_running_backs_off_and_says_so(cluster, tmp_path):
+    """Its own KOORD_HOME, so its status file is not the session bridge's; ``koord status`` prints the YARN line."""
     from streams.broker.kraft import free_ports
 
     [port] = free_ports(1)
-    log = cluster.home / "yarn-bridge-down.log"
+    env = {**cluster.env, "KOORD_HOME": str(tmp_path / "home")}
+    log = tmp_path / "yarn-bridge-down.log"
     bridge = supervision.spawn(supervision.koord_command(
-        "yarn-bridge", "--rm", f"http://127.0.0.1:{port}", "--poll-interval", "0.2"), log, cluster.env)
+        "yarn-bridge", "--rm", f"http://127.0.0.1:{port}", "--poll-interval", "0.2"), log, env)
     try:
         _wait(lambda: log.exists() and log.read_text().count("unreachable") >= 3,
               "three failed rounds are logged", timeout=60)
@@ -220,5 +390,32 @@ def test_a_bridge_whose_resourcemanager_is_down_keeps_running_and_backs_off(clus
         retries = [float(line.rsplit("retrying in ", 1)[1].split(" s")[0]) for line in log.read_text().splitlines()
                    if "retrying in" in line]
         assert retries[:3] == [0.2, 0.4, 0.8], retries
+        shown = subprocess.run([sys.executable, "-m", "streams.cli", "status"], capture_output=True, text=True,
+                               env={**os.environ, **env}, timeout=90).stdout
+        line = next(line for line in shown.splitlines() if line.startswith("YARN: "))
+        assert f"ResourceManager http://127.0.0.1:{port} UNREACHABLE, last sync never, 0 NodeManagers" in line
+        assert "unreachable" in line.split("last error", 1)[1], line
     finally:
         supervision.stop([bridge])
+
+
+def test_up_with_yarn_runs_the_bridge_and_status_shows_the_resourcemanager(tmp_path, yarn):
+    """``koord up --yarn`` on a home of its own: the bridge is a supervised child, ``koord status`` says the
+    ResourceManager is reachable, both NodeManagers are seen and the unmapped one is reported."""
+    from tests.integration.embedded import fresh_env, koord
+
+    mapped, unmapped = yarn["nodes"]
+    env = fresh_env(tmp_path / "home")
+    koord(env, "up", "--detach", "--nodes", "0", "--yarn", yarn["rm"], "--yarn-admin", yarn["admin"],
+          "--yarn-node", f"{mapped}=yarn-up-node")
+    try:
+        def seen():
+            status = json.loads(koord(env, "status", "-o", "json").stdout)
+            return status if (status["yarn"] or {}).get("node_managers") == 2 else None
+        status = _wait(seen, "the YARN bridge's status names both NodeManagers")
+        assert status["processes"]["yarn-bridge"]["alive"]
+        assert status["yarn"]["reachable"] and status["yarn"]["unknown"] == [unmapped]
+        line = next(line for line in koord(env, "status").stdout.splitlines() if line.startswith("YARN: "))
+        assert f"ResourceManager {yarn['rm']} reachable" in line and f"on no known node: {unmapped}" in line, line
+    finally:
+        koord(env, "down", check=False)
