@@ -1,8 +1,9 @@
 """NodeVolumeLimits: a node may not attach more CSI volumes of a driver than its CSINode allows (kube-scheduler v1.34
 ``nodevolumelimits/csi.go``, ``CSILimits``).
 
-The limit of a driver on a node is its CSINode's ``spec.drivers[].allocatable.count``; a node without a CSINode, or
-a driver without a count, has no limit. A volume is counted once per node as "<driver>/<handle>", where
+The limit of a driver on a node is its CSINode's ``spec.drivers[].allocatable.count``, else the node's allocatable
+``attachable-volumes-csi-<driver>`` (``getVolumeLimits`` still reads it; driver names that make the key longer than
+63 characters, which kube-scheduler hashes, are not read there); a driver with neither has no limit. A volume is counted once per node as "<driver>/<handle>", where
 
 - a claim bound to a PersistentVolume with a ``csi`` source counts as (``spec.csi.driver``,
   ``spec.csi.volumeHandle``); one bound to another kind of volume is not counted (the in-tree-to-CSI translation
@@ -56,17 +57,31 @@ class NodeVolumeLimitsArgs:
         pass
 
 
-def limits(csinode: Mapping | None) -> dict[str, int]:
-    """``getVolumeLimits``: driver -> allocatable count, for the drivers that state one."""
-    return {d["name"]: d["count"] for d in (csinode or {}).get("drivers") or () if d.get("count") is not None}
+ATTACH_LIMIT_PREFIX = "attachable-volumes-csi-"
+"""``GetCSIAttachLimitKey``'s prefix of a node allocatable that limits a driver."""
+
+
+def limits(csinode: Mapping | None, allocatable: Mapping[str, int]) -> dict[str, int]:
+    """``getVolumeLimits``: driver -> the most volumes of it the node may attach, for the drivers that have one."""
+    found = {name[len(ATTACH_LIMIT_PREFIX):]: value for name, value in allocatable.items()
+             if name.startswith(ATTACH_LIMIT_PREFIX)}
+    found.update({d["name"]: d["count"] for d in (csinode or {}).get("drivers") or () if d.get("count") is not None})
+    return found
+
+
+def _pvc_added(plugin: "NodeVolumeLimits", event: ClusterEvent, pod: PodInfo) -> bool:
+    """``isSchedulableAfterPVCAdded``: a claim of the pod's namespace that the pod uses."""
+    namespace, _, name = event.name.partition("/")
+    return namespace == pod.namespace and any(claim == name for claim, _ in pod.claims)
 
 
 class NodeVolumeLimits:
     name = NAME
     Args = NodeVolumeLimitsArgs
     watched_kinds = frozenset({PV, PVC, STORAGE_CLASS, CSI_NODE})
-    events_to_register = register(ASSIGNED_POD_DELETE, NODE_ADD, ClusterEvent(CSI_NODE, ADD),
-                                  ClusterEvent(CSI_NODE, UPDATE), ClusterEvent(PVC, ADD), ClusterEvent(PV, ADD))
+    events_to_register = (register(ASSIGNED_POD_DELETE, NODE_ADD, ClusterEvent(CSI_NODE, ADD),
+                                   ClusterEvent(CSI_NODE, UPDATE))
+                          + register(ClusterEvent(PVC, ADD), hint=_pvc_added))
 
     def __init__(self, args: NodeVolumeLimitsArgs, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -100,12 +115,13 @@ class NodeVolumeLimits:
         failed = np.zeros(count, dtype=bool)
         if not wanted:
             return FilterResult(candidates, ((REASON, failed),))
-        rows = self.cluster.columns.row
+        csinodes = self.cluster.objects.get(CSI_NODE, {})
         removed = state.get(REMOVED_PODS) or ()
-        for node, csinode in sorted(self.cluster.objects.get(CSI_NODE, {}).items()):
-            row = rows.get(node)
-            allowed = limits(csinode)
-            if row is None or row >= count or not candidates[row] or not allowed:
+        names = self.cluster.columns.names
+        for row in np.flatnonzero(candidates):
+            node = names[row]
+            allowed = limits(csinodes.get(node), self.cluster.nodes[node].allocatable)
+            if not allowed:
                 continue
             attached: dict[str, str] = {}
             for key, (namespace, claims) in sorted(self._held.get(node, {}).items()):
