@@ -40,7 +40,7 @@ enables. Order within a stage:
   an assigned pod has a pod affinity term), NodeResourcesBalancedAllocation 1, ImageLocality 1 (0 everywhere
   unless a node holds one of the pod's images); and LoadAwareScheduling 1.
   NodeResourcesFitPlus, ScarceResourceAvoidance and GPUFragmentation are registered, not enabled by default.
-- reserve: VolumeBinding (kube-scheduler's order; it never vetoes), LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
+- reserve: LoadAwareScheduling, ElasticQuota (their bookkeeping follows the cluster; they
   never veto), DeviceShare (keeps the chosen node's device allocation for PreBind), Coscheduling (its
   Unreserve rejects a Strict gang's other waiting members).
 - NodeNUMAResource: PreFilter, Filter after LoadAwareScheduling, Score (weight 1), Reserve (cpuset and NUMA
@@ -156,7 +156,7 @@ DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "score": ((tainttoleration.NAME, 3), (nodeaffinity.NAME, 2), (noderesourcesfit.NAME, 1), (podtopologyspread.NAME, 2),
               (interpodaffinity.NAME, 2), (balancedallocation.NAME, 1), (imagelocality.NAME, 1), (loadaware.NAME, 1),
               (nodenumaresource.NAME, 1), (deviceshare.NAME, 1), (reservation.NAME, RESERVATION_SCORE_WEIGHT)),
-    "reserve": ((volumebinding.NAME, 0), (loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
+    "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
                 (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),
     "preBind": ((volumebinding.NAME, 0), (reservation.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),

@@ -27,8 +27,8 @@ Filter, per node (``FindPodVolumes``), UnschedulableAndUnresolvable with every r
   ``allowedTopologies`` must admit the node, else "node(s) didn't find available persistent volumes to bind".
   Volumes of equal size are taken in name order (kube-scheduler takes the informer's order).
 
-Reserve and PreBind: the chosen volumes and the claims to provision on the node become the decision's
-``volumeBindings`` (``framework.VOLUME_BINDINGS``); from the assignment on, the domain assumes them (a chosen
+PreBind: the chosen volumes and the claims to provision on the node become the decision's ``volumeBindings``
+(``framework.VOLUME_BINDINGS``). There is no Reserve: from the assignment on, the plugin assumes them (a chosen
 volume's claimRef, a provisioned claim's selected node) as kube-scheduler's assume cache does, until the objects
 come back bound. The bridge writes them (``streams/bridge/claims.py``): the claimRef on a chosen volume, the
 selected-node annotation on a claim to provision. Binding the claim and provisioning its volume are the work of
@@ -63,6 +63,8 @@ REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
+BINDINGS = f"{NAME}/bindings"
+"""CycleState key: node row -> the bindings Filter found for the pod there."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,7 +211,7 @@ class VolumeBinding:
         per_node: dict[int, tuple[tuple[str, str | None], ...]] = {}
         if data.delayed:
             self._find(data.delayed, candidates, bind_conflict, errors, per_node)
-        state[f"{NAME}/bindings"] = per_node
+        state[BINDINGS] = per_node
         failed = node_conflict | missing | bind_conflict
         for mask in errors.values():
             failed |= mask
@@ -322,17 +324,12 @@ class VolumeBinding:
             self._masks[terms] = mask
         return mask
 
-    # -- Reserve, PreBind ------------------------------------------------------------
-
-    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        return SUCCESS
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        state.pop(VOLUME_BINDINGS, None)
+    # -- PreBind ----------------------------------------------------------------------
 
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> dict[str, str]:
-        row = self.cluster.columns.row.get(node)
-        bindings = (state.get(f"{NAME}/bindings") or {}).get(row)
-        if bindings:
-            state[VOLUME_BINDINGS] = bindings
+        per_node = state.get(BINDINGS)
+        if per_node:
+            bindings = per_node.get(self.cluster.columns.row.get(node))
+            if bindings:
+                state[VOLUME_BINDINGS] = bindings
         return {}
