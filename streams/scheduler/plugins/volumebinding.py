@@ -10,7 +10,8 @@ PreFilter (``podHasPVCs``, ``GetPodVolumeClaims``), UnschedulableAndUnresolvable
 - a Lost claim: 'persistentvolumeclaim "data" bound to non-existent persistentvolume "pv-1"'; one being deleted:
   'persistentvolumeclaim "data" is being deleted';
 - a claim neither fully bound (``spec.volumeName`` and the PV controller's ``pv.kubernetes.io/bind-completed``)
-  nor WaitForFirstConsumer without a volume: "pod has unbound immediate PersistentVolumeClaims".
+  nor WaitForFirstConsumer without a volume: "pod has unbound immediate PersistentVolumeClaims";
+- more than ``MAX_DELAYED_CLAIMS`` WaitForFirstConsumer claims (koordstream's bound on what a pod's state keeps).
 
 A pod without claims is skipped: PreFilter reads ``PodInfo.claims``, parsed once when the pod arrived.
 
@@ -63,6 +64,10 @@ REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
+MAX_DELAYED_CLAIMS = 64
+"""The most WaitForFirstConsumer claims one pod may bind: its bindings are kept beside it in the state (at most
+578 bytes of JSON each, so 64 take 37 KB of the 64 KB ``limits.ENTRY_RESERVE``). A koordstream limit, not
+kube-scheduler's."""
 BINDINGS = f"{NAME}/bindings"
 """CycleState key: node row -> the bindings Filter found for the pod there."""
 
@@ -185,6 +190,10 @@ class VolumeBinding:
                 delayed.append((key, claim))
             else:
                 return Status.unschedulable(REASON_UNBOUND_IMMEDIATE, NAME, resolvable=False)
+        if len(delayed) > MAX_DELAYED_CLAIMS:
+            return Status.unschedulable(f"pod has {len(delayed)} WaitForFirstConsumer PersistentVolumeClaims to bind, "
+                                        f"over the {MAX_DELAYED_CLAIMS} a pod may bind in koordstream (the state "
+                                        "budget of a pod)", NAME, resolvable=False)
         delayed.sort(key=lambda item: item[1].get("request") or 0)
         state[NAME] = _Claims(tuple(bound), tuple(delayed))
         return SUCCESS

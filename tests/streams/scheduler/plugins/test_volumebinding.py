@@ -140,3 +140,12 @@ def test_assumed_bindings_survive_a_restore():
     assert restored.cluster.volume_bindings == {"default/web-0": (("default/data-0", "pv-a"),)}
     _, out = run(volume_pod("web-1", "data-1"), domain=restored)
     assert decisions(out)[0]["result"] == "Unschedulable"
+
+
+def test_a_pod_binding_more_claims_than_the_state_keeps_is_refused_with_the_limit():
+    from streams.scheduler.plugins.volumebinding import MAX_DELAYED_CLAIMS
+
+    names = [f"c{i}" for i in range(MAX_DELAYED_CLAIMS + 1)]
+    pre, _ = filter_outcome(NAME, (NODE_A, *CLASSES, *(pvc(n, PROVISION_SC) for n in names)), volume_pod("p", *names))
+    assert pre.startswith(f"pod has {MAX_DELAYED_CLAIMS + 1} WaitForFirstConsumer PersistentVolumeClaims to bind, "
+                          f"over the {MAX_DELAYED_CLAIMS}")
