@@ -1,7 +1,7 @@
 """PersistentVolume (v1, cluster-scoped): a piece of storage, where it can be used and which claim holds it.
 
 Typed: the fields kube-scheduler's volume plugins read (``spec.storageClassName``, ``spec.accessModes``,
-``spec.capacity.storage`` in bytes, ``spec.volumeMode``, ``spec.claimRef`` as "<namespace>/<name>",
+``spec.capacity.storage`` in bytes (``storage``), ``spec.volumeMode``, ``spec.claimRef`` as "<namespace>/<name>",
 ``spec.csi.driver``, ``status.phase``); ``spec.nodeAffinity`` stays in the manifest, which VolumeBinding and
 VolumeZone read. Checked as the API server checks those fields (``ValidatePersistentVolumeSpec``): access modes
 from the four the API knows, ReadWriteOncePod not combined with another mode, a claimRef naming its claim.
@@ -41,7 +41,7 @@ def convert(reader: FieldReader, body: dict, metadata: dict) -> dict:
     return {
         "storageClassName": reader.string(spec.get("storageClassName"), "spec.storageClassName") or "",
         "accessModes": access_modes(reader, spec.get("accessModes"), "spec.accessModes"),
-        "capacity": capacity.get("storage", 0),
+        "storage": capacity.get("storage", 0),
         "volumeMode": reader.enum(spec.get("volumeMode"), "spec.volumeMode", VOLUME_MODES) or "Filesystem",
         "claimRef": claim_ref,
         "csiDriver": reader.string(csi.get("driver"), child("spec.csi", "driver"), required=bool(csi)),

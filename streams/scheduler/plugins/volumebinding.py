@@ -280,7 +280,7 @@ class VolumeBinding:
             holder = claim_of.get(name) or volume.get("claimRef")
             if holder is not None and holder != key:
                 continue
-            if (volume.get("capacity") or 0) < request or (volume.get("volumeMode") or "Filesystem") != mode \
+            if (volume.get("storage") or 0) < request or (volume.get("volumeMode") or "Filesystem") != mode \
                     or volumes.being_deleted(volume):
                 continue
             terms = volumes.node_affinity(volume)
@@ -291,7 +291,7 @@ class VolumeBinding:
                     or not volumes.selector_matches(selector, volume["metadata"].get("labels") or {}) \
                     or not modes <= set(volume.get("accessModes") or ()):
                 continue
-            others.append((volume.get("capacity") or 0, name, terms))
+            others.append((volume.get("storage") or 0, name, terms))
         others.sort(key=lambda item: (item[0], item[1]))
         return prebound, [(name, terms) for _, name, terms in others]
 

@@ -23,7 +23,7 @@ status: {phase: Bound}
 
 def test_persistent_volume_typed_fields():
     record = record_of(PV).record
-    assert (record["storageClassName"], record["accessModes"], record["capacity"], record["claimRef"],
+    assert (record["storageClassName"], record["accessModes"], record["storage"], record["claimRef"],
             record["csiDriver"], record["phase"], record["volumeMode"]) == (
         "local", ["ReadWriteOnce"], 10 * 2**30, "team/data", "ebs.csi.aws.com", "Bound", "Filesystem")
     assert '"nodeAffinity"' in record["manifest"]
@@ -77,3 +77,19 @@ spec:
 def test_csinode_driver_without_a_node_id_is_refused():
     assert problems_of("apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1}\n"
                        "spec: {drivers: [{name: d}]}\n") == ["spec.drivers[0].nodeID: required"]
+
+
+def test_the_router_accepts_every_storage_kind_on_its_topic():
+    """The router validates source records (``streams.validation``): what ``koord apply`` writes of each storage
+    kind passes it."""
+    from streams.objects import load_and_validate
+    from streams.validation import problems
+
+    text = "---\n".join([PV, "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team}\n"
+                             "spec: {resources: {requests: {storage: 1Gi}}}\n",
+                         "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: fast}\nprovisioner: p\n",
+                         "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n1}\n"
+                         "spec: {drivers: [{name: d, nodeID: n1, allocatable: {count: 3}}]}\n"])
+    records = load_and_validate("-", stdin_text=text)
+    assert [(r.kind, problems(r.topic, r.key, r.kind, r.record)) for r in records] == [
+        ("PersistentVolume", []), ("PersistentVolumeClaim", []), ("StorageClass", []), ("CSINode", [])]
