@@ -14,10 +14,11 @@ For each binding of a ``Scheduled`` decision, before the pod's Binding:
   before, the annotation ``pv.kubernetes.io/bound-by-controller: "yes"`` (``GetBindVolumeToClaim``); nothing when
   the volume names the claim (same uid) already. The PV controller completes the binding on the claim.
 
-A claim or a volume the cluster does not show is reported (``ClaimPlan.missing``) and not written: kube-scheduler's
-PreBind fails then, and the pod is scheduled again. Each patch carries the ``resourceVersion`` the bridge saw, so a
-claim or volume that changed meanwhile is refused (409) rather than overwritten; planning again against the new
-version decides afresh.
+``reads(decision)`` names the objects to read first (API paths), ``plan_claims(decision, seen)`` takes them (None
+for a 404). A claim or a volume the cluster does not show is reported (``ClaimPlan.missing``) and not written:
+kube-scheduler's PreBind fails then, and the pod is scheduled again. Each patch carries the ``resourceVersion`` it
+was planned against, so a claim or volume that changed meanwhile is refused (409) rather than overwritten; reading
+and planning again decides afresh.
 """
 
 from __future__ import annotations
@@ -41,8 +42,33 @@ class ClaimPatch:
 
     @property
     def path(self) -> str:
-        scope = f"/namespaces/{self.namespace}" if self.namespace else ""
-        return f"/api/v1{scope}/{self.resource}/{self.name}"
+        return _path(self.resource, self.namespace, self.name)
+
+
+def _path(resource: str, namespace: str | None, name: str) -> str:
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"/api/v1{scope}/{resource}/{name}"
+
+
+def claim_path(key: str) -> str:
+    namespace, _, name = key.partition("/")
+    return _path(CLAIMS, namespace, name)
+
+
+def volume_path(name: str) -> str:
+    return _path(VOLUMES, None, name)
+
+
+def reads(decision: Mapping) -> tuple[tuple[str, str], ...]:
+    """(resource, API path) of every claim and volume ``plan_claims`` needs for ``decision``, each once."""
+    if decision.get("result") != "Scheduled" or not decision.get("nodeName"):
+        return ()
+    found: dict[str, str] = {}
+    for binding in decision.get("volumeBindings") or ():
+        found.setdefault(claim_path(binding["claim"]), CLAIMS)
+        if binding.get("volume") is not None:
+            found.setdefault(volume_path(binding["volume"]), VOLUMES)
+    return tuple((resource, path) for path, resource in found.items())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +79,9 @@ class ClaimPlan:
     """"persistentvolumeclaim ns/name" or "persistentvolume name" the cluster does not show."""
 
 
-def plan_claims(decision: Mapping, claims: Mapping[str, Mapping], volumes: Mapping[str, Mapping]) -> ClaimPlan:
-    """The writes ``decision`` asks of the claims (by "<namespace>/<name>") and volumes (by name) as watched."""
+def plan_claims(decision: Mapping, seen: Mapping[str, Mapping | None]) -> ClaimPlan:
+    """The writes ``decision`` asks of the claims and volumes as ``seen`` (API path -> object, None or absent when
+    the API server has none)."""
     node = decision.get("nodeName")
     if decision.get("result") != "Scheduled" or not node:
         return ClaimPlan()
@@ -62,13 +89,13 @@ def plan_claims(decision: Mapping, claims: Mapping[str, Mapping], volumes: Mappi
     missing: list[str] = []
     for binding in decision.get("volumeBindings") or ():
         key, volume_name = binding["claim"], binding.get("volume")
-        claim = claims.get(key)
+        claim = seen.get(claim_path(key))
         if claim is None:
             missing.append(f"persistentvolumeclaim {key}")
             continue
         if volume_name is None:
             patch = _select_node(claim, node)
-        elif (volume := volumes.get(volume_name)) is None:
+        elif (volume := seen.get(volume_path(volume_name))) is None:
             missing.append(f"persistentvolume {volume_name}")
             continue
         else:
