@@ -149,3 +149,17 @@ def test_a_pod_binding_more_claims_than_the_state_keeps_is_refused_with_the_limi
     pre, _ = filter_outcome(NAME, (NODE_A, *CLASSES, *(pvc(n, PROVISION_SC) for n in names)), volume_pod("p", *names))
     assert pre.startswith(f"pod has {MAX_DELAYED_CLAIMS + 1} WaitForFirstConsumer PersistentVolumeClaims to bind, "
                           f"over the {MAX_DELAYED_CLAIMS}")
+
+
+def test_a_pod_waiting_for_its_claim_is_scheduled_once_the_claim_arrives():
+    """VolumeBinding registers PersistentVolumeClaim Add with kube-scheduler's hint: the claim the pod names
+    requeues it; another claim does not."""
+    from tests.streams.scheduler.support import tick
+
+    _, out = run(NODE_A, *CLASSES, local("pv-a", WAIT_SC, "1Gi", "node-a"), volume_pod("web", "data"),
+                 pvc("other", WAIT_SC), tick(5_000), pvc("data", WAIT_SC), tick(20_000))
+    web = [d for d in decisions(out) if d["pod"]["name"] == "web"]
+    assert web[0]["message"] == ('0/1 nodes are available: persistentvolumeclaim "data" not found. preemption: 0/1 '
+                                 'nodes are available: 1 Preemption is not helpful for scheduling.')
+    assert (web[-1]["result"], web[-1]["nodeName"], web[-1]["volumeBindings"]) == (
+        "Scheduled", "node-a", [{"claim": "default/data", "volume": "pv-a"}])
