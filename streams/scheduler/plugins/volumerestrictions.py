@@ -159,17 +159,18 @@ class VolumeRestrictions:
         wanted = disks(pod.record)
         self._last = (pod.record, wanted)
         state[NAME] = wanted
+        if not pod.claims:
+            return SUCCESS if wanted else SKIP
         exclusive: list[str] = []
-        if pod.claims:
-            claims = self.cluster.objects.get(PVC, {})
-            for name, ephemeral in pod.claims:
-                if ephemeral:
-                    continue
-                claim = claims.get(f"{pod.namespace}/{name}")
-                if claim is None:
-                    return Status.unschedulable(f'persistentvolumeclaim "{name}" not found', NAME, resolvable=False)
-                if READ_WRITE_ONCE_POD in (claim.get("accessModes") or ()):
-                    exclusive.append(f"{pod.namespace}/{name}")
+        claims = self.cluster.objects.get(PVC, {})
+        for name, ephemeral in pod.claims:
+            if ephemeral:
+                continue
+            claim = claims.get(f"{pod.namespace}/{name}")
+            if claim is None:
+                return Status.unschedulable(f'persistentvolumeclaim "{name}" not found', NAME, resolvable=False)
+            if READ_WRITE_ONCE_POD in (claim.get("accessModes") or ()):
+                exclusive.append(f"{pod.namespace}/{name}")
         users = {user for claim in exclusive for user in self._claim_users.get(claim, ())}
         state[f"{NAME}/exclusive"] = users
         return SUCCESS if wanted or users else SKIP
