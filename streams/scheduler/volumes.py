@@ -1,6 +1,7 @@
 """What the volume plugins read of PersistentVolumes, PersistentVolumeClaims and StorageClasses
 (component-helpers ``storage/volume``: ``GetPersistentVolumeClaimClass``, ``GetPersistentVolumeClass``,
-``CheckNodeAffinity``, ``MatchTopologySelectorTerms``; cloud-provider's ``LabelZonesToSet``).
+``CheckNodeAffinity`` and ``MatchTopologySelectorTerms`` as node masks, ``AffinityMasks``; cloud-provider's
+``LabelZonesToSet``).
 
 Shared by VolumeBinding, VolumeZone and NodeVolumeLimits, which read the same objects from
 ``Cluster.objects`` and must read them alike. Parsed manifests are cached by their text, so a PV's node
@@ -12,6 +13,8 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
+
+import numpy as np
 
 from streams.objects.nodeselector import matches
 from streams.objects.podinfo import Requirement
@@ -98,29 +101,18 @@ def node_affinity(volume: Mapping) -> NodeSelectorTerms | None:
                  for term in (terms if isinstance(terms, list) else ()) if isinstance(term, dict))
 
 
-def affinity_matches(terms: NodeSelectorTerms | None, labels: Mapping[str, str]) -> bool:
-    """``CheckNodeAffinity``: no required affinity, or one term whose requirements all hold on the node's labels.
-    A term without requirements matches nothing; matchFields see a node without a name, as
-    ``CheckNodeAffinity`` builds it from the labels alone."""
-    if terms is None:
-        return True
-    return any(term and all(matches(r, "" if r.key.startswith("field:") else labels.get(r.key)) for r in term)
-               for term in terms)
-
-
-def topology_matches(storage_class: Mapping, labels: Mapping[str, str]) -> bool:
-    """``MatchTopologySelectorTerms`` of a class's ``allowedTopologies``: none allows every node; else one term
-    whose every matchLabelExpressions key is a node label with one of its values (an empty term selects nothing)."""
+def topology_terms(storage_class: Mapping) -> NodeSelectorTerms | None:
+    """A class's ``allowedTopologies`` as node selector terms (each matchLabelExpressions ``key In values``) for
+    ``AffinityMasks``: None (every node) when it has none, and a term without expressions selects nothing."""
     terms = manifest(storage_class).get("allowedTopologies")
     if not isinstance(terms, list) or not terms:
-        return True
+        return None
+    out = []
     for term in terms:
         expressions = term.get("matchLabelExpressions") if isinstance(term, dict) else None
-        if not isinstance(expressions, list) or not expressions:
-            continue
-        if all(isinstance(e, dict) and labels.get(str(e.get("key"))) in (e.get("values") or ()) for e in expressions):
-            return True
-    return False
+        out.append(tuple(Requirement(str(e.get("key")), "In", tuple(str(v) for v in e.get("values") or ()))
+                         for e in (expressions if isinstance(expressions, list) else ()) if isinstance(e, dict)))
+    return tuple(out)
 
 
 def zones(value: str) -> frozenset[str]:
@@ -141,3 +133,76 @@ def selector_matches(selector: object, labels: Mapping[str, str]) -> bool:
     required = [Requirement(str(k), "In", (str(v),)) for k, v in (selector.get("matchLabels") or {}).items()]
     required += _requirements(selector.get("matchExpressions"), False)
     return all(matches(r, labels.get(r.key)) for r in required)
+
+
+class AffinityMasks:
+    """``CheckNodeAffinity`` of node selector terms over every node at once (a term holds when all its requirements
+    do, a term without requirements selects nothing, no terms at all select every node; matchFields see a node
+    without a name, as ``CheckNodeAffinity`` builds the node from its labels alone): a node mask per distinct set of terms,
+    built from an index of the nodes' label values (one pass over the labels per label key), kept until the node
+    labels change. A local volume's affinity (one hostname) is then one lookup, not a pass over the nodes."""
+
+    def __init__(self) -> None:
+        self._version: object = None
+        self._masks: dict[object, np.ndarray] = {}
+        self._index: dict[str, dict[str, np.ndarray]] = {}
+        self._labels: list[Mapping[str, str]] = []
+
+    def mask(self, terms: NodeSelectorTerms | None, labels: list[Mapping[str, str]], version: object) -> np.ndarray:
+        """The nodes (rows of ``labels``) whose labels satisfy ``terms``; ``version`` changes when labels do."""
+        if version != self._version:
+            self._version, self._masks, self._index, self._labels = version, {}, {}, labels
+        mask = self._masks.get(terms)
+        if mask is None:
+            mask = self._terms_mask(terms, len(labels))
+            self._masks[terms] = mask
+        return mask
+
+    def _terms_mask(self, terms: NodeSelectorTerms | None, count: int) -> np.ndarray:
+        if terms is None:
+            return np.ones(count, dtype=bool)
+        out = np.zeros(count, dtype=bool)
+        for term in terms:
+            if term:
+                held = np.ones(count, dtype=bool)
+                for requirement in term:
+                    held &= self._requirement_mask(requirement, count)
+                out |= held
+        return out
+
+    def _requirement_mask(self, requirement: Requirement, count: int) -> np.ndarray:
+        op, key = requirement.operator, requirement.key
+        if key.startswith("field:"):
+            return np.full(count, matches(requirement, ""), dtype=bool)
+        rows = self._rows(key)
+        if op in ("In", "NotIn"):
+            found = np.zeros(count, dtype=bool)
+            for value in requirement.values:
+                if value in rows:
+                    found |= rows[value]
+            return found if op == "In" else ~found
+        if op in ("Exists", "DoesNotExist"):
+            present = np.zeros(count, dtype=bool)
+            for mask in rows.values():
+                present |= mask
+            return present if op == "Exists" else ~present
+        return np.fromiter((matches(requirement, labels.get(key)) for labels in self._labels), dtype=bool,
+                           count=count)
+
+    def _rows(self, key: str) -> dict[str, np.ndarray]:
+        """Label value -> the nodes that have it, for one key."""
+        rows = self._index.get(key)
+        if rows is None:
+            positions: dict[str, list[int]] = {}
+            for row, labels in enumerate(self._labels):
+                value = labels.get(key)
+                if value is not None:
+                    positions.setdefault(value, []).append(row)
+            count = len(self._labels)
+            rows = {}
+            for value, found in positions.items():
+                mask = np.zeros(count, dtype=bool)
+                mask[found] = True
+                rows[value] = mask
+            self._index[key] = rows
+        return rows

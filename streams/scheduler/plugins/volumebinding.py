@@ -69,7 +69,7 @@ MAX_DELAYED_CLAIMS = 64
 578 bytes of JSON each, so 64 take 37 KB of the 64 KB ``limits.ENTRY_RESERVE``). A koordstream limit, not
 kube-scheduler's."""
 BINDINGS = f"{NAME}/bindings"
-"""CycleState key: node row -> the bindings Filter found for the pod there."""
+"""CycleState key: the ``_Found`` bindings of the pod's WaitForFirstConsumer claims on every node."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +102,24 @@ class _Claims:
     """(claim key, claim), smallest request first."""
 
 
+@dataclasses.dataclass(frozen=True)
+class _Found:
+    """Filter's ``podVolumesByNode`` as columns: the claims to provision wherever the pod goes, and per claim to
+    match the volume each node gives it."""
+
+    provisioned: tuple[str, ...]
+    matched: tuple[str, ...]
+    picks: tuple[np.ndarray, ...]
+    """Per matched claim, the index in ``volumes`` of its volume on each node; -1: provisioned there."""
+    volumes: tuple[str, ...]
+
+    def bindings(self, row: int) -> tuple[tuple[str, str | None], ...]:
+        """(claim key, volume or None to provision) on the node of ``row``, by claim key."""
+        matched = [(key, self.volumes[picks[row]] if picks[row] >= 0 else None)
+                   for key, picks in zip(self.matched, self.picks)]
+        return tuple(sorted([(key, None) for key in self.provisioned] + matched, key=lambda item: item[0]))
+
+
 def _owned_by(claim: Mapping, pod: PodInfo) -> bool:
     """``ephemeral.VolumeIsForPod``: the pod is the claim's controller."""
     owners = (volumes.manifest(claim).get("metadata") or {}).get("ownerReferences") or ()
@@ -129,8 +147,7 @@ class VolumeBinding:
         self.cluster = cluster
         self._assumed: dict[str, tuple[str, tuple[tuple[str, str | None], ...]]] = {}
         """Assigned pod key -> (its node, the bindings it was scheduled with): kube-scheduler's assume cache."""
-        self._masks: dict[object, np.ndarray] = {}
-        self._version = (-1, -1)
+        self._masks = volumes.AffinityMasks()
         for key in sorted(cluster.assignment):
             self._assume(key, cluster.assignment[key])
 
@@ -217,10 +234,8 @@ class VolumeBinding:
             remaining &= mask
         bind_conflict = np.zeros(count, dtype=bool)
         errors: dict[str, np.ndarray] = {}
-        per_node: dict[int, tuple[tuple[str, str | None], ...]] = {}
         if data.delayed:
-            self._find(data.delayed, candidates, bind_conflict, errors, per_node)
-        state[BINDINGS] = per_node
+            state[BINDINGS] = self._find(data.delayed, candidates, bind_conflict, errors)
         failed = node_conflict | missing | bind_conflict
         for mask in errors.values():
             failed |= mask
@@ -231,39 +246,81 @@ class VolumeBinding:
         return FilterResult(candidates & ~failed, reasons, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     def _find(self, delayed: tuple[tuple[str, Mapping], ...], candidates: np.ndarray, bind_conflict: np.ndarray,
-              errors: dict[str, np.ndarray], per_node: dict[int, tuple[tuple[str, str | None], ...]]) -> None:
-        """``FindPodVolumes`` for the unbound claims, on every candidate node."""
+              errors: dict[str, np.ndarray]) -> "_Found":
+        """``FindPodVolumes`` for the unbound claims on every candidate node at once: per claim to match, the
+        volume each node gives it (``FindMatchingVolume``, claims smallest first, a volume taken by an earlier
+        claim on that node skipped), then ``checkVolumeProvisions`` for the claims left, in kube-scheduler's
+        order (claims with a selected node first), the first failing claim giving the node's reason."""
         claim_of, selected = self._assumed_views()
-        names = self.cluster.columns.names
         count = len(candidates)
-        rows = np.flatnonzero(candidates)
+        rows = self.cluster.columns.row
         pinned = {key: selected.get(key) or (claim["metadata"].get("annotations") or {}).get(ANN_SELECTED_NODE)
                   for key, claim in delayed}
+        undecided = candidates.copy()
+        for node in {at for at in pinned.values() if at is not None}:
+            here = np.zeros(count, dtype=bool)
+            row = rows.get(node)
+            if row is not None and row < count:
+                here[row] = True
+            bind_conflict |= undecided & ~here
+            undecided &= here
         to_match = [(key, claim) for key, claim in delayed if pinned[key] is None]
-        options = {key: self._options(key, claim, claim_of) for key, claim in to_match}
+        ids: dict[str, int] = {}
+        chosen: list[np.ndarray] = []
+        for key, claim in to_match:
+            chosen.append(self._choose(self._options(key, claim, claim_of), count, ids, chosen))
         classes = self.cluster.objects.get(STORAGE_CLASS, {})
-        labels = self.cluster.row_labels()
-        for row in rows:
-            node = names[row]
-            if any(at is not None and at != node for at in pinned.values()):
-                bind_conflict[row] = True
+        provisions = [(claim, np.ones(count, dtype=bool)) for key, claim in delayed if pinned[key] is not None]
+        provisions += [(claim, picked < 0) for (key, claim), picked in zip(to_match, chosen)]
+        for claim, needed in provisions:
+            needs = undecided & needed
+            if not needs.any():
                 continue
-            chosen: dict[str, str] = {}
-            to_provision = [(key, claim) for key, claim in delayed if pinned[key] is not None]
-            for key, claim in to_match:
-                volume = self._match(options[key], row, count, chosen)
-                if volume is None:
-                    to_provision.append((key, claim))
-                else:
-                    chosen[volume] = key
-            problem = self._provisionable(to_provision, classes, labels[row]) if to_provision else None
-            if problem is None:
-                per_node[int(row)] = tuple(sorted([(key, volume) for volume, key in chosen.items()]
-                                                  + [(key, None) for key, _ in to_provision]))
-            elif problem == REASON_BIND_CONFLICT:
-                bind_conflict[row] = True
+            problem, allowed = self._provisionable(claim, classes, count)
+            if problem is not None:
+                errors.setdefault(problem, np.zeros(count, dtype=bool))
+                errors[problem] |= needs
+                undecided &= ~needs
             else:
-                errors.setdefault(problem, np.zeros(count, dtype=bool))[row] = True
+                bind_conflict |= needs & ~allowed
+                undecided &= ~(needs & ~allowed)
+        return _Found(tuple(key for key, _ in delayed if pinned[key] is not None), tuple(key for key, _ in to_match),
+                      tuple(chosen), tuple(sorted(ids, key=ids.__getitem__)))
+
+    def _choose(self, options: tuple[list, list], count: int, ids: dict[str, int],
+                earlier: list[np.ndarray]) -> np.ndarray:
+        """``FindMatchingVolume`` on every node: the id (in ``ids``) of the volume each node gives the claim (-1:
+        none, to provision), skipping on each node the volumes ``earlier`` claims took there."""
+        prebound, others = options
+        picked = np.full(count, -1, dtype=np.int64)
+        open_rows = np.ones(count, dtype=bool)
+        for group, final in ((prebound, True), (others, False)):
+            for name, terms in group:
+                if not open_rows.any():
+                    return picked
+                index = ids.setdefault(name, len(ids))
+                free = open_rows.copy()
+                for taken in earlier:
+                    free &= taken != index
+                mask = self._affinity_mask(terms, count)
+                picked[free & mask] = index
+                open_rows &= ~(free & mask) if not final else ~free
+        return picked
+
+    def _provisionable(self, claim: Mapping, classes: Mapping[str, Mapping], count: int) -> tuple[str | None,
+                                                                                                  np.ndarray]:
+        """``checkVolumeProvisions`` of one claim: (the error, when it cannot be checked, else None, and the nodes
+        where its class may provision it)."""
+        class_name = volumes.claim_class(claim)
+        meta = claim["metadata"]
+        if not class_name:
+            return f'no class for claim "{meta.get("namespace") or "default"}/{meta["name"]}"', np.zeros(count, bool)
+        storage_class = classes.get(class_name)
+        if storage_class is None:
+            return f'failed to find storage class "{class_name}"', np.zeros(count, dtype=bool)
+        if storage_class.get("provisioner") in ("", volumes.NO_PROVISIONER):
+            return None, np.zeros(count, dtype=bool)
+        return None, self._affinity_mask(volumes.topology_terms(storage_class), count)
 
     def _options(self, key: str, claim: Mapping, claim_of: Mapping[str, str]) -> tuple[list, list]:
         """(volumes pre-bound to the claim, other volumes that may take it) of the claim's class, before node
@@ -295,50 +352,14 @@ class VolumeBinding:
         others.sort(key=lambda item: (item[0], item[1]))
         return prebound, [(name, terms) for _, name, terms in others]
 
-    def _match(self, options: tuple[list, list], row: int, count: int, chosen: Mapping[str, str]) -> str | None:
-        prebound, others = options
-        for name, terms in prebound:
-            if name not in chosen:
-                return name if self._affinity_mask(terms, count)[row] else None
-        for name, terms in others:
-            if name not in chosen and self._affinity_mask(terms, count)[row]:
-                return name
-        return None
-
-    @staticmethod
-    def _provisionable(claims: list[tuple[str, Mapping]], classes: Mapping[str, Mapping],
-                       labels: Mapping[str, str]) -> str | None:
-        """``checkVolumeProvisions``: None when every claim can be provisioned on the node, else the reason."""
-        for key, claim in claims:
-            class_name = volumes.claim_class(claim)
-            if not class_name:
-                return f'no class for claim "{key}"'
-            storage_class = classes.get(class_name)
-            if storage_class is None:
-                return f'failed to find storage class "{class_name}"'
-            if storage_class.get("provisioner") in ("", volumes.NO_PROVISIONER) \
-                    or not volumes.topology_matches(storage_class, labels):
-                return REASON_BIND_CONFLICT
-        return None
-
     def _affinity_mask(self, terms, count: int) -> np.ndarray:
-        """The nodes whose labels satisfy ``terms`` (``CheckNodeAffinity``), cached until node labels change."""
-        version = (self.cluster.labels_version, count)
-        if version != self._version:
-            self._masks, self._version = {}, version
-        mask = self._masks.get(terms)
-        if mask is None:
-            mask = np.fromiter((volumes.affinity_matches(terms, labels) for labels in self.cluster.row_labels()),
-                               dtype=bool, count=count)
-            self._masks[terms] = mask
-        return mask
+        """The nodes whose labels satisfy ``terms`` (``CheckNodeAffinity``), kept until node labels change."""
+        return self._masks.mask(terms, self.cluster.row_labels(), (self.cluster.labels_version, count))
 
     # -- PreBind ----------------------------------------------------------------------
 
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> dict[str, str]:
-        per_node = state.get(BINDINGS)
-        if per_node:
-            bindings = per_node.get(self.cluster.columns.row.get(node))
-            if bindings:
-                state[VOLUME_BINDINGS] = bindings
+        found: _Found | None = state.get(BINDINGS)
+        if found is not None:
+            state[VOLUME_BINDINGS] = found.bindings(self.cluster.columns.row[node])
         return {}

@@ -81,7 +81,8 @@ def find(pvcs=(), pvs=(), volumes=None, cached=None):
     result = plugin.filter(state, info, np.ones(1, dtype=bool))
     if not result.passed[0]:
         return tuple(reason for reason, mask in result.reasons if mask[0]), None
-    return "fits", state[BINDINGS].get(0, ())
+    found = state.get(BINDINGS)
+    return "fits", found.bindings(0) if found else ()
 
 
 def bound(*pairs):
