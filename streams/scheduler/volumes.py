@@ -92,8 +92,14 @@ def _requirements(raw: object, field: bool) -> tuple[Requirement, ...]:
 
 def node_affinity(volume: Mapping) -> NodeSelectorTerms | None:
     """``spec.nodeAffinity.required.nodeSelectorTerms`` of a PV: each term's matchExpressions and matchFields
-    (keys prefixed "field:"); None when the PV has no required node affinity."""
-    required = ((manifest(volume).get("spec") or {}).get("nodeAffinity") or {}).get("required")
+    (keys prefixed "field:"); None when the PV has no required node affinity. Cached by the manifest's text."""
+    text = volume.get("manifest")
+    return _node_affinity(text) if isinstance(text, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_affinity(text: str) -> NodeSelectorTerms | None:
+    required = ((_manifest(text).get("spec") or {}).get("nodeAffinity") or {}).get("required")
     if not isinstance(required, dict):
         return None
     terms = required.get("nodeSelectorTerms")
