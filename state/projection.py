@@ -341,6 +341,10 @@ _LATEST_STATE: Mapping[str, _LatestState] = {
     "podgroups": _objects("PodGroup"),
     "poddisruptionbudgets": _objects("PodDisruptionBudget"),
     "podmigrationjobs": _objects("PodMigrationJob"),
+    "persistentvolumes": _objects("PersistentVolume"),
+    "persistentvolumeclaims": _objects("PersistentVolumeClaim"),
+    "storageclasses": _objects("StorageClass"),
+    "csinodes": _objects("CSINode"),
 }
 
 def _events(*specs: _Events) -> Mapping[str, _Events]:

@@ -19,6 +19,10 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
         "podgroups": "koord.podgroups",
         "poddisruptionbudgets": "koord.poddisruptionbudgets",
         "podmigrationjobs": "koord.podmigrationjobs",
+        "persistentvolumes": "koord.persistentvolumes",
+        "persistentvolumeclaims": "koord.persistentvolumeclaims",
+        "storageclasses": "koord.storageclasses",
+        "csinodes": "koord.csinodes",
         "noderesourcetopologies": "koord.noderesourcetopologies",
         "nodemetrics": "koord.nodemetrics",
         "decisions": "koord.decisions",
@@ -33,7 +37,8 @@ DEFAULT_TOPICS: Mapping[str, str] = MappingProxyType(
 
 LATEST_STATE_TOPICS = frozenset({"pods", "nodes", "configs", "quotas", "reservations", "devices",
                                  "noderesourcetopologies", "nodemetrics", "podgroups", "podmigrationjobs",
-                                 "poddisruptionbudgets"})
+                                 "poddisruptionbudgets", "persistentvolumes", "persistentvolumeclaims",
+                                 "storageclasses", "csinodes"})
 """Topics holding the latest state per key (compacted); the others carry events."""
 
 

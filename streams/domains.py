@@ -12,7 +12,7 @@ partition) and keeps, from it alone, the table it routes by:
 - **profiles and quotas** come to every partition: a pod's domain is the tree of its quota
   (``GetQuotaName``, ``streams.quotas.quota_name``), or of the profile that builds it;
 - **nodes** come to the partition of their name, with everything about a node (NodeUsage,
-  NodeResource, Device, NodeResourceTopology): a node belongs to the domain of the one profile whose
+  NodeResource, Device, NodeResourceTopology, CSINode): a node belongs to the domain of the one profile whose
   ``nodeSelector`` it matches, else to ``default``. A node two profiles select is refused (dead
   letter, the previous route stays). A node whose labels move it leaves its old domain (a deletion)
   and joins the new one with the same event. A profile that arrives after its nodes moves none of
@@ -20,7 +20,7 @@ partition) and keeps, from it alone, the table it routes by:
 - **pods** come to the partition of their key; a pod stays in the domain it was first routed to until
   it is deleted (its deletion goes there too), even if its quota later moves to another tree;
 - **partition 0** holds what every domain needs: KubeSchedulerConfigurations, PodGroups,
-  PodDisruptionBudgets and ticks go to every domain, and a domain that appears (a profile with a new
+  PodDisruptionBudgets, PersistentVolumes, PersistentVolumeClaims, StorageClasses and ticks go to every domain, and a domain that appears (a profile with a new
   tree) first gets the stored ones, in source order. It also sends the profiles and quotas to their
   tree's domain, and Reservations and PodMigrationJobs to ``default``.
 
@@ -40,11 +40,12 @@ from streams.routing import DEFAULT_DOMAIN
 
 DIRECTORY_PARTITION = 0
 """The routing partition that holds and sends what every domain needs."""
-EVERY_DOMAIN = ("KubeSchedulerConfiguration", "PodGroup", "PodDisruptionBudget")
+EVERY_DOMAIN = ("KubeSchedulerConfiguration", "PodGroup", "PodDisruptionBudget", "PersistentVolume",
+                "PersistentVolumeClaim", "StorageClass")
 """Kinds every domain gets; stored so that a new domain gets them too."""
 DEFAULT_ONLY = ("Reservation", "PodMigrationJob")
 """Kinds only the default domain reads (a Reservation's pod and a job's pod are not routed by quota)."""
-NODE_KINDS = ("Node", "NodeUsage", "NodeResource", "Device", "NodeResourceTopology")
+NODE_KINDS = ("Node", "NodeUsage", "NodeResource", "Device", "NodeResourceTopology", "CSINode")
 """Kinds keyed by node name that go to the node's domain."""
 QUOTA_KINDS = ("ElasticQuota", "ElasticQuotaProfile")
 

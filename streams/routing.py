@@ -30,7 +30,7 @@ ACKED_AS = {ROUTING_INBOX: (ROUTING_INBOX, SCHEDULING_INBOX)}
 """Acks that count for an inbox: an event the domain router forwards is acknowledged by the domain that
 got the copy asking for it (``streams.agents.domains``), any other by the domain router itself."""
 DIRECTORY_KINDS = ("Tick", "KubeSchedulerConfiguration", "PodGroup", "PodDisruptionBudget", "Reservation",
-                   "PodMigrationJob")
+                   "PodMigrationJob", "PersistentVolume", "PersistentVolumeClaim", "StorageClass")
 """Kinds only the domain router's partition 0 reads (``streams.domains.DIRECTORY_PARTITION``)."""
 
 KIND_BY_SOURCE = {
@@ -44,6 +44,10 @@ KIND_BY_SOURCE = {
     "podgroups": ("PodGroup",),
     "poddisruptionbudgets": ("PodDisruptionBudget",),
     "podmigrationjobs": ("PodMigrationJob",),
+    "persistentvolumes": ("PersistentVolume",),
+    "persistentvolumeclaims": ("PersistentVolumeClaim",),
+    "storageclasses": ("StorageClass",),
+    "csinodes": ("CSINode",),
     "configs": ("ConfigMap", "KubeSchedulerConfiguration", "DeschedulerConfiguration"),
     "ticks": ("Tick",),
     "decisions": ("SchedulingDecision", "Eviction"),
@@ -60,7 +64,9 @@ usages what load-aware scheduling and the descheduler read of each NodeMetric
 share the decisions topic (anyone subscribing to decisions sees them) and are
 routed nowhere: the pod's deletion, not the eviction decision, releases it. PodGroups,
 Reservations and PodMigrationJobs go to the scheduling domain (gang scheduling, reservations,
-descheduling; the domain writes the jobs' status back to their topic and ignores its own copies)."""
+descheduling; the domain writes the jobs' status back to their topic and ignores its own copies).
+PersistentVolumes, PersistentVolumeClaims and StorageClasses go to every scheduling domain, CSINodes (keyed by
+node name) to their node's domain: the volume plugins read them."""
 
 NOT_ROUTED = ("Eviction",)
 """Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""

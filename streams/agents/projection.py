@@ -50,7 +50,8 @@ log = logging.getLogger(__name__)
 
 GROUP_ID = "koordstream-projection"
 PROJECTED = ("pods", "nodes", "configs", "quotas", "reservations", "devices", "noderesourcetopologies", "nodemetrics",
-             "podgroups", "podmigrationjobs", "poddisruptionbudgets", "decisions", "noderesources", "quotastatus", "acks",
+             "podgroups", "podmigrationjobs", "poddisruptionbudgets", "persistentvolumes",
+             "persistentvolumeclaims", "storageclasses", "csinodes", "decisions", "noderesources", "quotastatus", "acks",
              "actuations", "actuation-acks", "deadletters")
 VALIDATED = frozenset(PROJECTED) & frozenset(routing.KIND_BY_SOURCE)
 """The projected topics the router reads too: their records must pass its validation."""

@@ -150,6 +150,17 @@ _MANIFESTS: dict[str, Callable[[str], dict]] = {
     "poddisruptionbudgets": lambda name: {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                                           "metadata": {"name": name, "namespace": NAMESPACE},
                                           "spec": {"selector": {"matchLabels": {"app": name}}, "maxUnavailable": 1}},
+    "persistentvolumes": lambda name: {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+                                       "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                                "hostPath": {"path": "/tmp/hostile"}}},
+    "persistentvolumeclaims": lambda name: {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                            "metadata": {"name": name, "namespace": NAMESPACE},
+                                            "spec": {"accessModes": ["ReadWriteOnce"],
+                                                     "resources": {"requests": {"storage": "1Gi"}}}},
+    "storageclasses": lambda name: {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                                    "provisioner": "kubernetes.io/no-provisioner"},
+    "csinodes": lambda name: {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+                              "spec": {"drivers": [{"name": "hostile.csi", "nodeID": name}]}},
 }
 """A valid manifest per source topic that carries applied objects (a migration names a pod that does not exist)."""
 GENERATED = ("ticks", "decisions", "noderesources", "nodeusages", "yarnnodes")

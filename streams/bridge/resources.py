@@ -56,6 +56,10 @@ WATCHED: tuple[WatchedResource, ...] = (
     WatchedResource("PodGroup", "scheduling.sigs.k8s.io", "v1alpha1", "podgroups"),
     WatchedResource("PodMigrationJob", "scheduling.koordinator.sh", "v1alpha1", "podmigrationjobs"),
     WatchedResource("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets"),
+    WatchedResource("StorageClass", "storage.k8s.io", "v1", "storageclasses"),
+    WatchedResource("CSINode", "storage.k8s.io", "v1", "csinodes"),
+    WatchedResource("PersistentVolume", "", "v1", "persistentvolumes"),
+    WatchedResource("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
 )
 """Nodes first: a pod listed before its node would be Unschedulable until the node arrives."""
 

@@ -118,15 +118,48 @@ OBJECT_COLUMNS = (
     ("NAMESPACE", lambda o: o["metadata"].get("namespace") or ""),
     ("NAME", lambda o: o["metadata"]["name"]),
 )
+CLAIM_COLUMNS = (
+    *OBJECT_COLUMNS,
+    ("STATUS", lambda c: _status(c, "phase") or "Pending"),
+    ("VOLUME", lambda c: (c.get("spec") or {}).get("volumeName") or ""),
+    ("STORAGECLASS", lambda c: (c.get("spec") or {}).get("storageClassName") or ""),
+)
+CLAIM_WIDE = (("SELECTED-NODE", lambda c: (c["metadata"].get("annotations") or {}).get(
+    "volume.kubernetes.io/selected-node", "")),)
+VOLUME_COLUMNS = (
+    ("NAME", lambda v: v["metadata"]["name"]),
+    ("CAPACITY", lambda v: str(((v.get("spec") or {}).get("capacity") or {}).get("storage", ""))),
+    ("ACCESS MODES", lambda v: ",".join((v.get("spec") or {}).get("accessModes") or [])),
+    ("STATUS", lambda v: _status(v, "phase") or "Pending"),
+    ("CLAIM", lambda v: "/".join(filter(None, ((((v.get("spec") or {}).get("claimRef") or {}).get(k) or "")
+                                               for k in ("namespace", "name"))))),
+    ("STORAGECLASS", lambda v: (v.get("spec") or {}).get("storageClassName") or ""),
+)
+STORAGE_CLASS_COLUMNS = (
+    ("NAME", lambda c: c["metadata"]["name"]),
+    ("PROVISIONER", lambda c: c.get("provisioner") or ""),
+    ("VOLUMEBINDINGMODE", lambda c: c.get("volumeBindingMode") or "Immediate"),
+)
+CSINODE_COLUMNS = (
+    ("NAME", lambda c: c["metadata"]["name"]),
+    ("DRIVERS", lambda c: ",".join(d.get("name", "") for d in (c.get("spec") or {}).get("drivers") or [])),
+)
 OBJECT_KINDS = {
     "podmigrationjobs": ("podmigrationjobs", "PodMigrationJob", MIGRATION_JOB_COLUMNS, MIGRATION_JOB_WIDE),
     "podgroups": ("podgroups", "PodGroup", OBJECT_COLUMNS, ()),
     "reservations": ("reservations", "Reservation", RESERVATION_COLUMNS, RESERVATION_WIDE),
     "devices": ("devices", "Device", OBJECT_COLUMNS, ()),
+    "persistentvolumeclaims": ("persistentvolumeclaims", "PersistentVolumeClaim", CLAIM_COLUMNS, CLAIM_WIDE),
+    "persistentvolumes": ("persistentvolumes", "PersistentVolume", VOLUME_COLUMNS, ()),
+    "storageclasses": ("storageclasses", "StorageClass", STORAGE_CLASS_COLUMNS, ()),
+    "csinodes": ("csinodes", "CSINode", CSINODE_COLUMNS, ()),
 }
 """Object kinds shown as last written to their topic: resource -> (topic id, kind, columns, wide columns)."""
 OBJECT_ALIASES = {"podmigrationjob": "podmigrationjobs", "pmj": "podmigrationjobs", "podgroup": "podgroups",
-                  "pg": "podgroups", "reservation": "reservations", "device": "devices"}
+                  "pg": "podgroups", "reservation": "reservations", "device": "devices",
+                  "pvc": "persistentvolumeclaims", "persistentvolumeclaim": "persistentvolumeclaims",
+                  "pv": "persistentvolumes", "persistentvolume": "persistentvolumes", "sc": "storageclasses",
+                  "storageclass": "storageclasses", "csinode": "csinodes"}
 DEADLETTER_COLUMNS = (
     ("TOPIC", lambda d: f"{d['sourceTopic']}[{d['sourcePartition']}]@{d['sourceOffset']}"),
     ("STAGE", lambda d: d["stage"]),
@@ -165,7 +198,8 @@ def _warn_broken(resource: str, items: list[dict]) -> None:
 @click.option("-o", "--output", type=FORMATS, default="table")
 def get(resource: str, name: str | None, namespace: str | None, output: str) -> None:
     """Show pods, nodes, noderesourcetopologies, elasticquotas, podmigrationjobs, podgroups, reservations,
-    devices, decisions or dead letters from the read model."""
+    devices, persistentvolumeclaims, persistentvolumes, storageclasses, csinodes, decisions or dead letters from
+    the read model."""
     engine = open_for_view()
     if resource in ("pods", "pod", "po"):
         items = queries.get_pods(engine, namespace=namespace if namespace or not name else "default", name=name)

@@ -116,6 +116,10 @@ class PodInfo:
     preemption_policy: str | None
     images: tuple[str, ...] = ()
     """The images of the init containers, then of the containers, as written (ImageLocality)."""
+    claims: tuple[tuple[str, bool], ...] = ()
+    """(claim name, generic ephemeral) of each volume backed by a PersistentVolumeClaim, in volume order: a
+    ``persistentVolumeClaim`` volume names its claim, an ``ephemeral`` one's is "<pod name>-<volume name>"
+    (``ephemeral.VolumeClaimName``). The volume plugins read them."""
     record: dict | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
@@ -245,6 +249,7 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         initialized_at=conditions.get("Initialized"),
         preemption_policy=spec.get("preemptionPolicy") if isinstance(spec.get("preemptionPolicy"), str) else None,
         images=_images(spec),
+        claims=_claims(spec, meta["name"]),
         record=_stored(record, manifest),
     )
 
@@ -276,6 +281,19 @@ def _images(spec: Mapping) -> tuple[str, ...]:
     groups = [spec.get(group) for group in ("initContainers", "containers")]
     return tuple(container["image"] for group in groups if isinstance(group, list) for container in group
                  if isinstance(container, dict) and isinstance(container.get("image"), str))
+
+
+def _claims(spec: Mapping, pod_name: str) -> tuple[tuple[str, bool], ...]:
+    out = []
+    for volume in spec.get("volumes") if isinstance(spec.get("volumes"), list) else ():
+        if not isinstance(volume, dict):
+            continue
+        source = volume.get("persistentVolumeClaim")
+        if isinstance(source, dict) and isinstance(source.get("claimName"), str):
+            out.append((source["claimName"], False))
+        elif isinstance(volume.get("ephemeral"), dict) and isinstance(volume.get("name"), str):
+            out.append((f"{pod_name}-{volume['name']}", True))
+    return tuple(out)
 
 
 def placeholder(key: str) -> PodInfo:

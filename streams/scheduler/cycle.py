@@ -14,7 +14,8 @@ extension points they serve); ``run_cycle`` runs them for one pod::
                         random; determinism matters more here)
     Reserve, Permit  -> a failure unreserves and fails the cycle; Wait (the shortest timeout of the
                         plugins that said it) leaves the pod to the domain's waiting pods
-    PreBind          -> the annotations the plugins write on the pod (kept while it waits)
+    PreBind          -> the annotations the plugins write on the pod (kept while it waits) and the claims
+                        they bind (``framework.VOLUME_BINDINGS``)
 
 The failure message is kube-scheduler's ``FitError``: "0/N nodes are available: " then the
 PreFilter message, or the "<count> <reason>" strings of the filters, sorted and joined by
@@ -40,7 +41,7 @@ from streams.objects.podinfo import PodInfo
 from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
-    Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
+    VOLUME_BINDINGS, Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
 from streams.scheduler.registry import REGISTRY
 from streams.scheduler.state import Cluster
 
@@ -68,6 +69,8 @@ class CycleResult:
     wait_timeout_ms: int = 0
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     """What the PreBind plugins write on the pod."""
+    volume_bindings: tuple[tuple[str, str | None], ...] = ()
+    """The claims PreBind binds for the pod (``framework.VOLUME_BINDINGS``)."""
 
 
 class Framework:
@@ -252,7 +255,8 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
         annotations.update(plugin.pre_bind(state, pod, node))
         stats.record(plugin.name, "preBind", "Success", started)
     return CycleResult(node, "", filter_results, scores, waiting_on=tuple(waiting_on), wait_timeout_ms=timeout_ms,
-                       annotations=annotations, wait_message="; ".join(waiting_for))
+                       annotations=annotations, wait_message="; ".join(waiting_for),
+                       volume_bindings=tuple(state.get(VOLUME_BINDINGS, ())))
 
 
 def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:

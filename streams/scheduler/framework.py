@@ -138,6 +138,12 @@ RESTORED = "restored"
 {node row: {resource: amount}}; NodeResourcesFit counts them free (Koordinator's ``RestoreReservation``)."""
 
 
+VOLUME_BINDINGS = "volumeBindings"
+"""CycleState key: the claims a PreBind plugin binds for the pod on its node, as ((claim key, volume name or None
+for a volume to provision), ...) (kube-scheduler's VolumeBinding PreBind, which writes them to the API): they go
+in the pod's decision, and the bridge writes them on the claims."""
+
+
 @dataclasses.dataclass(frozen=True)
 class FilterResult:
     """Outcome of one filter over the candidates.

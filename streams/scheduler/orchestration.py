@@ -84,6 +84,7 @@ class PodScheduling:
         state.assigned_at = None
         self._observe(PodUnassigned(key, pod, node))
         self.cluster.bind_annotations.pop(key, None)
+        self.cluster.volume_bindings.pop(key, None)
         self._dirty.add(f"pod/{key}")
 
     def _on_pod(self, event: InboxEvent, out: Outputs) -> None:
@@ -179,6 +180,8 @@ class PodScheduling:
         if outcome.node is not None:
             if outcome.annotations:
                 cluster.bind_annotations[key] = dict(outcome.annotations)
+            if outcome.volume_bindings:
+                cluster.volume_bindings[key] = outcome.volume_bindings
             self._assign(key, outcome.node)
             if outcome.waiting_on:
                 cluster.waiting.pods[key] = WaitingPod(outcome.node, cluster.now_ms + outcome.wait_timeout_ms,

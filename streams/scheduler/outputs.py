@@ -46,6 +46,18 @@ def assigned_message(pod: PodInfo, node: str) -> str:
     return f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
 
 
+PROVISIONING_NOTE = ("volume.kubernetes.io/selected-node set on the PersistentVolumeClaims {claims} for their "
+                     "provisioner: koordstream runs no provisioner and no PersistentVolume controller, the cluster's "
+                     "must create and bind their volumes")
+"""Appended to the message of a pod scheduled with claims to provision (VolumeBinding)."""
+
+
+def provisioning_note(bindings: tuple[tuple[str, str | None], ...]) -> str:
+    """What a scheduled pod's message adds for its claims to provision, "" when it has none."""
+    claims = [claim for claim, volume in bindings if volume is None]
+    return f"; {PROVISIONING_NOTE.format(claims=', '.join(claims))}" if claims else ""
+
+
 def waiting_message(outcome: CycleResult, node: str) -> str:
     waiting = f"Reserved on {node}, waiting for {', '.join(outcome.waiting_on)} to permit the binding"
     return f"{waiting}: {outcome.wait_message}" if outcome.wait_message else waiting
@@ -82,6 +94,7 @@ class Outputs:
                  outcome: CycleResult | None) -> None:
         if self.domain.is_object_pod(pod.key):
             return
+        bindings = self.domain.cluster.volume_bindings.get(pod.key, ())
         self.items.append(("SchedulingDecision", {
             "decisionId": self._id(),
             "domain": self.domain.domain,
@@ -89,7 +102,7 @@ class Outputs:
             "result": result,
             "nodeName": node,
             "reason": reason,
-            "message": message,
+            "message": message + provisioning_note(bindings) if result == SCHEDULED else message,
             "filterResults": [{"plugin": p, "reason": r, "count": n}
                               for p, r, n in (outcome.filter_results if outcome else ())],
             "scores": [{"node": n, "score": s} for n, s in (outcome.scores if outcome else ())],
@@ -103,6 +116,7 @@ class Outputs:
             "labels": decisions.selected(pod.labels, decisions.LABELS),
             "annotations": {**decisions.selected(pod.annotations, decisions.DECISION_ANNOTATIONS),
                             **self.domain.cluster.bind_annotations.get(pod.key, {})},
+            "volumeBindings": [{"claim": claim, "volume": volume} for claim, volume in bindings],
         }))
 
     def migration_job(self, job: Job) -> None:

@@ -66,10 +66,13 @@ class Persistence:
                 return None
             queued = self.queue.pods.get(name)
             waiting = self.cluster.waiting.pods.get(name)
-            return {"record": self.cluster.pods[name].record, **dataclasses.asdict(state),
-                    "queue": queued.to_entry() if queued else None,
-                    "waiting": dataclasses.asdict(waiting) if waiting else None,
-                    "annotations": self.cluster.bind_annotations.get(name)}
+            entry = {"record": self.cluster.pods[name].record, **dataclasses.asdict(state),
+                     "queue": queued.to_entry() if queued else None,
+                     "waiting": dataclasses.asdict(waiting) if waiting else None,
+                     "annotations": self.cluster.bind_annotations.get(name)}
+            if name in self.cluster.volume_bindings:
+                entry["volumeBindings"] = [list(binding) for binding in self.cluster.volume_bindings[name]]
+            return entry
         if kind == "metric":
             return self.cluster.metrics.get(name)
         if kind == "quota":
@@ -127,6 +130,8 @@ class Persistence:
                                                        tuple(waiting["pending"]))
             if value.get("annotations"):
                 cluster.bind_annotations[key] = dict(value["annotations"])
+            if value.get("volumeBindings"):
+                cluster.volume_bindings[key] = tuple((claim, volume) for claim, volume in value["volumeBindings"])
             if value.get("queue"):
                 queued = value["queue"]
                 state.queue.pods[key] = QueuedPod(**{**queued, "rejected_by": tuple(queued["rejected_by"])})

@@ -13,10 +13,13 @@ enables. Order within a stage:
 - filter: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity first (kube-scheduler's
   order: cheap label checks whose failures preemption cannot fix), then NodePorts (host ports; a
   no-op for pods without any), NodeResourcesFit, VolumeRestrictions (inline GCE PD, AWS EBS, ISCSI and RBD
-  disks; a no-op for pods without any), then PodTopologySpread and InterPodAffinity (kube-scheduler's
+  disks; a no-op for pods without any), NodeVolumeLimits, VolumeBinding and VolumeZone (PersistentVolumeClaims;
+  no-ops for pods without any), then PodTopologySpread and InterPodAffinity (kube-scheduler's
   ``getDefaultPlugins`` order, v1.34), then LoadAwareScheduling. A node reports the reasons of the first filter it fails, so the
   order decides which reason a node contributes to the message, as in kube-scheduler.
 - preFilter: NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions (Skip for a pod without such disks),
+  NodeVolumeLimits, VolumeBinding and VolumeZone (Skip for a pod without claims; a missing or unbound Immediate
+  claim fails VolumeBinding's here),
   PodTopologySpread (Skip for a pod without constraints,
   its own or the system defaults of a pod a ReplicaSet, StatefulSet or ReplicationController owns),
   InterPodAffinity (counts per topology pair; Skip for a
@@ -43,6 +46,9 @@ enables. Order within a stage:
 - NodeNUMAResource: PreFilter, Filter after LoadAwareScheduling, Score (weight 1), Reserve (cpuset and NUMA
   split; it may refuse, so before DeviceShare and Coscheduling), PreBind (``resource-status``), as koord-scheduler's
   default profile enables it.
+- preBind: VolumeBinding first (the claims it binds go in the decision's ``volumeBindings``), then Reservation,
+  NodeNUMAResource and DeviceShare (annotations on the pod).
+- VolumeBinding has no Score: kube-scheduler v1.34 scores it only with the StorageCapacityScoring feature gate.
 - DeviceShare: PreFilter (validates device requests), Filter last (tries the allocation per node), Score
   (weight 1, LeastAllocated over the node's devices), PreBind (``device-allocated``), as koord-scheduler's
   default profile enables it.
@@ -56,8 +62,8 @@ from streams.registries import make_registry
 from streams.scheduler.framework import ClusterEvent, EnqueueExtensions, NodeOverlay, ObjectAdmission, WatchesObjects
 from streams.scheduler.plugins import (
     balancedallocation, defaultpreemption, gpufragmentation, imagelocality, loadaware, nodeaffinity, nodename,
-    nodeports, noderesourcesfit, noderesourcesfitplus, nodeunschedulable, podtopologyspread, scarceresourceavoidance,
-    schedulinggates, tainttoleration, volumerestrictions)
+    nodeports, noderesourcesfit, noderesourcesfitplus, nodeunschedulable, nodevolumelimits, podtopologyspread, scarceresourceavoidance,
+    schedulinggates, tainttoleration, volumebinding, volumerestrictions, volumezone)
 from streams.scheduler.plugins import (
     coscheduling, deviceshare, elasticquota, interpodaffinity, nodenumaresource, reservation)
 
@@ -72,6 +78,9 @@ REGISTRY: dict[str, type] = make_registry([
     (balancedallocation.NAME, balancedallocation.BalancedAllocation),
     (noderesourcesfit.NAME, noderesourcesfit.NodeResourcesFit),
     (volumerestrictions.NAME, volumerestrictions.VolumeRestrictions),
+    (nodevolumelimits.NAME, nodevolumelimits.NodeVolumeLimits),
+    (volumebinding.NAME, volumebinding.VolumeBinding),
+    (volumezone.NAME, volumezone.VolumeZone),
     (imagelocality.NAME, imagelocality.ImageLocality),
     (podtopologyspread.NAME, podtopologyspread.PodTopologySpread),
     (interpodaffinity.NAME, interpodaffinity.InterPodAffinity),
@@ -135,11 +144,13 @@ outweighs every other score, so an owner lands on its reservation."""
 DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "preEnqueue": ((schedulinggates.NAME, 0), (coscheduling.NAME, 0)),
     "preFilter": ((nodeaffinity.NAME, 0), (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0),
-                  (volumerestrictions.NAME, 0), (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0),
+                  (volumerestrictions.NAME, 0), (nodevolumelimits.NAME, 0), (volumebinding.NAME, 0),
+                  (volumezone.NAME, 0),
+                  (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0),
                   (loadaware.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0), (elasticquota.NAME, 0)),
     "filter": ((nodeunschedulable.NAME, 0), (nodename.NAME, 0), (tainttoleration.NAME, 0), (nodeaffinity.NAME, 0),
                (nodeports.NAME, 0), (reservation.NAME, 0), (noderesourcesfit.NAME, 0), (volumerestrictions.NAME, 0),
-               (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
+               (nodevolumelimits.NAME, 0), (volumebinding.NAME, 0), (volumezone.NAME, 0), (podtopologyspread.NAME, 0), (interpodaffinity.NAME, 0), (loadaware.NAME, 0), (nodenumaresource.NAME, 0),
                (deviceshare.NAME, 0)),
     "postFilter": ((coscheduling.NAME, 0), (elasticquota.NAME, 0), (defaultpreemption.NAME, 0)),
     "score": ((tainttoleration.NAME, 3), (nodeaffinity.NAME, 2), (noderesourcesfit.NAME, 1), (podtopologyspread.NAME, 2),
@@ -148,6 +159,6 @@ DEFAULT_PLUGINS: dict[str, tuple[tuple[str, int], ...]] = {
     "reserve": ((loadaware.NAME, 0), (elasticquota.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0),
                 (coscheduling.NAME, 0)),
     "permit": ((coscheduling.NAME, 0),),
-    "preBind": ((reservation.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
+    "preBind": ((volumebinding.NAME, 0), (reservation.NAME, 0), (nodenumaresource.NAME, 0), (deviceshare.NAME, 0)),
 }
 """(plugin, score weight) per extension point of the default profile."""

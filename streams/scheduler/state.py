@@ -150,6 +150,8 @@ class Cluster:
         self.waiting = WaitingPods()
         self.bind_annotations: dict[str, dict[str, str]] = {}
         """What PreBind plugins wrote on each assigned pod."""
+        self.volume_bindings: dict[str, tuple[tuple[str, str | None], ...]] = {}
+        """The claims PreBind bound for each assigned pod: (claim key, volume or None to provision), on its node."""
         self.now_ms = 0
         self.labels_version = 0
         self.taints_version = 0

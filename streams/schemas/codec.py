@@ -61,6 +61,10 @@ SCHEMAS = (
     "PodMigrationJob",
     "DeschedulerConfiguration",
     "PodDisruptionBudget",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
     "NodeUsage",
     "YarnNode",
 )

@@ -443,3 +443,17 @@ def test_get_objects_shows_migration_jobs_with_the_status_written_back(projector
     projector.apply([records.tombstone("koord.podmigrationjobs", "move-a", 4)])
     assert [j["metadata"]["name"] for j in get_objects(read_model, "podmigrationjobs", "PodMigrationJob")] == [
         "move-b"]
+
+
+def test_get_objects_shows_claims_with_the_columns_of_koord_get_pvc(projector, read_model, records):
+    from streams.cli.get import CLAIM_COLUMNS, CLAIM_WIDE
+    from streams.objects import load_and_validate
+
+    text = ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: team, annotations: "
+            "{volume.kubernetes.io/selected-node: node-a}}\nspec: {storageClassName: local, volumeName: pv-1, "
+            "accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\nstatus: {phase: Bound}\n")
+    [claim] = load_and_validate("-", stdin_text=text)
+    projector.apply([records.record("koord.persistentvolumeclaims", claim.key, "PersistentVolumeClaim",
+                                    claim.record, 1)])
+    [shown] = get_objects(read_model, "persistentvolumeclaims", "PersistentVolumeClaim", namespace="team")
+    assert [f(shown) for _, f in (*CLAIM_COLUMNS, *CLAIM_WIDE)] == ["team", "data", "Bound", "pv-1", "local", "node-a"]

@@ -114,3 +114,24 @@ def test_a_new_domain_gets_the_every_domain_objects_in_source_order():
     restored = DomainTable.restore(0, {k: v for k, v in table.take_changes().items() if v is not None})
     catch_up = restored.route(profile()).catch_up
     assert [(domain, stored.envelope) for domain, stored in catch_up] == [("gpu", "Zmlyc3Q="), ("gpu", "c2Vjb25k")]
+
+
+def test_storage_objects_reach_every_domain_and_a_csinode_its_nodes_domain():
+    from streams.routing import routes
+
+    partitions = {"inbox-node": 4, "inbox-routing": 4, "inbox-scheduling": 4}
+    for source, kind, key in (("persistentvolumes", "PersistentVolume", "pv-1"),
+                              ("persistentvolumeclaims", "PersistentVolumeClaim", "team/data"),
+                              ("storageclasses", "StorageClass", "fast")):
+        assert [(r.inbox, r.partition) for r in routes(source, key, kind, {}, partitions)] == [("inbox-routing", 0)]
+    assert [r.inbox for r in routes("csinodes", "n1", "CSINode", {}, partitions)] == ["inbox-routing"]
+
+    directory = DomainTable(0)
+    directory.route(profile())
+    claim = event("PersistentVolumeClaim", "team/data", {"metadata": {"name": "data", "namespace": "team"}})
+    assert forwards(directory, claim) == (Forward("default"), Forward("gpu"))
+    assert "PersistentVolumeClaim:team/data" in directory.stored
+    table = DomainTable(1)
+    table.route(profile())
+    table.route(node("n1", labels={"pool": "gpu"}))
+    assert forwards(table, event("CSINode", "n1", {"metadata": {"name": "n1"}, "drivers": []})) == (Forward("gpu"),)

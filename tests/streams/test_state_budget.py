@@ -226,6 +226,12 @@ HEAVY_FIELDS = {
                           "spec": {"minMember": 1}}, {
         "annotation": lambda body, text: body["metadata"]["annotations"].update({"example.com/blob": text}),
         "spec field": lambda body, text: body["spec"].update(description=text)}),
+    "PersistentVolumeClaim": (lambda: {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                       "metadata": {"name": "heavy", "namespace": "default", "annotations": {}},
+                                       "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local"}}, {
+        "annotation": lambda body, text: body["metadata"]["annotations"].update({"example.com/blob": text}),
+        "selector": lambda body, text: body["spec"].update(selector={"matchLabels": {"k": text[:63]}},
+                                                           dataSource={"kind": "Snapshot", "name": text})}),
     "Node": (lambda: {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "heavy", "annotations": {}},
                       "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}, {
         "annotation": lambda body, text: body["metadata"]["annotations"].update({"example.com/blob": text}),

@@ -7,6 +7,7 @@ Avro schema under streams/schemas, and list it here.
 from streams.objects.kind import KindSpec
 from streams.objects.kinds import (
     configmap,
+    csinode,
     deschedulerconfiguration,
     device,
     elasticquota,
@@ -15,11 +16,14 @@ from streams.objects.kinds import (
     node,
     nodemetric,
     noderesourcetopology,
+    persistentvolume,
+    persistentvolumeclaim,
     pod,
     poddisruptionbudget,
     podgroup,
     podmigrationjob,
     reservation,
+    storageclass,
 )
 
 KINDS: dict[str, KindSpec] = {
@@ -37,6 +41,10 @@ KINDS: dict[str, KindSpec] = {
     "PodMigrationJob": podmigrationjob.SPEC,
     "DeschedulerConfiguration": deschedulerconfiguration.SPEC,
     "PodDisruptionBudget": poddisruptionbudget.SPEC,
+    "PersistentVolume": persistentvolume.SPEC,
+    "PersistentVolumeClaim": persistentvolumeclaim.SPEC,
+    "StorageClass": storageclass.SPEC,
+    "CSINode": csinode.SPEC,
 }
 
 

@@ -10,11 +10,14 @@ A volume of the incoming pod conflicts with a volume of a pod assigned to the no
   same ``image``, unless both are read-only.
 
 A node with a conflict fails with "node(s) had no available disk" (Unschedulable: the pod holding the disk may go).
-PreFilter skips a pod without such a volume, so the common path costs four substring tests of its manifest.
 
-Not ported: the ReadWriteOncePod rule (a PersistentVolumeClaim with that access mode used by another pod) and
-PreFilter's lookup of each claim the pod names ("persistentvolumeclaim ... not found"): koordstream has no
-PersistentVolumeClaim kind, so a pod's claims are not checked here.
+ReadWriteOncePod (``readWriteOncePodPVCsForPod``, ``satisfyReadWriteOncePod``): PreFilter looks up each claim of
+the pod's ``persistentVolumeClaim`` volumes ('persistentvolumeclaim "data" not found' when one is missing,
+UnschedulableAndUnresolvable); when a claim with the ReadWriteOncePod access mode is used by an assigned pod, every
+node fails with "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+(Unschedulable: preempting that pod helps, and preemption's dry runs leave it out).
+
+PreFilter skips a pod without such a disk or claim, so the common path costs four substring tests of its manifest.
 """
 
 from __future__ import annotations
@@ -28,12 +31,18 @@ import numpy as np
 from streams.objects.args import no_args
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    ASSIGNED_POD_DELETE, NODE_ADD, REMOVED_PODS, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
+    ADD, ASSIGNED_POD_DELETE, NODE_ADD, REMOVED_PODS, SKIP, SUCCESS, UPDATE, ClusterEvent, Code, CycleState,
+    FilterResult, Status, register)
 from streams.scheduler.state import Cluster, PodAssigned, PodChanged, PodUnassigned
 
 NAME = "VolumeRestrictions"
 REASON = "node(s) had no available disk"
 """kube-scheduler's ``ErrReasonDiskConflict``."""
+REASON_READ_WRITE_ONCE_POD = ("node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod "
+                              "access mode")
+"""kube-scheduler's ``ErrReasonReadWriteOncePodConflict``."""
+PVC = "PersistentVolumeClaim"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "iscsi", "rbd")
 """The volume sources with restrictions (``needsRestrictionsCheck``)."""
 DEFAULT_RBD_POOL = "rbd"
@@ -91,6 +100,11 @@ def _disk(source: str, spec: Mapping) -> Disk:
     return source, monitors, spec.get("pool") or DEFAULT_RBD_POOL, spec.get("image"), read_only
 
 
+def _claim_keys(pod: PodInfo | None) -> tuple[str, ...]:
+    """The claims a pod's ``persistentVolumeClaim`` volumes name (``PVCRefCounts`` counts no ephemeral volume)."""
+    return tuple(f"{pod.namespace}/{name}" for name, ephemeral in pod.claims if not ephemeral) if pod else ()
+
+
 def conflict(disk: Disk, existing: Disk) -> bool:
     """Whether ``disk`` of the incoming pod conflicts with ``existing`` of an assigned pod (``isVolumeConflict``)."""
     if disk[0] != existing[0]:
@@ -105,7 +119,8 @@ def conflict(disk: Disk, existing: Disk) -> bool:
 class VolumeRestrictions:
     name = NAME
     Args = VolumeRestrictionsArgs
-    events_to_register = register(ASSIGNED_POD_DELETE, NODE_ADD)
+    watched_kinds = frozenset({PVC})
+    events_to_register = register(ASSIGNED_POD_DELETE, NODE_ADD, ClusterEvent(PVC, ADD), ClusterEvent(PVC, UPDATE))
 
     def __init__(self, args: VolumeRestrictionsArgs, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -113,6 +128,8 @@ class VolumeRestrictions:
         """Assigned pod key -> (its node, its restricted volumes), for the pods that have any."""
         self._last: tuple[dict | None, tuple[Disk, ...]] = (None, ())
         """(record, its disks) of the pod PreFilter last read: the pod then assigned is usually that one."""
+        self._claim_users: dict[str, set[str]] = {}
+        """Claim key -> the assigned pods whose ``persistentVolumeClaim`` volumes name it (``PVCRefCounts``)."""
         for key in sorted(cluster.assignment):
             self._assign(key, cluster.pods[key], cluster.assignment[key])
 
@@ -121,8 +138,17 @@ class VolumeRestrictions:
             self._assign(change.key, change.pod, change.node)
         elif isinstance(change, PodUnassigned) or (isinstance(change, PodChanged) and change.new is None):
             self._held.pop(change.key, None)
+            pod = change.pod if isinstance(change, PodUnassigned) else change.old
+            for claim in _claim_keys(pod):
+                users = self._claim_users.get(claim)
+                if users is not None:
+                    users.discard(change.key)
+                    if not users:
+                        del self._claim_users[claim]
 
     def _assign(self, key: str, pod: PodInfo, node: str) -> None:
+        for claim in _claim_keys(pod):
+            self._claim_users.setdefault(claim, set()).add(key)
         found = self._last[1] if pod.record is not None and pod.record is self._last[0] else disks(pod.record)
         if found:
             self._held[key] = (node, found)
@@ -133,10 +159,24 @@ class VolumeRestrictions:
         wanted = disks(pod.record)
         self._last = (pod.record, wanted)
         state[NAME] = wanted
-        return SUCCESS if wanted else SKIP
+        if not pod.claims:
+            return SUCCESS if wanted else SKIP
+        exclusive: list[str] = []
+        claims = self.cluster.objects.get(PVC, {})
+        for name, ephemeral in pod.claims:
+            if ephemeral:
+                continue
+            claim = claims.get(f"{pod.namespace}/{name}")
+            if claim is None:
+                return Status.unschedulable(f'persistentvolumeclaim "{name}" not found', NAME, resolvable=False)
+            if READ_WRITE_ONCE_POD in (claim.get("accessModes") or ()):
+                exclusive.append(f"{pod.namespace}/{name}")
+        users = {user for claim in exclusive for user in self._claim_users.get(claim, ())}
+        state[f"{NAME}/exclusive"] = users
+        return SUCCESS if wanted or users else SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> FilterResult:
-        wanted = state.get(NAME) or disks(pod.record)
+        wanted = state.get(NAME) or ()
         failed = np.zeros(len(candidates), dtype=bool)
         removed = state.get(REMOVED_PODS) or ()
         rows = self.cluster.columns.row
@@ -145,4 +185,7 @@ class VolumeRestrictions:
             if row is None or row >= len(candidates) or not candidates[row] or failed[row] or key in removed:
                 continue
             failed[row] = any(conflict(disk, existing) for disk in wanted for existing in held)
-        return FilterResult(candidates & ~failed, ((REASON, failed),), Code.UNSCHEDULABLE)
+        exclusive = candidates & ~failed if state.get(f"{NAME}/exclusive", set()) - set(removed) else \
+            np.zeros(len(candidates), dtype=bool)
+        return FilterResult(candidates & ~failed & ~exclusive,
+                            ((REASON, failed), (REASON_READ_WRITE_ONCE_POD, exclusive)), Code.UNSCHEDULABLE)

@@ -31,7 +31,7 @@ def test_delete_target(kind, name, namespace, target):
 @pytest.mark.parametrize(
     ("kind", "name", "namespace", "message"),
     [
-        ("deployment", "d", None, 'kind "deployment" is not supported (supported: ConfigMap, DeschedulerConfiguration, Device, '),
+        ("deployment", "d", None, 'kind "deployment" is not supported (supported: CSINode, ConfigMap, DeschedulerConfiguration, Device, '),
         ("pod", "Web_1", None, 'Pod name "Web_1": must be a lowercase RFC 1123 subdomain'),
         ("pod", "web-1", "Shop", 'namespace "Shop": must be a lowercase RFC 1123 label'),
     ],

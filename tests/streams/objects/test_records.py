@@ -10,8 +10,9 @@ from streams.objects import ManifestError, ObjectRecord, load_and_validate
 from streams.schemas import codec
 from tests.streams.objects.support import SAMPLES, problems_of, record_of
 
-SUPPORTED = ("ConfigMap, DeschedulerConfiguration, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, Node, NodeMetric, "
-             "NodeResourceTopology, Pod, PodDisruptionBudget, PodGroup, PodMigrationJob, Reservation")
+SUPPORTED = ("CSINode, ConfigMap, DeschedulerConfiguration, Device, ElasticQuota, ElasticQuotaProfile, KubeSchedulerConfiguration, "
+             "Node, NodeMetric, NodeResourceTopology, PersistentVolume, PersistentVolumeClaim, Pod, PodDisruptionBudget, "
+             "PodGroup, PodMigrationJob, Reservation, StorageClass")
 
 
 @pytest.mark.parametrize(

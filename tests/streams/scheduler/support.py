@@ -31,7 +31,9 @@ TOPICS = {"Pod": "koord.pods", "Node": "koord.nodes", "NodeMetric": "koord.nodem
           "PodGroup": "koord.podgroups", "Reservation": "koord.reservations", "Device": "koord.devices",
           "NodeResourceTopology": "koord.noderesourcetopologies",
           "DeschedulerConfiguration": "koord.configs", "PodMigrationJob": "koord.podmigrationjobs",
-          "PodDisruptionBudget": "koord.poddisruptionbudgets"}
+          "PodDisruptionBudget": "koord.poddisruptionbudgets", "PersistentVolume": "koord.persistentvolumes",
+          "PersistentVolumeClaim": "koord.persistentvolumeclaims", "StorageClass": "koord.storageclasses",
+          "CSINode": "koord.csinodes"}
 
 
 def event(kind: str, key: str, record: dict | None, source_offset: int | None = None, ts: int = 1000) -> InboxEvent:

@@ -27,16 +27,17 @@ def test_default_profile():
     assert points(profile(name="default-scheduler")) == ({
         "preEnqueue": ["SchedulingGates", "Coscheduling"],
         "preFilter": ["NodeAffinity", "NodePorts", "Reservation", "NodeResourcesFit", "VolumeRestrictions",
-                      "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare",
-                      "ElasticQuota"],
+                      "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+                      "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota"],
         "filter": ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "Reservation",
-                   "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
+                   "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
+                   "PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling", "NodeNUMAResource", "DeviceShare"],
         "postFilter": ["Coscheduling", "ElasticQuota", "DefaultPreemption"],
         "score": [*K, "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality", "LoadAwareScheduling", "NodeNUMAResource",
                   "DeviceShare", "Reservation"],
         "reserve": ["LoadAwareScheduling", "ElasticQuota", "NodeNUMAResource", "DeviceShare", "Coscheduling"],
         "permit": ["Coscheduling"],
-        "preBind": ["Reservation", "NodeNUMAResource", "DeviceShare"],
+        "preBind": ["VolumeBinding", "Reservation", "NodeNUMAResource", "DeviceShare"],
     }, {**KW, "NodeResourcesFit": 1, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1, "LoadAwareScheduling": 1, "NodeNUMAResource": 1, "DeviceShare": 1, "Reservation": 5000})
 
@@ -75,7 +76,7 @@ def test_filter_plugins_can_be_disabled():
 
 
 @pytest.mark.parametrize("document, reason", [
-    (profile({"score": {"enabled": [{"name": "VolumeBinding"}]}}), "plugin 'VolumeBinding' does not exist"),
+    (profile({"score": {"enabled": [{"name": "DynamicResources"}]}}), "plugin 'DynamicResources' does not exist"),
     (profile({"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}),
      "plugin 'ScarceResourceAvoidance' does not extend filter plugin"),
     (profile(plugin_config=[{"name": "LoadAwareScheduling", "args": {"usageThreshold": {"cpu": 1}}}]),

@@ -15,7 +15,7 @@ CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
 KUBELET_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
 RESOURCE_SPEC = "scheduling.koordinator.sh/resource-spec"
 NUMA_SPEC = "scheduling.koordinator.sh/numa-topology-spec"
-PINNED_DIGEST = "4bc6317050642af651ddb340e6807f48e8c3841a35b317d98f91324088b72d90"
+PINNED_DIGEST = "aba0090371492592782625267a171b797b30719ab3b24d4249d7cf59e9244d85"
 
 
 def mixed_inbox(seed: int = 5) -> list:

@@ -1,13 +1,12 @@
 """VolumeRestrictions under kube-scheduler v1.34's ``TestGCEDiskConflicts``, ``TestAWSDiskConflicts``,
 ``TestRBDDiskConflicts`` and ``TestISCSIDiskConflicts`` cases: the node holds the Go test's ``nodeInfo`` pods, the
-incoming pod has its volume. ``TestAccessModeConflicts`` (ReadWriteOncePod claims) is not ported: koordstream has
-no PersistentVolumeClaim kind."""
+incoming pod has its volume; and ``TestAccessModeConflicts`` (ReadWriteOncePod claims)."""
 
 import numpy as np
 import pytest
 
 from streams.scheduler.framework import REMOVED_PODS, SKIP, Code, CycleState
-from streams.scheduler.plugins.volumerestrictions import NAME, REASON
+from streams.scheduler.plugins.volumerestrictions import NAME, REASON, REASON_READ_WRITE_ONCE_POD
 from tests.streams.scheduler.support import converted, decisions, deleted, k8s_node, plugin_of, pod_info, run
 
 NODE = k8s_node("m1", {"cpu": "4", "memory": "8Gi", "pods": "110"})
@@ -138,3 +137,54 @@ def test_a_restored_domain_still_sees_the_held_disk():
     plugin, state, info = plugin_of(restored, NAME), CycleState(), pod_info(volume_pod("p", GCE))
     plugin.pre_filter(state, info)
     assert plugin.filter(state, info, np.ones(1, dtype=bool)).passed.tolist() == [False]
+
+
+RWOP_1, RWOP_2, RWX = "claim-with-rwop-1", "claim-with-rwop-2", "claim-with-rwx"
+"""``TestAccessModeConflicts``' claims and pods (the existing ones on node m1)."""
+CLAIM_PODS = {"podWithOnePVC": (RWOP_1,), "podWithTwoPVCs": (RWOP_1, RWOP_2), "podWithOneConflict": (RWOP_1,),
+              "podWithTwoConflicts": (RWOP_1, RWOP_2), "podWithReadWriteManyPVC": (RWX,), "nothing": ()}
+
+
+def claim_outcome(incoming: str, existing: tuple[str, ...], claims: tuple[str, ...]) -> str:
+    from tests.streams.scheduler.plugins.volumes import pvc, volume_pod
+
+    objects = [pvc(name, modes=("ReadWriteMany",) if name == RWX else ("ReadWriteOncePod",)) for name in claims]
+    pods = [volume_pod(name.lower(), *CLAIM_PODS[name], node_name="m1") for name in existing]
+    domain, _ = run(NODE, *objects, *pods)
+    plugin = plugin_of(domain, NAME)
+    state, info = CycleState(), pod_info(volume_pod("incoming", *CLAIM_PODS[incoming]))
+    status = plugin.pre_filter(state, info)
+    if status == SKIP:
+        return "skip"
+    if not status.ok:
+        assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return status.message
+    result = plugin.filter(state, info, np.ones(1, dtype=bool))
+    assert result.code == Code.UNSCHEDULABLE
+    return "fits" if result.passed[0] else next(reason for reason, mask in result.reasons if mask[0])
+
+
+@pytest.mark.parametrize("incoming, existing, claims, expected", [
+    pytest.param("nothing", (), (), "skip", id="nothing"),
+    pytest.param("podWithOnePVC", (), (), f'persistentvolumeclaim "{RWOP_1}" not found', id="failed to get PVC"),
+    pytest.param("podWithOnePVC", ("podWithReadWriteManyPVC",), (RWOP_1, RWX), "skip", id="no access mode conflict"),
+    pytest.param("podWithOneConflict", ("podWithOnePVC", "podWithReadWriteManyPVC"), (RWOP_1, RWX),
+                 REASON_READ_WRITE_ONCE_POD, id="access mode conflict, unschedulable"),
+    pytest.param("podWithTwoConflicts", ("podWithTwoPVCs", "podWithReadWriteManyPVC"), (RWOP_1, RWOP_2, RWX),
+                 REASON_READ_WRITE_ONCE_POD, id="two conflicts, unschedulable"),
+])
+def test_TestAccessModeConflicts(incoming, existing, claims, expected):
+    assert claim_outcome(incoming, existing, claims) == expected
+
+
+def test_a_read_write_once_pod_claim_is_free_again_once_its_pod_is_deleted():
+    from tests.streams.scheduler.plugins.volumes import pv, pvc, volume_pod
+    from tests.streams.scheduler.support import tick
+
+    _, out = run(NODE, pv("pv-x", modes=("ReadWriteOncePod",)),
+                 pvc(RWOP_1, bound_to="pv-x", modes=("ReadWriteOncePod",)), volume_pod("holder", RWOP_1, node_name="m1"),
+                 volume_pod("second", RWOP_1), deleted("Pod", "default/holder", ts=2000), tick(20_000))
+    second = [d for d in decisions(out) if d["pod"]["name"] == "second"]
+    assert second[0]["result"] == "Unschedulable"
+    assert REASON_READ_WRITE_ONCE_POD in second[0]["message"]
+    assert (second[-1]["result"], second[-1]["nodeName"]) == ("Scheduled", "m1")
