@@ -195,6 +195,8 @@ class Actuator:
             await self.api.mark_unschedulable(write, self.config.scheduler_name)
         elif isinstance(write, writes.PatchNodeStatus):
             await self.api.patch_node_status(write)
+            if (node := self.view.nodes.get(write.node)) is not None:
+                self.view.nodes[write.node] = writes.node_patched(node, write)
         elif isinstance(write, writes.Evict):
             try:
                 await self.api.evict(write)
@@ -283,6 +285,6 @@ class Actuator:
 
 def _describe(write: writes.Write) -> str:
     if isinstance(write, writes.PatchNodeStatus):
-        return f"node/{write.node} {dict(write.allocatable)}"
+        return f"node/{write.node} {dict(write.allocatable)} {dict(write.annotations)} {dict(write.labels)}"
     target = f"{write.namespace}/{write.name}"
     return f"{target} -> {write.node}" if isinstance(write, writes.Bind) else target

@@ -173,9 +173,17 @@ class KubeApi:
                 raise
 
     async def patch_node_status(self, write: PatchNodeStatus) -> None:
-        await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
-                         {"status": {"capacity": dict(write.capacity), "allocatable": dict(write.allocatable)}},
-                         "application/merge-patch+json")
+        """JSON merge patches of only the keys the NodeResource owns: the node's annotations and labels, then
+        its status capacity and allocatable (a None value removes the key); kubelet's keys are not in them."""
+        if write.annotations or write.labels:
+            metadata = {key: dict(value) for key, value in (("annotations", write.annotations),
+                                                             ("labels", write.labels)) if value}
+            await self._call("patch", "nodes", "PATCH", f"/api/v1/nodes/{write.node}", {"metadata": metadata},
+                             "application/merge-patch+json")
+        if write.capacity or write.allocatable:
+            await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
+                             {"status": {"capacity": dict(write.capacity), "allocatable": dict(write.allocatable)}},
+                             "application/merge-patch+json")
 
     async def get_object(self, kind: str, namespace: str | None, name: str) -> dict | None:
         """A fresh GET of the watched kind's object; None when there is none."""

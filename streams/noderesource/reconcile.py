@@ -43,7 +43,7 @@ from streams.koordinator.resources import EXTENDED_RESOURCES
 from streams.noderesource import registry
 from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ZoneResources
 from streams.noderesource.quantities import multiply_milli
-from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot, Zone
+from streams.noderesource.views import DeviceView, MetricView, NodeView, PodView, Snapshot, Zone
 from streams.pluginstats import PluginStats
 from streams.sloconfig.colocation import ColocationStrategy
 from streams.sloconfig.configmap import SloConfig
@@ -130,7 +130,8 @@ def _calculate(plugins: Mapping[str, object], snapshot: Snapshot, result: NodeRe
 
 def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, now_ms: int, published: Published,
-              stats: PluginStats | None = None, zones: tuple[Zone, ...] = ()) -> Outcome:
+              stats: PluginStats | None = None, zones: tuple[Zone, ...] = (),
+              device: DeviceView | None = None) -> Outcome:
     """One calculation; ``stats``, when given, counts and times each Calculate/Reset and PreUpdate call
     (result ``success``, ``error``, ``reset`` or, for PreUpdate without zone values, ``skip``)."""
     strategy, cpu_normalization = strategies(config, node)
@@ -142,7 +143,7 @@ def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, 
             if stats:
                 stats.add(name, "Calculate", "reset", 0.0)
     else:
-        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms, zones), result,
+        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms, zones, device), result,
                    errors, stats)
     zone_resources, zone_sync = None, (False, "")
     for name in registry.PRE_UPDATE_ORDER:
