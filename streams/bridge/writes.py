@@ -27,8 +27,9 @@ Every write is keyed by what the decision asks for, checked against the object t
   ``status.allocatable``), so what kubelet owns (cpu, memory, pods, device plugins' resources) is left as
   it is. The record's annotations (the CPU normalization ratio, the origin extended allocatable, ...) and
   labels (GPU vendor, model, driver) the node does not show go first, in a merge patch of its
-  ``metadata``, where Koordinator's node meta update writes them; the ratio annotation is removed when the
-  record has none. Skipped when the node shows all of it.
+  ``metadata``, where Koordinator's node meta update writes them; the ratio annotations
+  (:data:`OWNED_ANNOTATIONS`) are removed when the record has none. ``koord webhook`` then amplifies each
+  kubelet status update with the amplification ratio (``streams.webhook.nodestatus``). Skipped when the node shows all of it.
 - **Eviction** -> an Eviction (policy/v1, so PodDisruptionBudgets are honoured); skipped when the pod is
   gone, is another pod of that name (uid), or is being deleted already, so it never evicts twice.
 
@@ -49,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
+from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_RESOURCE_AMPLIFICATION_RATIO
 from streams.koordinator.resources import EXTENDED_RESOURCES
 from streams.noderesource.plugins import gpudeviceresource, rdmadeviceresource
 
@@ -58,8 +59,9 @@ DECISION_ANNOTATION = "koordstream.io/decision-id"
 SCHEDULED, UNSCHEDULABLE = "Scheduled", "Unschedulable"
 NODE_RESOURCES = (*EXTENDED_RESOURCES, *gpudeviceresource.RESOURCE_NAMES, *rdmadeviceresource.RESOURCE_NAMES)
 """The node-status resources a NodeResource owns: written when it has them, removed when it has not."""
-OWNED_ANNOTATIONS = (ANNOTATION_CPU_NORMALIZATION_RATIO,)
-"""Node annotations a NodeResource owns: removed when it has none (Koordinator's CPUNormalization Prepare)."""
+OWNED_ANNOTATIONS = (ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_RESOURCE_AMPLIFICATION_RATIO)
+"""Node annotations a NodeResource owns: removed when it has none (Koordinator's CPUNormalization and
+ResourceAmplification Prepare)."""
 POD_SCHEDULED = "PodScheduled"
 
 
