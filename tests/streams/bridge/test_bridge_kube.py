@@ -695,7 +695,9 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
         for call in (api.patch_pod_metadata(Bind("default", "rbac-target", uid, "active-n1", "d1", {"a": "b"})),
                      api.bind(Bind("default", "rbac-target", uid, "active-n1", "d1")),
                      api.mark_unschedulable(MarkUnschedulable("default", "rbac-target", uid, "d1", "U", "m"), SCHEDULER),
-                     api.patch_node_status(PatchNodeStatus("active-n1", {}, {})),
+                     api.patch_node_status(PatchNodeStatus("active-n1", {}, {}, labels={"a": "b"})),
+                     api.patch_node_status(PatchNodeStatus("active-n1", {"kubernetes.io/batch-cpu": "1"},
+                                                           {"kubernetes.io/batch-cpu": "1"})),
                      api.evict(Evict("default", "rbac-target", uid, "d1", "r", "m")),
                      api.patch_status(PatchStatus("Reservation", None, "hold-1", "", "1", {"phase": "Failed"}))):
             with pytest.raises(ApiError) as error:
@@ -706,7 +708,7 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
         return refused
     refused = asyncio.run(attempts())
     assert [r.split(":")[0] for r in refused] == [
-        "patch pods", "create pods/binding", "create events", "patch nodes/status", "create pods/eviction",
+        "patch pods", "create pods/binding", "create events", "patch nodes", "patch nodes/status", "create pods/eviction",
         "patch reservations.scheduling.koordinator.sh/status"]
 
 
