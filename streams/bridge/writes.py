@@ -29,7 +29,8 @@ Every write is keyed by what the decision asks for, checked against the object t
   labels (GPU vendor, model, driver) the node does not show go first, in a merge patch of its
   ``metadata``, where Koordinator's node meta update writes them; the ratio annotations
   (:data:`OWNED_ANNOTATIONS`) are removed when the record has none. ``koord webhook`` then amplifies each
-  kubelet status update with the amplification ratio (``streams.webhook.nodestatus``). Skipped when the node shows all of it.
+  kubelet status update with the amplification ratio (``streams.webhook.nodestatus``). Skipped when the node
+  shows all of it.
 - **Eviction** -> an Eviction (policy/v1, so PodDisruptionBudgets are honoured); skipped when the pod is
   gone, is another pod of that name (uid), or is being deleted already, so it never evicts twice.
 

@@ -516,8 +516,9 @@ def test_node_status_shows_batch_mid_and_device_resources_and_keeps_what_kubelet
     setup.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "dev-n1"},
                                     "status": {"conditions": [{"type": "Ready", "status": "True"}],
                                                "capacity": own, "allocatable": own}})
-    gpu = {"type": "gpu", "health": True, "id": "GPU-{}", "resources": {
-        "koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "80Gi", "koordinator.sh/gpu-memory-ratio": "100"}}
+    gpu = {"type": "gpu", "health": True, "resources": {
+        "koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "80Gi",
+        "koordinator.sh/gpu-memory-ratio": "100"}}
     devices = [{**gpu, "minor": 0, "id": "GPU-0"}, {**gpu, "minor": 1, "id": "GPU-1"},
                {"type": "rdma", "health": True, "minor": 0, "id": "0000:1f:00.0", "resources": {}}]
     setup.create("/apis/scheduling.koordinator.sh/v1alpha1/devices", {
@@ -666,7 +667,8 @@ def user_with_the_bridge_role(setup: Setup, user: str) -> Path:
     """A kubeconfig of ``user``, bound to the bridge's ClusterRole (so the audit log tells its writes apart)."""
     binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": f"{user}-bridge-role"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "koordstream-bridge"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "koordstream-bridge"},
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
     setup.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
     pki.issue_client(setup.plane.pki, user)
@@ -708,7 +710,8 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
         return refused
     refused = asyncio.run(attempts())
     assert [r.split(":")[0] for r in refused] == [
-        "patch pods", "create pods/binding", "create events", "patch nodes", "patch nodes/status", "create pods/eviction",
+        "patch pods", "create pods/binding", "create events", "patch nodes", "patch nodes/status",
+        "create pods/eviction",
         "patch reservations.scheduling.koordinator.sh/status"]
 
 

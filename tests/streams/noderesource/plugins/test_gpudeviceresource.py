@@ -85,7 +85,8 @@ def snapshot(device_: DeviceView | None) -> Snapshot:
 def test_calculate(device_, shared, expected):
     plugin = GPUDeviceResource(GPUDeviceResourceArgs(sync_shared_resource=shared))
     items = plugin.calculate(snapshot(device_))
-    assert [(i.name, i.quantity, i.reset, i.message, *([dict(i.labels)] if i.labels else [])) for i in items] == expected
+    shown = [(i.name, i.quantity, i.reset, i.message, *([dict(i.labels)] if i.labels else [])) for i in items]
+    assert shown == expected
 
 
 def test_reset_when_colocation_is_disabled_keeps_device_resources():
