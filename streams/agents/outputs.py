@@ -21,7 +21,7 @@ from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NOD
 from streams.outputs import FORWARDED, OUTPUT_TOPICS, ack, output_key
 from streams.routing import ACK_HEADERS
 from streams.schemas import codec
-from streams.signing import PIPELINE_SOURCES, Signer
+from streams.signing import SIGNED_OUTPUTS, Signer
 
 
 async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
@@ -30,7 +30,7 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
     ``batches`` (a ``streams.agents.transactions.Batches``), each followed by the Ack of ``inbox``'s
     aggregate when the event asked for one, and wait until all are delivered, with what ``batches`` had
     queued before (the domain router's forwards). With a ``signer``, an output
-    to a topic only the pipeline writes (``streams.signing.PIPELINE_SOURCES``) carries its signature."""
+    to a topic whose records the pipeline signs (``streams.signing.SIGNED_OUTPUTS``) carries its signature."""
     now = time.time()
     for event, outputs in caused:
         if event.ack:
@@ -40,7 +40,7 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
             key = output_key(schema, record).encode()
             value = None if DELETES in record else codec.encode(schema, record)
             headers = list(ACK_HEADERS) if event.ack and schema in FORWARDED else []
-            if signer is not None and OUTPUT_TOPICS[schema] in PIPELINE_SOURCES:
+            if signer is not None and OUTPUT_TOPICS[schema] in SIGNED_OUTPUTS:
                 headers.append(signer.header(OUTPUT_TOPICS[schema], key, value))
             batches.add(topics[schema], key, value, source, headers=headers or None)
             _observe(aggregate, schema, record)

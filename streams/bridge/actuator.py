@@ -1,7 +1,9 @@
 """Active mode: koordstream's decisions and node resources written to the cluster.
 
-Reads ``koord.decisions`` (SchedulingDecision, Eviction) and ``koord.noderesources`` (NodeResource) in
-the consumer group of the config, asks ``writes`` which write each one needs given the watched view, makes
+Reads ``koord.decisions`` (SchedulingDecision, Eviction), ``koord.noderesources`` (NodeResource),
+``koord.quotastatus`` (ElasticQuotaStatus) and the statuses the scheduling domain writes back to
+``koord.reservations`` and ``koord.podmigrationjobs`` in the consumer group of the config, asks ``writes``
+(``statuses`` for the custom resources' status) which write each one needs given the watched view, makes
 it, and commits the offsets once every write of the poll ended: a crash re-reads the uncommitted decisions,
 and ``writes`` turns every one already written into a skip.
 
@@ -43,7 +45,7 @@ from aiokafka import AIOKafkaConsumer
 from prometheus_client import Counter
 
 from streams import records
-from streams.bridge import writes
+from streams.bridge import statuses, writes
 from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
@@ -59,7 +61,12 @@ WRITES = Counter("koord_bridge_writes", "Writes the bridge made or skipped", ["w
 POLL_MS = 500
 
 
-ACTED_ON = ("SchedulingDecision", "Eviction", "NodeResource")
+ACTED_ON = ("SchedulingDecision", "Eviction", "NodeResource", *statuses.SCHEMA_KIND)
+SHARED_TOPIC_SCHEMAS = (statuses.RESERVATION, statuses.MIGRATION)
+"""Records of topics the pipeline shares with the bridge's own watch and with users: only the pipeline's
+(signed) ones are acted on, the others (the objects as applied or watched) are skipped."""
+CONFLICT_ATTEMPTS = 5
+"""Status writes tried against a fresh read after a 409 before the record is given up as refused."""
 SCHEDULER_ERROR = "SchedulerError"
 """``v1.PodReasonSchedulerError``: the PodScheduled reason kube-scheduler writes when a binding cycle fails."""
 PREBIND = "KoordstreamPreBind"
@@ -111,6 +118,9 @@ class Actuator:
                 message = item.message
                 forged = self.sign.problem(self.topic_ids.get(message.topic, message.topic), message.key,
                                            message.value, message.headers)
+                if forged and item.schema in SHARED_TOPIC_SCHEMAS:
+                    WRITES.labels(item.schema, "not-the-pipeline's").inc()
+                    return
                 if forged:
                     raise ValueError(forged)
             if item.schema not in ACTED_ON:
@@ -148,6 +158,8 @@ class Actuator:
             await asyncio.sleep(backoff_delay(attempt, self.config))
 
     async def handle(self, schema: str, record: dict) -> None:
+        if schema in statuses.SCHEMA_KIND:
+            return await self.write_status(schema, record)
         if schema == "SchedulingDecision":
             key = f"{record['pod']['namespace']}/{record['pod']['name']}"
             write = writes.plan_scheduling(record, self.view.pods.get(key), self.config.scheduler_name,
@@ -183,6 +195,8 @@ class Actuator:
             await self.api.mark_unschedulable(write, self.config.scheduler_name)
         elif isinstance(write, writes.PatchNodeStatus):
             await self.api.patch_node_status(write)
+            if (node := self.view.nodes.get(write.node)) is not None:
+                self.view.nodes[write.node] = writes.node_patched(node, write)
         elif isinstance(write, writes.Evict):
             try:
                 await self.api.evict(write)
@@ -197,6 +211,43 @@ class Actuator:
             self.checkpoint.settle_eviction(write.decision_id)
         WRITES.labels(name, "written").inc()
         log.info("%s %s", name, _describe(write))
+
+    async def write_status(self, schema: str, record: dict) -> None:
+        """Write the status ``record`` asks for (``statuses``), planned against the watched object (a fresh GET
+        when the view has none yet); a 409 (the object changed since that version) is planned again against a
+        fresh GET, at most ``CONFLICT_ATTEMPTS`` times, so no version the bridge did not see is overwritten."""
+        where = statuses.target(schema, record)
+        if where is None:
+            WRITES.labels(schema, "skipped").inc()
+            return
+        kind, namespace, name = where
+        key = (kind, statuses.object_key(namespace, name))
+        obj = self.view.objects.get(key) or await self._fresh(kind, namespace, name)
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            write = statuses.plan(schema, record, obj)
+            if isinstance(write, statuses.Skip):
+                WRITES.labels(schema, "skipped").inc()
+                log.debug("%s %s: skipped: %s", schema, key[1], write.reason)
+                return
+            try:
+                patched = await self.api.patch_status(write)
+            except ApiError as error:
+                if error.code != CONFLICT or attempt == CONFLICT_ATTEMPTS:
+                    raise
+                WRITES.labels(schema, "conflict").inc()
+                log.info("%s %s: %s; planning again from a fresh read", kind, key[1], error.message)
+                obj = await self._fresh(kind, namespace, name)
+                continue
+            self.view.objects[key] = statuses.object_view(kind, patched)
+            WRITES.labels(schema, "written").inc()
+            log.info("%s %s status %s", kind, key[1],
+                     {**({"status": dict(write.status)} if write.status is not None else {}),
+                      **({"annotations": dict(write.annotations)} if write.annotations else {})})
+            return
+
+    async def _fresh(self, kind: str, namespace: str | None, name: str) -> statuses.ObjectView | None:
+        obj = await self.api.get_object(kind, namespace, name)
+        return statuses.object_view(kind, obj) if obj is not None else None
 
     async def _prebind(self, write: writes.Bind) -> bool:
         """Patch what PreBind decided onto the pod; False when the pod is not to be bound (it is gone or
@@ -234,6 +285,6 @@ class Actuator:
 
 def _describe(write: writes.Write) -> str:
     if isinstance(write, writes.PatchNodeStatus):
-        return f"node/{write.node} {dict(write.allocatable)}"
+        return f"node/{write.node} {dict(write.allocatable)} {dict(write.annotations)} {dict(write.labels)}"
     target = f"{write.namespace}/{write.name}"
     return f"{target} -> {write.node}" if isinstance(write, writes.Bind) else target

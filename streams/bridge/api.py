@@ -25,7 +25,8 @@ from lightkube import KubeConfig
 from lightkube.config.client_adapter import AsyncClient, ConnectionParams
 
 from streams.bridge.ratelimit import TokenBucket
-from streams.bridge.resources import WatchedResource
+from streams.bridge.resources import WATCHED, WatchedResource
+from streams.bridge.statuses import PatchStatus
 from streams.bridge.writes import DECISION_ANNOTATION, POD_SCHEDULED, Bind, Evict, MarkUnschedulable, PatchNodeStatus
 
 GONE, CONFLICT, TOO_MANY_REQUESTS, FORBIDDEN, NOT_FOUND = 410, 409, 429, 403, 404
@@ -172,9 +173,46 @@ class KubeApi:
                 raise
 
     async def patch_node_status(self, write: PatchNodeStatus) -> None:
-        await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
-                         {"status": {"capacity": dict(write.capacity), "allocatable": dict(write.allocatable)}},
-                         "application/merge-patch+json")
+        """JSON merge patches of only the keys the NodeResource owns: the node's annotations and labels, then
+        its status capacity and allocatable (a None value removes the key); kubelet's keys are not in them."""
+        if write.annotations or write.labels:
+            metadata = {key: dict(value) for key, value in (("annotations", write.annotations),
+                                                             ("labels", write.labels)) if value}
+            await self._call("patch", "nodes", "PATCH", f"/api/v1/nodes/{write.node}", {"metadata": metadata},
+                             "application/merge-patch+json")
+        if write.capacity or write.allocatable:
+            await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
+                             {"status": {"capacity": dict(write.capacity), "allocatable": dict(write.allocatable)}},
+                             "application/merge-patch+json")
+
+    async def get_object(self, kind: str, namespace: str | None, name: str) -> dict | None:
+        """A fresh GET of the watched kind's object; None when there is none."""
+        resource = _resource(kind)
+        try:
+            return await self._call("get", resource.name, "GET", _object_path(resource, namespace, name))
+        except ApiError as error:
+            if error.code == NOT_FOUND:
+                return None
+            raise
+
+    async def patch_status(self, write: PatchStatus) -> dict:
+        """JSON merge patches of the object's annotations, then of its ``status`` subresource, each with the
+        planned object's uid and resourceVersion as preconditions (409 when the object changed since; the
+        second patch names the version the first one made). Returns the object as the last patch left it."""
+        resource = _resource(write.kind)
+        path = _object_path(resource, write.namespace, write.name)
+        version, patched = write.resource_version, {}
+        if write.annotations:
+            patched = await self._call("patch", resource.name, "PATCH", path,
+                                       {"metadata": {"uid": write.uid, "resourceVersion": version,
+                                                     "annotations": dict(write.annotations)}},
+                                       "application/merge-patch+json")
+            version = patched["metadata"]["resourceVersion"]
+        if write.status is not None:
+            patched = await self._call("patch", f"{resource.name}/status", "PATCH", f"{path}/status",
+                                       {"metadata": {"uid": write.uid, "resourceVersion": version},
+                                        "status": dict(write.status)}, "application/merge-patch+json")
+        return patched
 
     async def evict(self, write: Evict) -> None:
         """POST ``pods/eviction`` (policy/v1) with the pod's uid as precondition; 429 when a
@@ -184,6 +222,16 @@ class KubeApi:
                     "deleteOptions": {"preconditions": {"uid": write.uid}} if write.uid else {}}
         await self._call("create", "pods/eviction", "POST",
                          f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/eviction", eviction)
+
+
+def _resource(kind: str) -> WatchedResource:
+    return next(resource for resource in WATCHED if resource.kind == kind)
+
+
+def _object_path(resource: WatchedResource, namespace: str | None, name: str) -> str:
+    root = f"/apis/{resource.group}/{resource.version}" if resource.group else f"/api/{resource.version}"
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{root}{scope}/{resource.plural}/{name}"
 
 
 def _selector(resource: WatchedResource) -> dict:

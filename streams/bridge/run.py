@@ -23,6 +23,8 @@ from streams.signing import signer
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.sqlite"
+ACTED_ON_TOPICS = ("decisions", "noderesources", "quotastatus", "reservations", "podmigrationjobs")
+"""Topics (topology ids) the actuator reads in active mode (``actuator.ACTED_ON``)."""
 
 
 async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> None:
@@ -40,10 +42,10 @@ async def run(config: BridgeConfig, bootstrap: str, topics: dict[str, str]) -> N
                                          name=resource.name) for resource in WATCHED]
             consumer = None
             if config.mode == ACTIVE:
-                consumer = kafka.consumer(bootstrap, [topics["decisions"], topics["noderesources"]],
+                consumer = kafka.consumer(bootstrap, [topics[topic_id] for topic_id in ACTED_ON_TOPICS],
                                           config.consumer_group, from_beginning=True)
                 await consumer.start()
-                ids = {topics[topic_id]: topic_id for topic_id in ("decisions", "noderesources")}
+                ids = {topics[topic_id]: topic_id for topic_id in ACTED_ON_TOPICS}
                 actuator = Actuator(api, consumer, checkpoint, view, config, producer, topics["deadletters"], signer(),
                                     ids)
                 tasks.append(asyncio.create_task(actuator.run(), name="actuator"))

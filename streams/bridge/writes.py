@@ -18,9 +18,19 @@ Every write is keyed by what the decision asks for, checked against the object t
 - **Unschedulable** -> an Event named after the decision id (a second create is a 409, i.e. done), then the
   ``PodScheduled=False`` condition with reason and message as kube-scheduler writes it; skipped when the
   pod is bound or already shows that condition.
-- **NodeResource** -> capacity and allocatable of ``kubernetes.io/{batch,mid}-{cpu,memory}`` on the node's
-  status, as koord-manager writes them (cpu in milli-cores, memory in bytes, both plain integers; capacity
-  equals allocatable); skipped when the node shows those values.
+- **NodeResource** -> capacity and allocatable of ``kubernetes.io/{batch,mid}-{cpu,memory}`` and of the
+  device resources (``koordinator.sh/gpu-core``, ``gpu-memory``, ``gpu-memory-ratio``, ``gpu``,
+  ``gpu.shared``, ``rdma``, ``huawei.com/npu-*``: :data:`NODE_RESOURCES`) on the node's status, as
+  koord-manager writes them (cpu in milli-cores, memory in bytes, both plain integers; capacity equals
+  allocatable); one of these names the record lacks is removed, as Koordinator's Prepare deletes a reset
+  resource. Only those keys are in the patch (a JSON merge patch of ``status.capacity`` and
+  ``status.allocatable``), so what kubelet owns (cpu, memory, pods, device plugins' resources) is left as
+  it is. The record's annotations (the CPU normalization ratio, the origin extended allocatable, ...) and
+  labels (GPU vendor, model, driver) the node does not show go first, in a merge patch of its
+  ``metadata``, where Koordinator's node meta update writes them; the ratio annotations
+  (:data:`OWNED_ANNOTATIONS`) are removed when the record has none. ``koord webhook`` then amplifies each
+  kubelet status update with the amplification ratio (``streams.webhook.nodestatus``). Skipped when the node
+  shows all of it.
 - **Eviction** -> an Eviction (policy/v1, so PodDisruptionBudgets are honoured); skipped when the pod is
   gone, is another pod of that name (uid), or is being deleted already, so it never evicts twice.
 
@@ -41,11 +51,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_RESOURCE_AMPLIFICATION_RATIO
 from streams.koordinator.resources import EXTENDED_RESOURCES
+from streams.noderesource.plugins import gpudeviceresource, rdmadeviceresource
 
 DECISION_ANNOTATION = "koordstream.io/decision-id"
 """Pod annotation: the SchedulingDecision the pod was bound for."""
 SCHEDULED, UNSCHEDULABLE = "Scheduled", "Unschedulable"
+NODE_RESOURCES = (*EXTENDED_RESOURCES, *gpudeviceresource.RESOURCE_NAMES, *rdmadeviceresource.RESOURCE_NAMES)
+"""The node-status resources a NodeResource owns: written when it has them, removed when it has not."""
+OWNED_ANNOTATIONS = (ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_RESOURCE_AMPLIFICATION_RATIO)
+"""Node annotations a NodeResource owns: removed when it has none (Koordinator's CPUNormalization and
+ResourceAmplification Prepare)."""
 POD_SCHEDULED = "PodScheduled"
 
 
@@ -70,6 +87,8 @@ class NodeView:
     name: str
     capacity: Mapping[str, str]
     allocatable: Mapping[str, str]
+    annotations: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,9 +128,14 @@ class MarkUnschedulable:
 
 @dataclasses.dataclass(frozen=True)
 class PatchNodeStatus:
+    """Merge patches of the node: ``annotations``/``labels`` on its metadata (None removes one; both empty:
+    no patch), then ``capacity``/``allocatable`` on its status (None removes one; both empty: no patch)."""
+
     node: str
-    capacity: Mapping[str, str]
-    allocatable: Mapping[str, str]
+    capacity: Mapping[str, str | None]
+    allocatable: Mapping[str, str | None]
+    annotations: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,8 +162,9 @@ def pod_view(obj: dict) -> PodView:
 
 
 def node_view(obj: dict) -> NodeView:
-    status = obj.get("status") or {}
-    return NodeView(obj["metadata"]["name"], dict(status.get("capacity") or {}), dict(status.get("allocatable") or {}))
+    status, metadata = obj.get("status") or {}, obj.get("metadata") or {}
+    return NodeView(metadata["name"], dict(status.get("capacity") or {}), dict(status.get("allocatable") or {}),
+                    dict(metadata.get("annotations") or {}), dict(metadata.get("labels") or {}))
 
 
 def _same_pod(pod: PodView | None, uid: str | None) -> str | None:
@@ -205,16 +230,28 @@ def patched(pod: PodView, write: Bind) -> PodView:
 
 
 def plan_node_resources(record: Mapping, node: NodeView | None) -> PatchNodeStatus | Skip:
-    """The node-status patch a NodeResource asks for, or why there is none."""
+    """The node patches a NodeResource asks for, or why there are none."""
     if node is None:
         return Skip("the node no longer exists")
-    allocatable = {name: str(int(record["allocatable"][name]))
-                   for name in EXTENDED_RESOURCES if name in (record.get("allocatable") or {})}
-    if not allocatable:
-        return Skip("no batch or mid resources in the decision")
-    if all(node.allocatable.get(k) == v and node.capacity.get(k) == v for k, v in allocatable.items()):
+    computed = record.get("allocatable") or {}
+    wanted = {name: str(int(computed[name])) if name in computed else None for name in NODE_RESOURCES}
+    allocatable = {name: value for name, value in wanted.items()
+                   if node.allocatable.get(name) != value or node.capacity.get(name) != value}
+    annotations: dict[str, str | None] = _missing(record.get("annotations"), node.annotations)
+    annotations.update({name: None for name in OWNED_ANNOTATIONS
+                        if name in node.annotations and name not in (record.get("annotations") or {})})
+    labels = _missing(record.get("labels"), node.labels)
+    if not (allocatable or annotations or labels):
         return Skip("the node shows these values already")
-    return PatchNodeStatus(node.name, allocatable, allocatable)
+    return PatchNodeStatus(node.name, allocatable, allocatable, annotations, labels)
+
+
+def node_patched(node: NodeView, write: PatchNodeStatus) -> NodeView:
+    """``node`` as it shows once ``write`` is made."""
+    def merged(shown: Mapping[str, str], patch: Mapping[str, str | None]) -> dict[str, str]:
+        return {k: v for k, v in {**shown, **patch}.items() if v is not None}
+    return NodeView(node.name, merged(node.capacity, write.capacity), merged(node.allocatable, write.allocatable),
+                    merged(node.annotations, write.annotations), merged(node.labels, write.labels))
 
 
 def plan_eviction(eviction: Mapping, pod: PodView | None) -> Evict | Skip:

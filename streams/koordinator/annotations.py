@@ -33,6 +33,8 @@ ANNOTATION_CPU_BASIC_INFO = "node.koordinator.sh/cpu-basic-info"
 ANNOTATION_CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
 ANNOTATION_THIRD_PARTY_ALLOCATIONS = "node.koordinator.sh/thirdPartyAllocations"
 ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
+ANNOTATION_RESOURCE_AMPLIFICATION_RATIO = "node.koordinator.sh/resource-amplification-ratio"
+"""Node: resource name -> amplification ratio, JSON with two decimals (``extension.Ratio``): ``{"cpu":1.20}``."""
 ANNOTATION_CPU_NORMALIZATION_RATIO = "node.koordinator.sh/cpu-normalization-ratio"
 ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE = "node.koordinator.sh/originExtendedAllocatable"
 

@@ -37,6 +37,9 @@ Events (``event.kind``; records as the Avro schemas decode them):
   decision already applied, or older than the pod's last one, changes nothing
   (``replays``: the state keeps a mark per pod and bounded tombstones of the
   pods that left).
+- ``Device`` — the node's devices (``views.DeviceView``): a changed one (a deletion forgets it) recalculates
+  and publishes, so the GPU and RDMA resources the device plugins derive from it (``GPUDeviceResource``,
+  ``RDMADeviceResource``) reach the node, as koord-manager's Device event handler enqueues the node.
 - ``YarnNode`` — the NodeManager on the node, as the YARN bridge read it (``noderesource.yarnshare``):
   YARN's allocations become the node's ``hadoop-yarn`` koord-batch third-party allocation; a changed one
   (a deletion gives the share back) recalculates and publishes. While the node has a share, every
@@ -91,7 +94,8 @@ from streams.noderesource.prediction.profile import (
 )
 from streams.noderesource.reconcile import Published, published_after, reconcile, strategies
 from streams.noderesource.views import (
-    MetricView, NodeView, PodTable, PodView, Zone, cpuset_of, metric_view, node_view, numa_nodes_of, zones_of,
+    DeviceView, MetricView, NodeView, PodTable, PodView, Zone, cpuset_of, device_view, metric_view, node_view,
+    numa_nodes_of, zones_of,
 )
 from streams.noderesource.yarnshare import (
     ANNOTATION_YARN_NODE_RESOURCE, YarnShare, allocation_annotation, be_requests, node_resource_annotation,
@@ -131,6 +135,8 @@ class NodeState:
     tombstones of at most ``replays.MAX_TOMBSTONES`` that left it."""
     yarn: YarnShare | None = None
     """The NodeManager on the node, as its last YarnNode said (``yarnshare``); None: none."""
+    device: DeviceView | None = None
+    """The node's Device, as last applied; None: none."""
     encoded: list = dataclasses.field(default_factory=list, compare=False, repr=False)
     """Memo of the encoded node, pod table and zones; not part of the state."""
 
@@ -142,9 +148,11 @@ def initial_state() -> NodeState:
 def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: object = ..., pods=None,
              metric: object = ..., profile: NodeProfile | None = None, published: Published | None = None,
              qos: QoSMemory | None = None, zones: tuple[Zone, ...] | None = None,
-             usage_sent: object = ..., decided: Mapping[str, Mark] | None = None, yarn: object = ...) -> NodeState:
+             usage_sent: object = ..., decided: Mapping[str, Mark] | None = None, yarn: object = ...,
+             device: object = ...) -> NodeState:
     """``state`` with the given fields replaced (faster than ``dataclasses.replace`` on the hot path)."""
-    keep_encoded = node is ... and pods is None and zones is None and decided is None and yarn is ...
+    keep_encoded = (node is ... and pods is None and zones is None and decided is None and yarn is ...
+                    and device is ...)
     return NodeState(state.sources if sources is None else sources,
                      state.node if node is ... else node,
                      state.zones if zones is None else zones,
@@ -157,6 +165,7 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
                      state.usage_sent if usage_sent is ... else usage_sent,
                      state.decided if decided is None else decided,
                      state.yarn if yarn is ... else yarn,
+                     state.device if device is ... else device,
                      state.encoded if keep_encoded else [])
 
 
@@ -203,6 +212,12 @@ def handle(state: NodeState, event: InboxEvent, config: SloConfig, settings: Nod
             return _replace(state, sources=sources), []
         return _calculate(_replace(state, sources=sources, yarn=share), config, now, event.causation, settings, stats,
                           force=True)
+    if kind == "Device":
+        device = None if event.deleted else device_view(event.record)
+        if device == state.device:
+            return _replace(state, sources=sources), []
+        return _calculate(_replace(state, sources=sources, device=device), config, now, event.causation, settings,
+                          stats, force=True)
     if kind == "NodeResourceTopology":
         return _on_topology(_replace(state, sources=sources), event, config, settings, stats)
     if kind == "SchedulingDecision":
@@ -358,7 +373,7 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
         node = dataclasses.replace(node, third_party_batch=third_party_batch(node.annotations, node.third_party_batch,
                                                                              share))
     outcome = reconcile(settings.resource_plugins, config, node, state.pods, metric, now_ms, state.published, stats,
-                        state.zones)
+                        state.zones, state.device)
     status = outcome.status
     total = _yarn_total(status.annotations, state.pods) if share is not None else None
     moved = total is not None and total != share.total
@@ -379,6 +394,7 @@ def _calculate(state: NodeState, config: SloConfig, now_ms: int, cause: Causatio
         "causation": cause.to_record(),
         "timestamp": now_ms,
         "annotations": status.annotations,
+        "labels": status.labels,
         "zones": [{"name": zone.name, "resources": dict(published.zones[zone.name])} for zone in state.zones
                   if zone.name in published.zones],
     }

@@ -4,8 +4,9 @@ Layout (``FORMAT`` marker, three little-endian uint32 lengths, then the node's d
 as a float64, which ``due_ms`` reads without loading the state):
 
 1. static: node, pod table (sorted by key), NUMA zones, the pods' decision marks (``replays.Mark``,
-   sorted by key) and the node's YARN share (``yarnshare.YarnShare``), each left out when it and those after
-   it are empty (an empty list before one that is not), as zlib-compressed JSON; memoised on the state
+   sorted by key), the node's YARN share (``yarnshare.YarnShare``; null when none) and its Device
+   (``views.DeviceView``), each left out when it and those after it are empty (an empty list before one
+   that is not), as zlib-compressed JSON; memoised on the state
    (``NodeState.encoded``), so it is encoded again only when one of them changes;
 2. dynamic: source offsets, when the node was last published and what, the
    last NodeUsage sent (``usage.Sent``, when one was), the published zone resources, as JSON;
@@ -49,7 +50,8 @@ from streams.nodeqos.planner import QoSMemory
 from streams.noderesource.prediction.profile import profile_from_bytes, profile_to_bytes
 from streams.noderesource.reconcile import Published
 from streams.noderesource.yarnshare import YarnShare
-from streams.noderesource.views import HostAppMetric, MetricView, PodTable, PodView, Zone, build_node_view
+from streams.noderesource.views import (
+    DeviceView, HostAppMetric, MetricView, PodTable, PodView, Zone, build_node_view)
 
 FORMAT = b"KNR3"
 _HEADER = struct.Struct("<IIId")
@@ -80,13 +82,16 @@ def _static_section(state: NodeState) -> tuple[bytes, list[str]]:
                   *([p.cpuset, p.request_batch_memory] if p.request_batch_memory else [p.cpuset] if p.cpuset else [])]
                  for key in keys for p in (state.pods[key],)]
     static = [node_json, pods_json]
-    if state.zones or state.decided or state.yarn:
+    device = state.device
+    if state.zones or state.decided or state.yarn or device:
         static.append([[zone.name, zone.cpu, zone.memory] for zone in state.zones])
-    if state.decided or state.yarn:
+    if state.decided or state.yarn or device:
         static.append([[key, mark.stream, mark.offset, mark.timestamp, *([mark.deleted_uid] * bool(mark.deleted_uid))]
                        for key, mark in sorted(state.decided.items())])
-    if state.yarn:
-        static.append(state.yarn.to_json())
+    if state.yarn or device:
+        static.append(state.yarn.to_json() if state.yarn else None)
+    if device:
+        static.append(device.to_json())
     data = zlib.compress(json.dumps(static, separators=(",", ":")).encode(), 6)
     state.encoded[:] = [data, keys]
     return data, keys
@@ -265,7 +270,8 @@ def load_state(data: bytes) -> NodeState:
     node = None if node_json is None else build_node_view(*node_json)
     zones = tuple(Zone(*entry) for entry in extra_json[0]) if extra_json else ()
     decided = {entry[0]: Mark(*entry[1:]) for entry in extra_json[1]} if len(extra_json) > 1 else {}
-    yarn = YarnShare.from_json(extra_json[2]) if len(extra_json) > 2 else None
+    yarn = YarnShare.from_json(extra_json[2]) if len(extra_json) > 2 and extra_json[2] is not None else None
+    device = DeviceView.from_json(extra_json[3]) if len(extra_json) > 3 else None
     published_zones, zones_synced = zones_published or ({}, None)
     published = Published(synced, MappingProxyType(_resources(extended, EXTENDED_NAMES)),
                           MappingProxyType(annotations),
@@ -274,6 +280,6 @@ def load_state(data: bytes) -> NodeState:
     if usage_sent is not None:
         usage_sent = Sent.from_json(usage_sent, metric.update_time_ms if metric else None)
     state = NodeState(sources, node, zones, pods, metric, profile, published, qos_memory, due, usage_sent, decided,
-                      yarn)
+                      yarn, device)
     state.encoded[:] = [data[start:start + static_length], keys]
     return state

@@ -44,6 +44,8 @@ class ResourceItem:
     zone_quantity: Mapping[str, int] | None = None
     """NUMA zone name -> quantity, when calculated per zone."""
     annotations: Mapping[str, str] | None = None
+    labels: Mapping[str, str] | None = None
+    """Node labels the plugin sets (the GPU vendor, model and driver version of the node's Device)."""
     message_source: str | Callable[[], str] = ""
     """How the quantity was calculated, in Koordinator's words; a callable formats it on demand
     (most calculations are not published, so their messages are never formatted)."""
@@ -59,7 +61,7 @@ class ResourceItem:
 class NodeResource:
     """``framework.NodeResource``: the merged items of all plugins for one node."""
 
-    __slots__ = ("resources", "resets", "zone_resources", "annotations", "messages")
+    __slots__ = ("resources", "resets", "zone_resources", "annotations", "labels", "messages")
 
     def __init__(self, resources: dict[str, int | None] | None = None, resets: dict[str, bool] | None = None,
                  annotations: dict[str, str] | None = None) -> None:
@@ -67,6 +69,7 @@ class NodeResource:
         self.resets = resets if resets is not None else {}
         self.zone_resources: dict[str, dict[str, int]] = {}
         self.annotations = annotations if annotations is not None else {}
+        self.labels: dict[str, str] = {}
         self.messages: dict[str, str | Callable[[], str]] = {}
         """Message source per resource name (see ``ResourceItem.message_source``)."""
 
@@ -80,6 +83,8 @@ class NodeResource:
                     self.zone_resources.setdefault(zone, {})[name] = quantity
             if item.annotations:
                 self.annotations.update(item.annotations)
+            if item.labels:
+                self.labels.update(item.labels)
             if item.message_source:
                 self.messages[name] = item.message_source
 
@@ -99,6 +104,8 @@ class NodeStatus:
     capacity: dict[str, int]
     allocatable: dict[str, int]
     annotations: dict[str, str]
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Node labels the plugins set (only those; the node's other labels are not the calculation's)."""
 
 
 class PluginError(Exception):

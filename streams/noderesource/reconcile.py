@@ -16,7 +16,11 @@
    and allocatable without the batch/mid resources, plus the annotations
    published last. Then the CPU normalization ratio of the draft amplifies
    the cpu allocatable (``MultiplyMilliQuant(raw allocatable, ratio)`` for a
-   ratio > 1), as Koordinator's resource-amplification webhook does.
+   ratio > 1), as Koordinator's resource-amplification webhook does, and the draft carries the ratio as
+   ``node.koordinator.sh/resource-amplification-ratio`` (``{"cpu":1.20}``), as Koordinator's
+   ResourceAmplification plugin writes it without a ``resource-amplification-config`` (the ratio is the CPU
+   normalization ratio); the bridge writes it on the node, where ``koord webhook`` amplifies each kubelet
+   status update with it.
 5. Sync decision: the status needs a sync when the node was never published,
    when the last publication is older than ``updateTimeThresholdSeconds``, or
    when a NodeStatusCheck plugin sees a batch/mid value move by more than
@@ -38,12 +42,12 @@ import time
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO
+from streams.koordinator.annotations import ANNOTATION_CPU_NORMALIZATION_RATIO, ANNOTATION_RESOURCE_AMPLIFICATION_RATIO
 from streams.koordinator.resources import EXTENDED_RESOURCES
 from streams.noderesource import registry
 from streams.noderesource.framework import NodeResource, NodeStatus, PluginError, ZoneResources
 from streams.noderesource.quantities import multiply_milli
-from streams.noderesource.views import MetricView, NodeView, PodView, Snapshot, Zone
+from streams.noderesource.views import DeviceView, MetricView, NodeView, PodView, Snapshot, Zone
 from streams.pluginstats import PluginStats
 from streams.sloconfig.colocation import ColocationStrategy
 from streams.sloconfig.configmap import SloConfig
@@ -130,7 +134,8 @@ def _calculate(plugins: Mapping[str, object], snapshot: Snapshot, result: NodeRe
 
 def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, pods: Mapping[str, PodView],
               metric: MetricView | None, now_ms: int, published: Published,
-              stats: PluginStats | None = None, zones: tuple[Zone, ...] = ()) -> Outcome:
+              stats: PluginStats | None = None, zones: tuple[Zone, ...] = (),
+              device: DeviceView | None = None) -> Outcome:
     """One calculation; ``stats``, when given, counts and times each Calculate/Reset and PreUpdate call
     (result ``success``, ``error``, ``reset`` or, for PreUpdate without zone values, ``skip``)."""
     strategy, cpu_normalization = strategies(config, node)
@@ -142,7 +147,7 @@ def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, 
             if stats:
                 stats.add(name, "Calculate", "reset", 0.0)
     else:
-        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms, zones), result,
+        _calculate(plugins, Snapshot(strategy, cpu_normalization, node, pods, metric, now_ms, zones, device), result,
                    errors, stats)
     zone_resources, zone_sync = None, (False, "")
     for name in registry.PRE_UPDATE_ORDER:
@@ -163,6 +168,8 @@ def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, 
     ratio = ratio_of(status.annotations)
     if ratio > 1.0 and "cpu" in node.allocatable:
         status.allocatable["cpu"] = multiply_milli(node.raw_allocatable[0], ratio)
+    if ratio > 1.0:
+        status.annotations[ANNOTATION_RESOURCE_AMPLIFICATION_RATIO] = amplification_ratio(ratio)
 
     status_sync = (False, "")
     if published.synced_ms is None:
@@ -180,6 +187,11 @@ def reconcile(plugins: Mapping[str, object], config: SloConfig, node: NodeView, 
         if meta_sync[0]:
             break
     return Outcome(status, result, status_sync, meta_sync, zone_resources, zone_sync, tuple(errors))
+
+
+def amplification_ratio(ratio: float) -> str:
+    """The amplification-ratio annotation of a cpu ratio: JSON with two decimals (``extension.Ratio``)."""
+    return f'{{"cpu":{ratio:.2f}}}'
 
 
 def published_after(outcome: Outcome, now_ms: int, before: Published) -> Published:

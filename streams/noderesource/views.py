@@ -16,6 +16,8 @@
   ``(cpu milli-cores, memory bytes, priority class or None)`` keyed
   ``namespace/name`` because a node builds twenty of them per report; the
   pods' cold page bytes and throttled ratios, when reported, beside them.
+- ``DeviceView`` — the node's Device (``device_view``): each device's type, health and resources, and the
+  object's labels (GPU vendor, model and driver version), what the device resource plugins read.
 - ``Snapshot`` — everything one calculation reads.
 
 Units: cpu milli-cores, memory bytes (the records' canonical integers).
@@ -32,7 +34,8 @@ from streams.koordinator.annotations import (
     ANNOTATION_NODE_RESERVATION, ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_RESOURCE_STATUS,
     ANNOTATION_THIRD_PARTY_ALLOCATIONS)
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_FREE, PRIORITY_MID
-from streams.koordinator.labels import LABEL_CPU_NORMALIZATION_ENABLED
+from streams.koordinator.labels import (
+    LABEL_CPU_NORMALIZATION_ENABLED, LABEL_GPU_DRIVER_VERSION, LABEL_GPU_MODEL, LABEL_GPU_VENDOR)
 from streams.koordinator.resources import BATCH_CPU, BATCH_MEMORY, BATCH_RESOURCES, EXTENDED_RESOURCES
 from streams.objects.quantity import QuantityError, to_canonical
 from streams.sloconfig.colocation import ColocationStrategy
@@ -300,6 +303,40 @@ class Snapshot:
     now_ms: int
     zones: tuple[Zone, ...] = ()
     """The NodeResourceTopology zones (empty: no NUMA-level calculation)."""
+    device: "DeviceView | None" = None
+    """The node's Device; None: the node has none."""
+
+
+DEVICE_LABELS = (LABEL_GPU_VENDOR, LABEL_GPU_MODEL, LABEL_GPU_DRIVER_VERSION)
+"""The Device labels a calculation reads (the node gets them); the others are not kept in the state."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceView:
+    """A Device record as the device resource plugins read it (Koordinator's ``DeviceSpec``)."""
+
+    devices: tuple[tuple[str, bool, tuple[tuple[str, int], ...]], ...] = ()
+    """(type, health, resources sorted by name) of each device, in the Device's order."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """The Device object's labels of ``DEVICE_LABELS``, sorted."""
+
+    def to_json(self) -> list:
+        return [[[kind, health, [list(r) for r in resources]] for kind, health, resources in self.devices],
+                [list(label) for label in self.labels]]
+
+    @classmethod
+    def from_json(cls, value: list) -> "DeviceView":
+        devices, labels = value
+        return cls(tuple((kind, health, tuple((name, amount) for name, amount in resources))
+                         for kind, health, resources in devices), tuple((k, v) for k, v in labels))
+
+
+def device_view(record: Mapping) -> DeviceView:
+    """The DeviceView of a Device record (``streams/schemas/Device.avsc``)."""
+    devices = tuple((info["type"], bool(info.get("health", True)), tuple(sorted((info.get("resources") or {}).items())))
+                    for info in record.get("devices") or ())
+    labels = (record.get("metadata") or {}).get("labels") or {}
+    return DeviceView(devices, tuple(sorted((k, v) for k, v in labels.items() if k in DEVICE_LABELS)))
 
 
 def _resources(raw: object, names: tuple[str, ...]) -> dict[str, int]:

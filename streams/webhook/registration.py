@@ -8,6 +8,13 @@ Chosen so a stopped webhook never blocks the cluster's own pods:
   down, pods are admitted un-onboarded (on cpu/memory as written) rather than refused. Koordinator ships
   ``Fail`` with a ``control-plane DoesNotExist`` selector, which blocks every pod of an unlabelled
   cluster when its webhook is down; Ignore trades that for pods that miss onboarding during an outage.
+- **Mutating, nodes/status on UPDATE** (the resource amplification, ``streams.webhook.nodestatus``):
+  ``failurePolicy: Ignore``, ``timeoutSeconds: 2``, narrowed by ``matchConditions`` to nodes carrying the
+  amplification-ratio or raw-allocatable annotation, so kubelets of other nodes never wait for it. While
+  the webhook is down a kubelet's update goes through un-amplified (allocatable shows the raw cpu until the
+  next update the webhook sees), never refused; a hung webhook delays one status update by at most 2 s,
+  far below the node-monitor grace period (and the node lease, which keeps the node Ready, is another
+  resource). Koordinator registers it with ``failurePolicy=ignore`` too.
 - **Validating, Koordinator's custom resources** (ElasticQuota, ElasticQuotaProfile, Reservation,
   PodMigrationJob, Device, ClusterColocationProfile): ``failurePolicy: Fail``, 5 s: while the webhook is
   down these objects cannot change, so none enters unchecked; no system component depends on them.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import base64
 
+from streams.koordinator.annotations import ANNOTATION_RAW_ALLOCATABLE, ANNOTATION_RESOURCE_AMPLIFICATION_RATIO
 from streams.koordinator.colocationprofile import API_GROUP as PROFILE_GROUP, PLURAL as PROFILE_PLURAL
 from streams.koordinator.labels import GANG_PREFIX
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
@@ -28,6 +36,8 @@ from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
 NAME = "koordstream"
 """Name of both configurations."""
 TIMEOUT_S = 5
+NODE_STATUS_TIMEOUT_S = 2
+"""A kubelet's status update waits at most this long for a hung webhook."""
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", CONFIG_NAMESPACE)
 ADMISSION_REGISTRATION = "/apis/admissionregistration.k8s.io/v1"
 NOT_SYSTEM = {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
@@ -62,10 +72,19 @@ def mutating(base: str | None, service: tuple[str, str, int] | None, ca_bundle: 
     config = client_config(base, service, "/mutate", ca_bundle)
     pods = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
              "scope": "Namespaced"}]
+    node_status = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes/status"],
+                    "scope": "Cluster"}]
+    amplified = (f"has(object.metadata.annotations) && "
+                 f"('{ANNOTATION_RESOURCE_AMPLIFICATION_RATIO}' in object.metadata.annotations || "
+                 f"'{ANNOTATION_RAW_ALLOCATABLE}' in object.metadata.annotations)")
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": NAME},
             "webhooks": [_hook("colocation-profile.pods.koordstream.io", config, pods, "Ignore",
-                               namespaceSelector=NOT_SYSTEM, reinvocationPolicy="Never")]}
+                               namespaceSelector=NOT_SYSTEM, reinvocationPolicy="Never"),
+                         {**_hook("resource-amplification.nodes.koordstream.io", config, node_status, "Ignore",
+                                  matchConditions=[{"name": "amplified", "expression": amplified}],
+                                  reinvocationPolicy="Never"),
+                          "timeoutSeconds": NODE_STATUS_TIMEOUT_S}]}
 
 
 def validating(base: str | None, service: tuple[str, str, int] | None, ca_bundle: bytes) -> dict:

@@ -4,6 +4,9 @@
   (``streams.colocationprofile.mutation``); the answer carries a JSONPatch replacing ``/metadata`` and
   ``/spec`` when they changed. A profile naming a PriorityClass the cluster lacks refuses the pod, as
   Koordinator's webhook does (its failed Get is an admission error).
+- ``mutate`` of a Node's ``status`` on UPDATE: the resource amplification of Koordinator's node webhook
+  (``nodestatus``): the amplified cpu/memory allocatable and the ``raw-allocatable`` annotation, as a
+  JSONPatch; an unreadable annotation is allowed unchanged with a warning.
 - ``validate``: the object goes through the checks ``koord apply`` runs (``streams.objects.to_record``:
   every field of ElasticQuota, Reservation, PodMigrationJob, Device, the gang annotations of a Pod, ...),
   then the ones the pipeline runs when the object arrives: the ElasticQuota tree against the quotas in the
@@ -33,6 +36,7 @@ from streams.quotas import specs_of
 from streams.scheduler.plugins.elasticquota.objects import QuotaRejected, validate as validate_quota, validate_delete
 from streams.sloconfig.configmap import DEFAULT_CONFIG, parse_slo_config
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE, ConfigError
+from streams.webhook import nodestatus
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 QUOTA_KIND = "ElasticQuota"
@@ -77,6 +81,8 @@ def _kind(request: dict) -> str:
 def mutate(request: dict, view: ClusterView) -> dict:
     """The mutating answer to one AdmissionRequest."""
     kind, operation = _kind(request), request.get("operation")
+    if kind == "Node" and request.get("subResource") == "status":
+        return _mutate_node_status(request)
     if kind != "Pod" or operation != "CREATE" or request.get("subResource"):
         return response(request, warnings=[f"koordstream mutates only Pod CREATE, not {kind} {operation}; allowed"])
     pod = request.get("object") or {}
@@ -91,6 +97,17 @@ def mutate(request: dict, view: ClusterView) -> dict:
     patch = [{"op": "add" if key not in pod else "replace", "path": f"/{key}", "value": mutated[key]}
              for key in ("metadata", "spec") if mutated.get(key) != pod.get(key)]
     return response(request, patch=patch)
+
+
+def _mutate_node_status(request: dict) -> dict:
+    if request.get("operation") != "UPDATE":
+        return response(request)
+    node = request.get("object") or {}
+    try:
+        annotations, allocatable = nodestatus.amplified(node, request.get("oldObject"))
+    except nodestatus.AnnotationError as error:
+        return response(request, warnings=[f"koordstream did not amplify node {_name(node)}: {error}; allowed"])
+    return response(request, patch=nodestatus.json_patch(node, annotations, allocatable))
 
 
 def validate(request: dict, view: ClusterView) -> dict:

@@ -28,15 +28,18 @@ from state import queries
 from state.db import open_database
 from streams import supervision
 from streams.bridge.api import ApiError, KubeApi
+from streams.bridge.statuses import PatchStatus
 from streams.bridge.writes import DECISION_ANNOTATION, Bind, Evict, MarkUnschedulable, PatchNodeStatus
 from streams.koordinator.annotations import (
     ANNOTATION_DEVICE_ALLOCATED, ANNOTATION_HAMI_VGPU_NODE, ANNOTATION_RESERVATION_ALLOCATED,
     ANNOTATION_RESOURCE_STATUS)
-from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_PROVIDER, LABEL_POD_QOS
+from streams.koordinator.annotations import ANNOTATION_QUOTA_REQUEST as QUOTA_REQUEST
+from streams.koordinator.annotations import ANNOTATION_QUOTA_RUNTIME as QUOTA_RUNTIME
+from streams.koordinator.labels import GPU_ISOLATION_HAMI, LABEL_GPU_ISOLATION_PROVIDER, LABEL_POD_QOS, LABEL_QUOTA_NAME
 from streams.kafka import produce
 from streams.kube import pki
 from streams.kube.controlplane import kubeconfig
-from streams.objects.quantity import parse_quantity
+from streams.objects.quantity import parse_quantity, to_canonical
 from streams.schemas import codec
 from streams.settings import Settings
 from streams.signing import signer
@@ -502,12 +505,185 @@ def test_a_shared_gpu_pod_placed_by_the_pipeline_carries_its_device_allocation(s
         if version["spec"].get("nodeName"):
             assert ANNOTATION_DEVICE_ALLOCATED in version["metadata"].get("annotations", {})
 
+def test_node_status_shows_batch_mid_and_device_resources_and_keeps_what_kubelet_owns(setup):
+    """Issue 40 item 2: a Device created through the API server reaches the node's status as koord-manager's
+    device resource sync writes it (GPU and RDMA resources, the GPU model label), beside batch and mid;
+    the node's own cpu, memory, pods and device-plugin resources are untouched; the Device's deletion
+    removes them again."""
+    if setup.bridge is None or setup.bridge.poll() is not None:
+        setup.start_bridge("active")
+    own = {"cpu": "8", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "2"}
+    setup.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "dev-n1"},
+                                    "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                                               "capacity": own, "allocatable": own}})
+    gpu = {"type": "gpu", "health": True, "resources": {
+        "koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "80Gi",
+        "koordinator.sh/gpu-memory-ratio": "100"}}
+    devices = [{**gpu, "minor": 0, "id": "GPU-0"}, {**gpu, "minor": 1, "id": "GPU-1"},
+               {"type": "rdma", "health": True, "minor": 0, "id": "0000:1f:00.0", "resources": {}}]
+    setup.create("/apis/scheduling.koordinator.sh/v1alpha1/devices", {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Device",
+        "metadata": {"name": "dev-n1", "labels": {"node.koordinator.sh/gpu-model": "A100"}},
+        "spec": {"devices": devices}})
+    device_resources = {"koordinator.sh/gpu": "200", "koordinator.sh/gpu-core": "200",
+                        "koordinator.sh/gpu-memory": str(160 << 30), "koordinator.sh/gpu-memory-ratio": "200",
+                        "koordinator.sh/rdma": "100"}
+
+    def synced():
+        found = setup.get("/api/v1/nodes/dev-n1")
+        allocatable = found["status"]["allocatable"]
+        return found if device_resources.items() <= allocatable.items() else None
+    found = wait_for(synced, "dev-n1's device resources")
+    assert device_resources.items() <= found["status"]["capacity"].items()
+    assert found["metadata"]["labels"]["node.koordinator.sh/gpu-model"] == "A100"
+    for name, value in own.items():
+        assert parse_quantity(found["status"]["allocatable"][name]) == parse_quantity(value), name
+    active = setup.get("/api/v1/nodes/active-n1")["status"]["allocatable"]
+    assert {"kubernetes.io/batch-cpu", "kubernetes.io/batch-memory", "kubernetes.io/mid-cpu"} <= set(active)
+    assert setup.admin.delete("/apis/scheduling.koordinator.sh/v1alpha1/devices/dev-n1").status_code == 200
+    gone = wait_for(lambda: (lambda a: a if not [k for k in a if k.startswith("koordinator.sh/")] else None)(
+        setup.get("/api/v1/nodes/dev-n1")["status"]["allocatable"]), "dev-n1's device resources to be removed")
+    assert gone["nvidia.com/gpu"] == "2"
+
+
+RESERVATIONS = "/apis/scheduling.koordinator.sh/v1alpha1/reservations"
+JOBS = "/apis/scheduling.koordinator.sh/v1alpha1/podmigrationjobs"
+QUOTAS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/elasticquotas"
+
+
+def test_the_statuses_koordstream_computes_are_on_the_api_server(setup):
+    """Issue 40 item 3: a Reservation, a PodMigrationJob and an ElasticQuota created through the API server get
+    the status the scheduling domain computed, written by the bridge through ``/status`` (and the quota's
+    runtime and request annotations on the object), as ``kubectl get`` would show them."""
+    if setup.bridge is None or setup.bridge.poll() is not None:
+        setup.start_bridge("active")
+    setup.create(RESERVATIONS, {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation", "metadata": {"name": "hold-1"},
+        "spec": {"template": {"metadata": {"namespace": "default"}, "spec": {
+            "nodeName": "active-n1", "containers": [{"name": "c", "image": "app",
+                                                     "resources": {"requests": {"cpu": "200m", "memory": "64Mi"}}}]}},
+                 "owners": [{"object": {"namespace": "default", "name": "hold-1-owner"}}]}})
+    setup.create(JOBS, {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+                        "metadata": {"name": "move-ghost"},
+                        "spec": {"podRef": {"namespace": "default", "name": "no-such-pod"}}})
+    setup.create(QUOTAS, {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
+                          "metadata": {"name": "team-q", "namespace": "default"},
+                          "spec": {"min": {"cpu": "1", "memory": "1Gi"}, "max": {"cpu": "4", "memory": "8Gi"}}})
+    # Earlier tests bound a 64-cpu pod of the default quota by hand; a big node leaves the quota tree room.
+    setup.create_node("quota-n1", "256", "512Gi")
+    setup.create(PODS, pod("quota-user", cpu="300m", labels={LABEL_QUOTA_NAME: "team-q"}))
+
+    def status(path: str, wanted) -> dict | None:
+        found = setup.get(path) or {}
+        return found if wanted(found.get("status") or {}, found["metadata"].get("annotations") or {}) else None
+    reservation = wait_for(lambda: status(f"{RESERVATIONS}/hold-1", lambda s, _: s.get("phase") == "Available"),
+                           "hold-1 to be Available")["status"]
+    assert reservation["nodeName"] == "active-n1"
+    assert reservation["allocatable"] == {"cpu": "200m", "memory": "64Mi"}
+    assert reservation["conditions"][0]["type"] == "Ready" and reservation["currentOwners"] == []
+    job = wait_for(lambda: status(f"{JOBS}/move-ghost", lambda s, _: s.get("phase") == "Failed"),
+                   "move-ghost to be Failed")["status"]
+    assert job["message"] == 'Abort job caused by missing Pod "default/no-such-pod"'
+    engine = setup.engine()
+
+    def quota_as_computed():
+        """The quota on the API server once it shows what ``koord get elasticquotas`` shows (koordstream's latest
+        ElasticQuotaStatus), the pod's 300m in use."""
+        found, computed = setup.get(f"{QUOTAS}/team-q"), queries.get_elasticquotas(engine, "default", "team-q")
+        last[:] = [found, computed]
+        if not computed or canonical(computed[0]["status"]["used"]).get("cpu") != 300:
+            return None
+        shown, wanted = found["metadata"].get("annotations") or {}, computed[0]["metadata"]["annotations"]
+        same = all(canonical(json.loads(shown.get(name) or "{}")) == canonical(json.loads(wanted[name]))
+                   for name in (QUOTA_RUNTIME, QUOTA_REQUEST))
+        used = canonical(computed[0]["status"]["used"])
+        return found if same and used == canonical((found.get("status") or {}).get("used")) else None
+    last: list = []
+    try:
+        quota = wait_for(quota_as_computed, "team-q's used, runtime and request as koordstream computed them")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; last seen (API server, koordstream): {last}") from None
+    assert canonical(json.loads(quota["metadata"]["annotations"][QUOTA_REQUEST]))["cpu"] == 300
+    written = {(e["objectRef"]["resource"], e["objectRef"].get("subresource")) for e in setup.audit()
+               if e["user"]["username"] == BRIDGE_USER and e["verb"] == "patch" and e["stage"] == "ResponseComplete"
+               and e["responseStatus"]["code"] == 200}
+    assert {("reservations", "status"), ("podmigrationjobs", "status"), ("elasticquotas", "status"),
+            ("elasticquotas", None)} <= written
+
+
+def test_a_status_write_at_a_stale_version_is_planned_again_from_a_fresh_read(setup):
+    """The view holds an old version of a job; a user aborts the job meanwhile. The bridge's write names the
+    old resourceVersion, the API server refuses it (409), the bridge reads the job afresh, sees Aborted (a
+    final phase) and writes nothing: the user's abort stands. A second job changed by someone else (a label)
+    is written after its 409, at the fresh version, keeping that change."""
+    from streams.bridge.actuator import Actuator
+    from streams.bridge.config import BridgeConfig
+    from streams.bridge.view import ClusterView
+
+    kubeconfig_path = user_with_the_bridge_role(setup, "stale-writer")
+    for name in ("stale-abort", "stale-label"):
+        setup.create(JOBS, {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "PodMigrationJob",
+                            "metadata": {"name": name, "labels": {"koordstream-test": "stale"}},
+                            "spec": {"podRef": {"namespace": "default", "name": "no-such-pod"}, "paused": True}})
+    old = {name: setup.get(f"{JOBS}/{name}") for name in ("stale-abort", "stale-label")}
+    aborted = setup.admin.patch(f"{JOBS}/stale-abort/status", json={"status": {"phase": "Aborted"}},
+                                headers={"Content-Type": "application/merge-patch+json"})
+    assert aborted.status_code == 200, aborted.text
+    relabelled = setup.admin.patch(f"{JOBS}/stale-label", json={"metadata": {"labels": {"owner": "someone"}}},
+                                   headers={"Content-Type": "application/merge-patch+json"})
+    assert relabelled.status_code == 200, relabelled.text
+
+    def record(name: str) -> dict:
+        manifest = {"metadata": {"name": name}, "status": {"phase": "Running", "reason": "", "message": "moving"}}
+        return {"metadata": {"name": name, "namespace": None, "uid": None}, "manifest": json.dumps(manifest)}
+
+    async def write() -> None:
+        view = ClusterView()
+        for obj in old.values():
+            view.observe("PodMigrationJob", obj, deleted=False)
+        api = KubeApi(kubeconfig_path, None)
+        actuator = Actuator(api, None, None, view, BridgeConfig(kubeconfig_path))
+        for name in old:
+            await actuator.write_status("PodMigrationJob", record(name))
+        await api.close()
+    asyncio.run(write())
+    assert setup.get(f"{JOBS}/stale-abort")["status"]["phase"] == "Aborted"
+    final = setup.get(f"{JOBS}/stale-label")
+    assert final["status"]["message"] == "moving" and final["metadata"]["labels"]["owner"] == "someone"
+    codes = {name: [e["responseStatus"]["code"] for e in setup.audit()
+                    if e["user"]["username"] == "stale-writer" and e["stage"] == "ResponseComplete"
+                    and e["verb"] == "patch" and e["objectRef"].get("name") == name]
+             for name in old}
+    assert codes["stale-abort"] and set(codes["stale-abort"]) == {409}, codes
+    assert codes["stale-label"][0] == 409 and codes["stale-label"][-1] == 200, codes
+
+
+def canonical(resources: dict | None) -> dict[str, int]:
+    """A ResourceList in canonical integers, zeros removed (``quotav1.RemoveZeros``)."""
+    return {name: value for name, value in ((n, to_canonical(n, v)) for n, v in (resources or {}).items()) if value}
+
+
+def user_with_the_bridge_role(setup: Setup, user: str) -> Path:
+    """A kubeconfig of ``user``, bound to the bridge's ClusterRole (so the audit log tells its writes apart)."""
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": f"{user}-bridge-role"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "koordstream-bridge"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    setup.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    pki.issue_client(setup.plane.pki, user)
+    path = setup.cluster.home / f"{user}.kubeconfig"
+    path.write_text(kubeconfig(setup.plane.state()["server"], setup.plane.pki, user))
+    return path
+
 
 def test_each_write_of_the_role_works_and_fails_without_it(setup):
     made = bridge_writes(setup)
     for write in (("create", "pods/binding", 201), ("patch", "pods", 200), ("patch", "pods/status", 200),
                   ("create", "events", 201),
-                  ("patch", "nodes/status", 200), ("create", "pods/eviction", 201)):
+                  ("patch", "nodes/status", 200), ("create", "pods/eviction", 201),
+                  ("patch", "reservations/status", 200), ("patch", "podmigrationjobs/status", 200),
+                  ("patch", "elasticquotas/status", 200), ("patch", "elasticquotas", 200), ("patch", "nodes", 200)):
         assert write in made
     pki.issue_client(setup.plane.pki, "no-role")
     path = setup.cluster.home / "no-role.kubeconfig"
@@ -521,8 +697,11 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
         for call in (api.patch_pod_metadata(Bind("default", "rbac-target", uid, "active-n1", "d1", {"a": "b"})),
                      api.bind(Bind("default", "rbac-target", uid, "active-n1", "d1")),
                      api.mark_unschedulable(MarkUnschedulable("default", "rbac-target", uid, "d1", "U", "m"), SCHEDULER),
-                     api.patch_node_status(PatchNodeStatus("active-n1", {}, {})),
-                     api.evict(Evict("default", "rbac-target", uid, "d1", "r", "m"))):
+                     api.patch_node_status(PatchNodeStatus("active-n1", {}, {}, labels={"a": "b"})),
+                     api.patch_node_status(PatchNodeStatus("active-n1", {"kubernetes.io/batch-cpu": "1"},
+                                                           {"kubernetes.io/batch-cpu": "1"})),
+                     api.evict(Evict("default", "rbac-target", uid, "d1", "r", "m")),
+                     api.patch_status(PatchStatus("Reservation", None, "hold-1", "", "1", {"phase": "Failed"}))):
             with pytest.raises(ApiError) as error:
                 await call
             assert error.value.code == 403
@@ -531,7 +710,9 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
         return refused
     refused = asyncio.run(attempts())
     assert [r.split(":")[0] for r in refused] == [
-        "patch pods", "create pods/binding", "create events", "patch nodes/status", "create pods/eviction"]
+        "patch pods", "create pods/binding", "create events", "patch nodes", "patch nodes/status",
+        "create pods/eviction",
+        "patch reservations.scheduling.koordinator.sh/status"]
 
 
 def test_a_dead_letter_names_an_object_that_cannot_be_converted(setup):

@@ -85,6 +85,30 @@ def test_node_resources_as_koord_manager_writes_them():
     assert writes.plan_node_resources(record, shown) == Skip("the node shows these values already")
 
 
+GPU_RECORD = {"allocatable": {"cpu": 8000, "kubernetes.io/batch-cpu": 1000, "koordinator.sh/gpu-core": 200,
+                              "koordinator.sh/gpu-memory": 160 * 2**30, "koordinator.sh/rdma": 100},
+              "annotations": {"node.koordinator.sh/cpu-normalization-ratio": "1.20"},
+              "labels": {"node.koordinator.sh/gpu-model": "A100"}}
+
+
+def test_device_resources_annotations_and_labels_only_the_keys_the_node_lacks():
+    shown = writes.NodeView("n1", {"cpu": "8", "kubernetes.io/batch-cpu": "1000", "kubernetes.io/mid-cpu": "500"},
+                            {"cpu": "8", "kubernetes.io/batch-cpu": "1000", "kubernetes.io/mid-cpu": "500"},
+                            {"kept": "x"}, {"kubernetes.io/hostname": "n1"})
+    resources = {"kubernetes.io/mid-cpu": None, "koordinator.sh/gpu-core": "200",
+                 "koordinator.sh/gpu-memory": str(160 * 2**30), "koordinator.sh/rdma": "100"}
+    write = writes.plan_node_resources(GPU_RECORD, shown)
+    assert write == PatchNodeStatus("n1", resources, resources,
+                                    {"node.koordinator.sh/cpu-normalization-ratio": "1.20"},
+                                    {"node.koordinator.sh/gpu-model": "A100"})
+    after = writes.node_patched(shown, write)
+    assert "kubernetes.io/mid-cpu" not in after.allocatable and after.annotations["kept"] == "x"
+    assert writes.plan_node_resources(GPU_RECORD, after) == Skip("the node shows these values already")
+    no_ratio = {**GPU_RECORD, "annotations": {}}
+    assert writes.plan_node_resources(no_ratio, after) == PatchNodeStatus(
+        "n1", {}, {}, {"node.koordinator.sh/cpu-normalization-ratio": None}, {})
+
+
 @pytest.mark.parametrize("case, view, expected", [
     ("evicts", pod(node="n1"), Evict("default", "web", "u1", "e1", "EvictPodByNodeMemoryUsage", "")),
     ("being deleted already", pod(node="n1", deleting=True), Skip("the pod is being deleted")),

@@ -12,7 +12,8 @@ from streams.nodeaggregate import node as aggregate
 from streams.nodeaggregate import statecodec
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS
 from streams.nodeqos import registry as qos_registry
-from streams.noderesource.plugins import batchresource, cpunormalization, midresource
+from streams.noderesource.plugins import (
+    batchresource, cpunormalization, gpudeviceresource, midresource, rdmadeviceresource)
 from streams.noderesource.reconcile import DISABLED_MESSAGE
 from streams.pluginstats import PluginStats
 from streams.schemas import codec
@@ -299,5 +300,36 @@ def test_plugin_calls_are_counted_and_timed_per_plugin_stage_and_result():
     assert counts == {
         (cpunormalization.NAME, "Calculate", "error"): 2, (midresource.NAME, "Calculate", "success"): 2,
         (batchresource.NAME, "Calculate", "success"): 2, (batchresource.NAME, "PreUpdate", "skip"): 2,
+        (gpudeviceresource.NAME, "Calculate", "success"): 2, (rdmadeviceresource.NAME, "Calculate", "success"): 2,
         **{(name, "Plan", "success"): 1 for name in qos_registry.ORDER}}
     assert all(seconds >= 0 for count, seconds in stats.calls.values())
+
+
+def device_event(devices: list[dict] | None, labels: dict | None = None):
+    record = None if devices is None else {"metadata": {"name": NODE, "labels": labels or {}}, "manifest": "{}",
+                                           "devices": devices}
+    return event("Device", NODE, record)
+
+
+GPU = {"type": "gpu", "health": True, "minor": 0, "resources": {"koordinator.sh/gpu-core": 100,
+                                                                "koordinator.sh/gpu-memory": 80 * Gi,
+                                                                "koordinator.sh/gpu-memory-ratio": 100}}
+RDMA_DEVICE = {"type": "rdma", "health": True, "minor": 0, "resources": {}}
+
+
+def test_a_device_publishes_its_gpu_and_rdma_resources_and_labels_and_its_deletion_removes_them():
+    state, out = run(node_event(), device_event([GPU, {**GPU, "minor": 1}, RDMA_DEVICE],
+                                                {"node.koordinator.sh/gpu-model": "A100", "team": "x"}))
+    published = out[-1]
+    assert {k: v for k, v in published["allocatable"].items() if k.startswith("koordinator.sh/")} == {
+        "koordinator.sh/gpu": 200, "koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory": 160 * Gi,
+        "koordinator.sh/gpu-memory-ratio": 200, "koordinator.sh/rdma": 100}
+    assert published["capacity"]["koordinator.sh/gpu-core"] == 200
+    assert published["labels"] == {"node.koordinator.sh/gpu-model": "A100"}
+    codec.encode("NodeResource", published)
+    assert run(device_event([GPU, {**GPU, "minor": 1}, RDMA_DEVICE], {"node.koordinator.sh/gpu-model": "A100"}),
+               state=state)[1] == [], "an unchanged Device publishes nothing"
+    loaded = statecodec.load_state(statecodec.dump_state(state))
+    assert loaded.device == state.device and statecodec.dump_state(loaded) == statecodec.dump_state(state)
+    _, out = run(device_event(None), state=state)
+    assert not [k for k in out[-1]["allocatable"] if k.startswith("koordinator.sh/")]

@@ -23,7 +23,8 @@ NOW = 1_700_000_000_000
 
 SOURCE_TOPICS = {"Node": "koord.nodes", "NodeMetric": "koord.nodemetrics", "SchedulingDecision": "koord.decisions",
                  "NodeResourceTopology": "koord.noderesourcetopologies",
-                 "Tick": "koord.ticks", "ConfigMap": "koord.configs", "YarnNode": "koord.yarnnodes"}
+                 "Tick": "koord.ticks", "ConfigMap": "koord.configs", "YarnNode": "koord.yarnnodes",
+                 "Device": "koord.devices"}
 _offsets = itertools.count(1)
 _decision_offsets = itertools.count(1)
 """Scheduling-inbox offsets of the decisions ``decision`` builds: each is a new one, as the scheduler's are."""

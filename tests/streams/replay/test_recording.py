@@ -33,13 +33,13 @@ from streams.topology import load_topology
 
 RECORDING = Path(__file__).parents[2] / "fixtures" / "recordings" / "scheduling-and-node.jsonl.gz"
 REPRODUCED = {
-    run.SCHEDULING: {"SchedulingDecision": 28, "ElasticQuotaStatus": 18, "Eviction": 2},
-    run.NODE: {"NodeResource": 14, "NodeUsage": 9, "Actuation": 30},
+    run.SCHEDULING: {"SchedulingDecision": 28, "ElasticQuotaStatus": 16, "Eviction": 2},
+    run.NODE: {"NodeResource": 15, "NodeUsage": 9, "Actuation": 30},
 }
 """Outputs with a decision id of each aggregate the recording holds, by schema: all must be reproduced."""
 WRITE_BACKS = {"Reservation": 3, "PodMigrationJob": 2}
 """Objects the scheduler wrote back to their source topics (statuses; they carry no decision id)."""
-ROUTES = 66
+ROUTES = 68
 """Routes the domain router sent to the scheduling inbox."""
 
 

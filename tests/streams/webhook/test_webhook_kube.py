@@ -258,9 +258,45 @@ def test_a_profile_with_a_bad_probability_is_refused_with_the_field_named(setup)
     assert "spec.probability: must be between 0 and 100" in response.json()["message"]
 
 
+RATIO = "node.koordinator.sh/resource-amplification-ratio"
+RAW = "node.koordinator.sh/raw-allocatable"
+
+
+def kubelet_status_update(setup: Setup, name: str, cpu: str, memory: str = "16Gi"):
+    """What kubelet sends: its own allocatable, through ``nodes/status``."""
+    allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
+    return setup.admin.patch(f"/api/v1/nodes/{name}/status",
+                             json={"status": {"allocatable": allocatable, "capacity": allocatable}},
+                             headers={"Content-Type": "application/strategic-merge-patch+json"})
+
+
+def test_a_kubelet_status_update_of_an_amplified_node_arrives_amplified(setup):
+    """Issue 40 item 2: a node carrying the amplification ratio the bridge writes gets the amplified cpu on
+    every kubelet status update, its raw allocatable kept in ``raw-allocatable``, as Koordinator's node
+    webhook does; kubelet's new allocatable becomes the raw one."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "amp-n1", "annotations": {RATIO: '{"cpu":1.20}'}},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+    assert setup.post("/api/v1/nodes", node).status_code == 201
+    for cpu, amplified in (("8", "9600m"), ("6", "7200m")):
+        response = kubelet_status_update(setup, "amp-n1", cpu)
+        assert response.status_code == 200, response.text
+        shown = setup.admin.get("/api/v1/nodes/amp-n1").json()
+        assert shown["status"]["allocatable"]["cpu"] == amplified
+        assert shown["status"]["allocatable"]["memory"] == "16Gi"
+        assert json.loads(shown["metadata"]["annotations"][RAW]) == {"cpu": cpu, "memory": "16Gi"}
+    plain = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "plain-n1"},
+             "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+    assert setup.post("/api/v1/nodes", plain).status_code == 201
+    assert kubelet_status_update(setup, "plain-n1", "4").status_code == 200
+    assert setup.admin.get("/api/v1/nodes/plain-n1").json()["status"]["allocatable"]["cpu"] == "4"
+
+
 def test_with_the_webhook_stopped_pods_are_still_admitted(setup):
     assert setup.stop() == 0, setup.log()
     for namespace in ("default", "kube-system", BATCH_NAMESPACE):
         response = setup.post(f"/api/v1/namespaces/{namespace}/pods", pod("after-stop", namespace))
         assert response.status_code == 201, response.text
         assert set(response.json()["spec"]["containers"][0]["resources"]["requests"]) == {"cpu", "memory"}
+    response = kubelet_status_update(setup, "amp-n1", "4")
+    assert response.status_code == 200, "a kubelet's status update is never refused: " + response.text
+    assert response.json()["status"]["allocatable"]["cpu"] == "4"
