@@ -29,6 +29,7 @@ import httpx2 as httpx
 
 from node_agent.publisher import RETRY_S, wait_or_stop
 from streams.bridge.api import CONFLICT, NOT_FOUND, ApiError, KubeApi
+from streams.bridge.convert import PUBLISHED_BY
 from streams.koordinator.labels import LABEL_GPU_DRIVER_VERSION, LABEL_GPU_MODEL, LABEL_GPU_VENDOR
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ AGENT_LABELS = (LABEL_GPU_VENDOR, LABEL_GPU_MODEL, LABEL_GPU_DRIVER_VERSION)
 CONFLICT_ATTEMPTS, CONFLICT_FIRST_DELAY_S, CONFLICT_FACTOR = 4, 0.01, 5.0
 """client-go's ``retry.DefaultBackoff``."""
 CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
+PUBLISHED = {PUBLISHED_BY: "node-agent"}
+"""On the objects the agent creates: it publishes them to their topics itself, so the bridge does not mirror them."""
 
 
 class KubeReporter:
@@ -95,7 +98,7 @@ class KubeReporter:
         path = f"{DEVICES}/{self.node_name}"
 
         async def attempt() -> str:
-            current = await self._get("devices", path)
+            current = await self.api.get_path("devices", path)
             if current is None:
                 await self._create_device(devices, labels)
                 return CREATED
@@ -107,20 +110,20 @@ class KubeReporter:
                 return UNCHANGED
             metadata["labels"] = {**{k: v for k, v in held.items() if k not in AGENT_LABELS}, **labels}
             current["spec"] = {**(current.get("spec") or {}), "devices": devices}
-            await self.api._call("update", "devices", "PUT", path, current)
+            await self.api.call("update", "devices", "PUT", path, current)
             return UPDATED
         return await _on_conflict(attempt)
 
     async def _create_device(self, devices: list[dict], labels: dict[str, str]) -> None:
-        node = await self._get("nodes", f"/api/v1/nodes/{self.node_name}")
+        node = await self.api.get_path("nodes", f"/api/v1/nodes/{self.node_name}")
         if node is None:
             raise ApiError("get", "nodes", NOT_FOUND, f"node {self.node_name} is not registered yet")
-        metadata: dict = {"name": self.node_name, "ownerReferences": [
+        metadata: dict = {"name": self.node_name, "annotations": PUBLISHED, "ownerReferences": [
             {"apiVersion": "v1", "kind": "Node", "name": self.node_name, "uid": node["metadata"]["uid"],
              "controller": True, "blockOwnerDeletion": True}]}
         if labels:
             metadata["labels"] = labels
-        await self.api._call("create", "devices", "POST", DEVICES,
+        await self.api.call("create", "devices", "POST", DEVICES,
                              {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Device",
                               "metadata": metadata, "spec": {"devices": devices}})
 
@@ -129,26 +132,18 @@ class KubeReporter:
         path = f"{NODEMETRICS}/{self.node_name}"
 
         async def attempt() -> str:
-            current = await self._get("nodemetrics", path)
+            current = await self.api.get_path("nodemetrics", path)
             made = current is None
             if made:
-                current = await self.api._call(
+                current = await self.api.call(
                     "create", "nodemetrics", "POST", NODEMETRICS,
-                    {"apiVersion": metric["apiVersion"], "kind": "NodeMetric", "metadata": {"name": self.node_name},
+                    {"apiVersion": metric["apiVersion"], "kind": "NodeMetric",
+                     "metadata": {"name": self.node_name, "annotations": PUBLISHED},
                      "spec": metric.get("spec") or {}})
             current["status"] = metric["status"]
-            await self.api._call("update", "nodemetrics/status", "PUT", f"{path}/status", current)
+            await self.api.call("update", "nodemetrics/status", "PUT", f"{path}/status", current)
             return CREATED if made else UPDATED
         return await _on_conflict(attempt)
-
-    async def _get(self, resource: str, path: str) -> dict | None:
-        """The object at ``path``; None when there is none (404)."""
-        try:
-            return await self.api._call("get", resource, "GET", path)
-        except ApiError as error:
-            if error.code == NOT_FOUND:
-                return None
-            raise
 
 
 def _sorted(devices: list[dict]) -> list[dict]:

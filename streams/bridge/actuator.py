@@ -45,7 +45,7 @@ from aiokafka import AIOKafkaConsumer
 from prometheus_client import Counter
 
 from streams import records
-from streams.bridge import statuses, writes
+from streams.bridge import claims, statuses, writes
 from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
@@ -71,6 +71,7 @@ SCHEDULER_ERROR = "SchedulerError"
 """``v1.PodReasonSchedulerError``: the PodScheduled reason kube-scheduler writes when a binding cycle fails."""
 PREBIND = "KoordstreamPreBind"
 """The name the bridge's PreBind goes by in a failure message (kube-scheduler names the failing plugin)."""
+VOLUME_BINDING = "VolumeBinding"
 
 
 class PreBindRefused(Exception):
@@ -182,6 +183,7 @@ class Actuator:
     async def write(self, write: writes.Write, record: dict) -> None:
         name = type(write).__name__
         if isinstance(write, writes.Bind):
+            await self._bind_volumes(write, record)
             if write.patches and not await self._prebind(write):
                 return
             try:
@@ -249,6 +251,40 @@ class Actuator:
         obj = await self.api.get_object(kind, namespace, name)
         return statuses.object_view(kind, obj) if obj is not None else None
 
+    async def _bind_volumes(self, write: writes.Bind, record: dict) -> None:
+        """VolumeBinding's PreBind (``streams.bridge.claims``): the selected node on each claim to provision and
+        the claim reference on each volume chosen, before the pod's Binding. Each patch names the version it was
+        planned against; a 409 plans again from fresh reads (at most ``CONFLICT_ATTEMPTS`` times). A claim or
+        volume the cluster no longer has refuses the binding as kube-scheduler's PreBind does."""
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            seen = {path: await self.api.get_path(resource, path) for resource, path in claims.reads(record)}
+            plan = claims.plan_claims(record, seen)
+            if plan.missing:
+                await self._refuse(write, VOLUME_BINDING, f"binding volumes: {', '.join(plan.missing)} not found")
+            try:
+                for patch in plan.patches:
+                    await self.api.call("patch", patch.resource, "PATCH", patch.path, patch.body,
+                                        "application/merge-patch+json")
+                    log.info("%s %s: %s", patch.resource, patch.path.rsplit("/", 1)[-1], patch.body)
+                return
+            except ApiError as error:
+                if error.code != CONFLICT or attempt == CONFLICT_ATTEMPTS:
+                    raise
+                WRITES.labels("VolumeBinding", "conflict").inc()
+
+    async def _refuse(self, write: writes.Bind, plugin: str, reason: str) -> None:
+        """Report a PreBind failure on the pod as kube-scheduler does (PodScheduled=False, SchedulerError, a
+        FailedScheduling event) and raise :class:`PreBindRefused`: the pod is not bound."""
+        WRITES.labels("Bind", "prebind-refused").inc()
+        message = f'running PreBind plugin "{plugin}": {reason}'
+        refusal = writes.MarkUnschedulable(write.namespace, write.name, write.uid, write.decision_id,
+                                           SCHEDULER_ERROR, message)
+        try:
+            await self.api.mark_unschedulable(refusal, self.config.scheduler_name)
+        except (ApiError, httpx.TransportError) as failed:
+            log.error("%s/%s: no FailedScheduling event: %s", write.namespace, write.name, failed)
+        raise PreBindRefused(message)
+
     async def _prebind(self, write: writes.Bind) -> bool:
         """Patch what PreBind decided onto the pod; False when the pod is not to be bound (it is gone or
         another pod of that name: 404, 409). A refusal for good is reported on the pod and raised as
@@ -262,15 +298,7 @@ class Actuator:
                 return False
             if error.code >= 500 or error.code == TOO_MANY_REQUESTS:
                 raise
-            WRITES.labels("Bind", "prebind-refused").inc()
-            message = f'running PreBind plugin "{PREBIND}": {error}'
-            refusal = writes.MarkUnschedulable(write.namespace, write.name, write.uid, write.decision_id,
-                                               SCHEDULER_ERROR, message)
-            try:
-                await self.api.mark_unschedulable(refusal, self.config.scheduler_name)
-            except (ApiError, httpx.TransportError) as failed:
-                log.error("%s/%s: no FailedScheduling event: %s", write.namespace, write.name, failed)
-            raise PreBindRefused(message) from error
+            await self._refuse(write, PREBIND, str(error))
         key = f"{write.namespace}/{write.name}"
         if (pod := self.view.pods.get(key)) is not None and pod.uid == write.uid:
             self.view.pods[key] = writes.patched(pod, write)

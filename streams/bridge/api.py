@@ -64,7 +64,7 @@ class KubeApi:
     async def close(self) -> None:
         await self.http.aclose()
 
-    async def _call(self, verb: str, resource: str, method: str, path: str, body: dict | None = None,
+    async def call(self, verb: str, resource: str, method: str, path: str, body: dict | None = None,
                     content_type: str = "application/json", params: dict | None = None) -> dict:
         await self.limit.wait()
         response = await self.http.request(method, path, params=params,
@@ -78,7 +78,7 @@ class KubeApi:
         """Every object of ``resource`` (paged) and the collection's resourceVersion."""
         items, params = [], {"limit": page, **_selector(resource)}
         while True:
-            body = await self._call("list", resource.name, "GET", resource.collection_path(), params=params)
+            body = await self.call("list", resource.name, "GET", resource.collection_path(), params=params)
             items.extend(body.get("items") or [])
             if not (cont := (body.get("metadata") or {}).get("continue")):
                 return items, body["metadata"]["resourceVersion"]
@@ -103,12 +103,7 @@ class KubeApi:
                 yield event["type"], event["object"]
 
     async def get_pod(self, namespace: str, name: str) -> dict | None:
-        try:
-            return await self._call("get", "pods", "GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
-        except ApiError as error:
-            if error.code == NOT_FOUND:
-                return None
-            raise
+        return await self.get_path("pods", f"/api/v1/namespaces/{namespace}/pods/{name}")
 
     async def patch_pod_metadata(self, write: Bind) -> None:
         """PATCH the pod's annotations and labels in one JSON merge patch of ``metadata``, as kube-scheduler's
@@ -119,7 +114,7 @@ class KubeApi:
             metadata["annotations"] = dict(write.annotations)
         if write.labels:
             metadata["labels"] = dict(write.labels)
-        await self._call("patch", "pods", "PATCH", f"/api/v1/namespaces/{write.namespace}/pods/{write.name}",
+        await self.call("patch", "pods", "PATCH", f"/api/v1/namespaces/{write.namespace}/pods/{write.name}",
                          {"metadata": metadata}, "application/merge-patch+json")
 
     async def bind(self, write: Bind) -> None:
@@ -131,7 +126,7 @@ class KubeApi:
                    "metadata": {"name": write.name, "namespace": write.namespace, "uid": write.uid,
                                 "annotations": {DECISION_ANNOTATION: write.decision_id}},
                    "target": {"apiVersion": "v1", "kind": "Node", "name": write.node}}
-        await self._call("create", "pods/binding", "POST",
+        await self.call("create", "pods/binding", "POST",
                          f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/binding", binding)
 
     async def mark_unschedulable(self, write: MarkUnschedulable, scheduler_name: str) -> None:
@@ -143,7 +138,7 @@ class KubeApi:
                              "uid": write.uid}, "FailedScheduling", write.message, scheduler_name, now)
         condition = {"type": POD_SCHEDULED, "status": "False", "reason": write.reason, "message": write.message,
                      "lastProbeTime": None, "lastTransitionTime": now}
-        await self._call("patch", "pods/status", "PATCH",
+        await self.call("patch", "pods/status", "PATCH",
                          f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/status",
                          {"metadata": {"uid": write.uid}, "status": {"conditions": [condition]}},
                          "application/strategic-merge-patch+json")
@@ -167,7 +162,7 @@ class KubeApi:
                  "source": {"component": component}, "reportingComponent": component,
                  "firstTimestamp": now, "lastTimestamp": now, "count": 1}
         try:
-            await self._call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events", event)
+            await self.call("create", "events", "POST", f"/api/v1/namespaces/{namespace}/events", event)
         except ApiError as error:
             if error.code != CONFLICT:
                 raise
@@ -178,22 +173,26 @@ class KubeApi:
         if write.annotations or write.labels:
             metadata = {key: dict(value) for key, value in (("annotations", write.annotations),
                                                              ("labels", write.labels)) if value}
-            await self._call("patch", "nodes", "PATCH", f"/api/v1/nodes/{write.node}", {"metadata": metadata},
+            await self.call("patch", "nodes", "PATCH", f"/api/v1/nodes/{write.node}", {"metadata": metadata},
                              "application/merge-patch+json")
         if write.capacity or write.allocatable:
-            await self._call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
+            await self.call("patch", "nodes/status", "PATCH", f"/api/v1/nodes/{write.node}/status",
                              {"status": {"capacity": dict(write.capacity), "allocatable": dict(write.allocatable)}},
                              "application/merge-patch+json")
 
-    async def get_object(self, kind: str, namespace: str | None, name: str) -> dict | None:
-        """A fresh GET of the watched kind's object; None when there is none."""
-        resource = _resource(kind)
+    async def get_path(self, resource: str, path: str) -> dict | None:
+        """A GET of the object at ``path`` (``resource`` names it in errors); None when there is none."""
         try:
-            return await self._call("get", resource.name, "GET", _object_path(resource, namespace, name))
+            return await self.call("get", resource, "GET", path)
         except ApiError as error:
             if error.code == NOT_FOUND:
                 return None
             raise
+
+    async def get_object(self, kind: str, namespace: str | None, name: str) -> dict | None:
+        """A fresh GET of the watched kind's object; None when there is none."""
+        resource = _resource(kind)
+        return await self.get_path(resource.name, _object_path(resource, namespace, name))
 
     async def patch_status(self, write: PatchStatus) -> dict:
         """JSON merge patches of the object's annotations, then of its ``status`` subresource, each with the
@@ -203,13 +202,13 @@ class KubeApi:
         path = _object_path(resource, write.namespace, write.name)
         version, patched = write.resource_version, {}
         if write.annotations:
-            patched = await self._call("patch", resource.name, "PATCH", path,
+            patched = await self.call("patch", resource.name, "PATCH", path,
                                        {"metadata": {"uid": write.uid, "resourceVersion": version,
                                                      "annotations": dict(write.annotations)}},
                                        "application/merge-patch+json")
             version = patched["metadata"]["resourceVersion"]
         if write.status is not None:
-            patched = await self._call("patch", f"{resource.name}/status", "PATCH", f"{path}/status",
+            patched = await self.call("patch", f"{resource.name}/status", "PATCH", f"{path}/status",
                                        {"metadata": {"uid": write.uid, "resourceVersion": version},
                                         "status": dict(write.status)}, "application/merge-patch+json")
         return patched
@@ -220,7 +219,7 @@ class KubeApi:
         eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
                     "metadata": {"name": write.name, "namespace": write.namespace},
                     "deleteOptions": {"preconditions": {"uid": write.uid}} if write.uid else {}}
-        await self._call("create", "pods/eviction", "POST",
+        await self.call("create", "pods/eviction", "POST",
                          f"/api/v1/namespaces/{write.namespace}/pods/{write.name}/eviction", eviction)
 
 

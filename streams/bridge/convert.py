@@ -23,6 +23,15 @@ from streams.objects.size import size_problem, state_problem
 
 STAGE = "bridge"
 """The dead-letter stage of objects the bridge cannot convert."""
+PUBLISHED_BY = "koordstream.io/published-by"
+"""Annotation of an object koordstream publishes to its topic itself and keeps on the API server too (the node
+agent's Device and NodeMetric with ``--kube-api``): the bridge does not mirror it, nor tombstone it, so the topic
+gets each state once, from its writer."""
+
+
+def mirrored(obj: dict) -> bool:
+    """Whether the bridge mirrors ``obj`` onto its topic: not when koordstream published it there itself."""
+    return PUBLISHED_BY not in ((obj.get("metadata") or {}).get("annotations") or {})
 
 
 def manifest(resource: WatchedResource, obj: dict) -> dict:

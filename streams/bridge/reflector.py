@@ -6,7 +6,7 @@ checkpoint, relists. Pods and Nodes are also relisted when the bridge starts, si
 needs them in its view; that relist produces only what changed since the checkpoint, so it is a resume. What a relist produces is decided against the checkpoint (``checkpoint``): objects at
 a new resourceVersion, tombstones for keys that disappeared. Added and modified objects are converted by
 ``convert`` and produced as ``koord apply`` produces them; deleted ones as ``koord delete`` does (a
-tombstone on the key); one the conversion refuses (invalid, or too big for the record limit or the state
+tombstone on the key), except what koordstream published itself (``convert.PUBLISHED_BY``); one the conversion refuses (invalid, or too big for the record limit or the state
 budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
 (``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. Watch
 events are handled in batches: the events that arrived while the last batch was being produced (at most
@@ -85,8 +85,8 @@ class Reflector:
         """List everything; produce what changed since the checkpoint and tombstones for what is gone."""
         objects, version = await self.api.list(self.resource, self.config.list_page)
         known = self.checkpoint.known(self.resource.name)
-        changed = [obj for obj in objects
-                   if known.get(convert.object_key(self.resource, obj)) != obj["metadata"].get("resourceVersion")]
+        changed = [obj for obj in objects if convert.mirrored(obj)
+                   and known.get(convert.object_key(self.resource, obj)) != obj["metadata"].get("resourceVersion")]
         present = {convert.object_key(self.resource, obj) for obj in objects}
         gone = sorted(set(known) - present)
         sends = [self._record(obj) for obj in changed]
@@ -107,7 +107,7 @@ class Reflector:
         sends: list[tuple[str, str, bytes | None]] = []
         versions: dict[str, str | None] = {}  # key -> version produced; None: tombstoned; a key's last event wins
         for change, obj in events:
-            if change == BOOKMARK:
+            if change == BOOKMARK or not convert.mirrored(obj):
                 continue
             key = convert.object_key(self.resource, obj)
             if change == DELETED:

@@ -87,7 +87,7 @@ async def read_namespace(api: KubeApi, view: ClusterView, name: str) -> None:
     """Put namespace ``name`` into the view from a GET; left out when it cannot be read (then, as in
     Koordinator's webhook, a profile's namespaceSelector does not exclude the pod)."""
     try:
-        obj = await api._call("get", "namespaces", "GET", f"/api/v1/namespaces/{name}")
+        obj = await api.call("get", "namespaces", "GET", f"/api/v1/namespaces/{name}")
     except (ApiError, httpx.TransportError) as error:
         log.info("namespace %s: %s", name, error)
         return

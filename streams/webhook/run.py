@@ -52,14 +52,14 @@ async def register(api: KubeApi, options: WebhookOptions, ca_bundle: bytes) -> N
         collection = registration.path_of(configuration)
         resource = collection.rsplit("/", 1)[1]
         try:
-            current = await api._call("get", resource, "GET", f"{collection}/{registration.NAME}")
+            current = await api.call("get", resource, "GET", f"{collection}/{registration.NAME}")
         except ApiError as error:
             if error.code != NOT_FOUND:
                 raise
-            await api._call("create", resource, "POST", collection, configuration)
+            await api.call("create", resource, "POST", collection, configuration)
             continue
         configuration["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        await api._call("update", resource, "PUT", f"{collection}/{registration.NAME}", configuration)
+        await api.call("update", resource, "PUT", f"{collection}/{registration.NAME}", configuration)
 
 
 async def run(api: KubeApi, options: WebhookOptions, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:

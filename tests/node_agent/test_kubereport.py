@@ -17,6 +17,7 @@ from lightkube.config.client_adapter import Client as HttpClient, ConnectionPara
 
 from node_agent.kubereport import CREATED, DEVICES, NODEMETRICS, UNCHANGED, UPDATED, KubeReporter
 from node_agent.report import GPUDevice, device_manifest
+from streams.bridge.convert import PUBLISHED_BY
 from streams.bridge.api import CONFLICT, FORBIDDEN, ApiError, KubeApi
 from streams.cli.kube import CRDS
 from streams.kube import controlplane, pki
@@ -36,9 +37,9 @@ class RacingApi(KubeApi):
         super().__init__(kubeconfig, None)
         self.race_path, self.write, self.conflicts = path, write, 0
 
-    async def _call(self, verb, resource, method, path, body=None, content_type="application/json", params=None):
+    async def call(self, verb, resource, method, path, body=None, content_type="application/json", params=None):
         try:
-            result = await super()._call(verb, resource, method, path, body, content_type, params)
+            result = await super().call(verb, resource, method, path, body, content_type, params)
         except ApiError as error:
             self.conflicts += error.code == CONFLICT
             raise
@@ -88,6 +89,7 @@ def test_the_device_is_created_owned_by_its_node_and_updated_only_when_it_change
                                                        "controller": True, "blockOwnerDeletion": True}]
     assert device["spec"]["devices"] == gpus(1)["spec"]["devices"]
     assert device["metadata"]["labels"] == gpus(1)["metadata"]["labels"]
+    assert device["metadata"]["annotations"] == {PUBLISHED_BY: "node-agent"}, "the bridge is not to mirror it"
     assert report(kubeconfig, lambda r: r.report_device(gpus(1))) == UNCHANGED
     assert admin.get(f"{DEVICES}/{NODE}").json()["metadata"]["resourceVersion"] == device["metadata"]["resourceVersion"]
     assert report(kubeconfig, lambda r: r.report_device(gpus(2))) == UPDATED
@@ -110,7 +112,7 @@ def test_a_device_changed_between_the_agents_read_and_write_is_read_again_not_ov
     assert racing.conflicts == 1, "the write at the version read before the administrator's was refused"
     device = admin.get(path).json()
     assert [d["minor"] for d in device["spec"]["devices"]] == [0, 1]
-    assert device["metadata"]["annotations"] == {PARTITIONS: "{}"}
+    assert device["metadata"]["annotations"] == {PARTITIONS: "{}", PUBLISHED_BY: "node-agent"}
     assert device["metadata"]["labels"]["team"] == "ml"
 
 
@@ -123,6 +125,7 @@ def test_the_node_metric_is_created_with_its_spec_and_its_status_written_through
     assert report(kubeconfig, lambda r: r.report_node_metric(metric)) == CREATED
     stored = admin.get(f"{NODEMETRICS}/{NODE}").json()
     assert (stored["spec"], stored["status"]) == (metric["spec"], metric["status"])
+    assert stored["metadata"]["annotations"] == {PUBLISHED_BY: "node-agent"}
     later = {**metric, "spec": {"metricCollectPolicy": {"nodeMemoryCollectPolicy": "usageWithPageCache"}},
              "status": {**metric["status"], "updateTime": "2026-11-29T04:00:10Z"}}
 
@@ -146,7 +149,7 @@ def test_the_node_agents_role_allows_nothing_beyond_its_objects(kube):
         for verb, method, path in (("delete", "DELETE", f"{DEVICES}/{NODE}"), ("list", "GET", "/api/v1/pods"),
                                    ("update", "PUT", f"/api/v1/nodes/{NODE}/status")):
             with pytest.raises(ApiError) as refused:
-                await reporter.api._call(verb, path, method, path, {} if method == "PUT" else None)
+                await reporter.api.call(verb, path, method, path, {} if method == "PUT" else None)
             assert refused.value.code == FORBIDDEN, (verb, path)
     report(kubeconfig, outside)
 

@@ -677,13 +677,60 @@ def user_with_the_bridge_role(setup: Setup, user: str) -> Path:
     return path
 
 
+def test_wait_for_first_consumer_claims_get_their_node_and_volume_before_the_pod_binds(setup):
+    """Issue 39: VolumeBinding's PreBind through the bridge. A claim of a class with a provisioner gets
+    ``volume.kubernetes.io/selected-node``; a claim of a local class gets the Available volume of the pod's node
+    (its ``claimRef``, ``bound-by-controller``); both before the pod shows its node."""
+    setup.create_node("vol-n1", "4", "8Gi")
+    setup.admin.patch("/api/v1/nodes/vol-n1", json={"metadata": {"labels": {"kubernetes.io/hostname": "vol-n1"}}},
+                      headers={"Content-Type": "application/merge-patch+json"})
+    classes = "/apis/storage.k8s.io/v1/storageclasses"
+    for name, provisioner in (("wffc-local", "kubernetes.io/no-provisioner"), ("wffc-csi", "csi.example.com")):
+        setup.create(classes, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                               "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"})
+    setup.create("/api/v1/persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "local-vol-n1"},
+        "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "wffc-local",
+                 "local": {"path": "/mnt/disk"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [{
+                     "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                           "values": ["vol-n1"]}]}]}}}})
+    wait_for(lambda: (setup.get("/api/v1/persistentvolumes/local-vol-n1").get("status") or {}).get("phase"),
+             "the volume's phase")
+    setup.admin.patch("/api/v1/persistentvolumes/local-vol-n1/status", json={"status": {"phase": "Available"}},
+                      headers={"Content-Type": "application/merge-patch+json"})
+    claims = "/api/v1/namespaces/default/persistentvolumeclaims"
+    for name, storage_class in (("data-local", "wffc-local"), ("data-csi", "wffc-csi")):
+        setup.create(claims, {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+                              "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": storage_class,
+                                       "resources": {"requests": {"storage": "1Gi"}}}})
+    manifest = pod("claimer")
+    manifest["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "vol-n1"}
+    manifest["spec"]["volumes"] = [{"name": n, "persistentVolumeClaim": {"claimName": n}}
+                                   for n in ("data-local", "data-csi")]
+    created = setup.create(PODS, manifest)
+    assert wait_for(lambda: bound_node(setup, "claimer"), "claimer to be bound", timeout=120) == "vol-n1"
+    claim = setup.get(f"{claims}/data-csi")
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "vol-n1"
+    volume = setup.get("/api/v1/persistentvolumes/local-vol-n1")
+    local = setup.get(f"{claims}/data-local")
+    assert (volume["spec"]["claimRef"]["name"], volume["spec"]["claimRef"]["uid"]) == ("data-local",
+                                                                                      local["metadata"]["uid"])
+    assert volume["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] == "yes"
+    selected_at = int(claim["metadata"]["resourceVersion"])
+    bound_at = min(int(v["metadata"]["resourceVersion"])
+                   for v in pod_history(setup, "claimer", created["metadata"]["resourceVersion"])
+                   if v["spec"].get("nodeName"))
+    assert selected_at < bound_at
+
+
 def test_each_write_of_the_role_works_and_fails_without_it(setup):
     made = bridge_writes(setup)
     for write in (("create", "pods/binding", 201), ("patch", "pods", 200), ("patch", "pods/status", 200),
                   ("create", "events", 201),
                   ("patch", "nodes/status", 200), ("create", "pods/eviction", 201),
                   ("patch", "reservations/status", 200), ("patch", "podmigrationjobs/status", 200),
-                  ("patch", "elasticquotas/status", 200), ("patch", "elasticquotas", 200), ("patch", "nodes", 200)):
+                  ("patch", "elasticquotas/status", 200), ("patch", "elasticquotas", 200), ("patch", "nodes", 200),
+                  ("patch", "persistentvolumeclaims", 200), ("patch", "persistentvolumes", 200)):
         assert write in made
     pki.issue_client(setup.plane.pki, "no-role")
     path = setup.cluster.home / "no-role.kubeconfig"

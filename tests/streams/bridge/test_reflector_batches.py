@@ -7,6 +7,7 @@ import pytest
 
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig
+from streams.bridge.convert import PUBLISHED_BY
 from streams.bridge.reflector import Reflector, batches
 from streams.bridge.resources import WATCHED
 from streams.bridge.view import ClusterView
@@ -63,3 +64,16 @@ def test_a_batch_is_produced_then_checkpointed_once_and_the_last_event_of_a_key_
     assert reflector.checkpoint.known("pods") == {"default/web": "7"}
     assert reflector.checkpoint.cursor("pods") == "10"
     assert list(reflector.view.pods) == ["default/web"]
+
+
+def test_what_koordstream_published_itself_is_neither_mirrored_nor_tombstoned(tmp_path):
+    """The node agent's NodeMetric and Device (annotated ``koordstream.io/published-by``) reach their topics from
+    the agent; mirroring them too would give the node aggregate each state twice."""
+    producer = Producer()
+    reflector = Reflector(PODS, Api(), producer, TOPICS, Checkpoint(tmp_path / "checkpoint.db"), ClusterView(),
+                          BridgeConfig(kubeconfig=None))
+    published = _pod("agent", "5")
+    published["metadata"]["annotations"] = {PUBLISHED_BY: "node-agent"}
+    asyncio.run(reflector.apply([("ADDED", published), ("ADDED", _pod("web", "6")), ("DELETED", published)]))
+    assert [key for _, key, _ in producer.sent] == [b"default/web"]
+    assert reflector.checkpoint.cursor("pods") == "5"
