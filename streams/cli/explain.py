@@ -75,6 +75,10 @@ def _print_pod(found: dict) -> None:
                 click.echo(f"    {result['plugin']}: {result['count']} x {result['reason']}")
         if decision["topScores"]:
             click.echo("  top scores: " + ", ".join(f"{s['node']}={s['score']}" for s in decision["topScores"]))
+            for score in decision["topScores"]:
+                if score.get("plugins"):
+                    click.echo(f"    {score['node']}: " + ", ".join(
+                        f"{plugin} {value}" for plugin, value in sorted(score["plugins"].items(), key=lambda p: -p[1])))
         click.echo(f"  caused by: {_cause(decision['causation'])}")
     for eviction in found.get("evictions") or []:
         click.echo(f"\nEvicted from {eviction['nodeName'] or '-'} ({eviction['reason']}) at {_when(eviction['timestamp'])}")

@@ -105,7 +105,7 @@ def replay(aggregate: str, domain: str | None, node: str | None, start: str | No
     while True:
         records = [r for topic in topics for r in asyncio.run(read_topic(bootstrap, topic))]
         recorded = run.recorded_outputs(run.decode_outputs(records, schemas), inbox, caused, window, concerns)
-        reports = compare_by_schema(recorded, replayed)
+        reports = compare_by_schema(recorded, run.as_recorded(replayed, records))
         overall = total(reports.values())
         if not overall.extra or time.monotonic() >= deadline:
             break

@@ -32,6 +32,7 @@ from streams.nodeaggregate.partition import NodePartition
 from streams.nodeaggregate.settings import DEFAULT_SETTINGS, NodeAggregateSettings
 from streams.records import decoded
 from streams.scheduler.domain import SchedulingDomain
+from streams.schemas import codec
 
 SCHEDULING, NODE = "scheduling", "node"
 INBOX_IDS = {SCHEDULING: "inbox-scheduling", NODE: "inbox-node"}
@@ -202,6 +203,17 @@ def replayed_outputs(caused: Iterable[Caused], window: Window = Window(),
             if schema not in NOT_COMPARED and "decisionId" in record and concerns(schema, record):
                 out.setdefault(schema, []).append(record)
     return out
+
+
+def as_recorded(replayed: dict[str, list[dict]], recorded: Iterable) -> dict[str, list[dict]]:
+    """``replayed`` as the writer schema of the recorded record with the same decision id holds it
+    (``codec.as_written``): a field an output gained since the recording was made is compared at the default
+    the recording reads, not reported as a divergence."""
+    written = {(item.schema, item.value.get("decisionId")): item.message.value for item in decoded(recorded)
+               if isinstance(item.value, dict)}
+    return {schema: [codec.as_written(raw, record) if (raw := written.get((schema, record["decisionId"])))
+                     else record for record in records]
+            for schema, records in replayed.items()}
 
 
 def recorded_outputs(records: Iterable[tuple[str, dict]], inbox: str, caused: Iterable[Caused],

@@ -55,8 +55,8 @@ class CycleResult:
     message: str
     filter_results: tuple[tuple[str, str, int], ...] = ()
     """(plugin, reason, node count), sorted by plugin then reason."""
-    scores: tuple[tuple[str, int], ...] = ()
-    """The best (node, score) pairs, best first."""
+    scores: tuple[tuple[str, int, dict[str, int]], ...] = ()
+    """(node, total, each plugin's weighted part) of the best nodes, best first."""
     victims: tuple[Victim, ...] = ()
     """Pods PostFilter preempted so that the pod fits ``nominated``."""
     nominated: str | None = None
@@ -205,13 +205,16 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
                               failed.message if failed else "", ", ".join(reasons))
         return CycleResult(None, message, filter_results, rejected_by=rejected)
     total = np.zeros(count, dtype=np.int64)
+    parts: list[tuple[str, np.ndarray | int, int]] = []
     for plugin, weight in fw.weights:
         started = time.perf_counter()
         scores = plugin.score(state, pod, candidates)
         if isinstance(scores, np.ndarray):
             total += scores * weight if weight != 1 else scores
+            parts.append((plugin.name, scores, weight))
         elif scores:
             total += scores * weight
+            parts.append((plugin.name, scores, weight))
         stats.record(plugin.name, "score", "Success", started)
     keyed = total * (count + 1)
     keyed += cluster.columns.name_rank()
@@ -223,7 +226,7 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
             break
         best.append(index)
         keyed[index] = -1
-    scores = tuple((names[i], int(total[i])) for i in best)
+    scores = tuple((names[i], int(total[i]), _by_plugin(parts, i)) for i in best)
     node = names[best[0]]
     for index, plugin in enumerate(fw.points["reserve"]):
         started = time.perf_counter()
@@ -263,3 +266,13 @@ def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None
     """Every Reserve plugin's Unreserve, last first (a failed Permit, a rejected or timed-out waiting pod)."""
     for plugin in reversed(fw.points["reserve"]):
         plugin.unreserve(state, pod, node)
+
+
+def _by_plugin(parts: list[tuple[str, np.ndarray | int, int]], index: int) -> dict[str, int]:
+    """Each score plugin's weighted part of node ``index``'s total (weight x normalized score), those that gave
+    it nothing left out: what ``koord explain pod`` shows of a top node's score."""
+    found = {}
+    for name, scores, weight in parts:
+        if value := int(scores[index] if isinstance(scores, np.ndarray) else scores) * weight:
+            found[name] = value
+    return found

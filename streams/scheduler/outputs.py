@@ -105,7 +105,7 @@ class Outputs:
             "message": message + provisioning_note(bindings) if result == SCHEDULED else message,
             "filterResults": [{"plugin": p, "reason": r, "count": n}
                               for p, r, n in (outcome.filter_results if outcome else ())],
-            "scores": [{"node": n, "score": s} for n, s in (outcome.scores if outcome else ())],
+            "scores": [{"node": n, "score": s, "plugins": p} for n, s, p in (outcome.scores if outcome else ())],
             "causation": self.event.causation.to_record(),
             "timestamp": self.event.timestamp_ms,
             "requests": dict(pod.requests),

@@ -219,6 +219,22 @@ def decode(data: bytes) -> tuple[str, dict]:
     return version.name, record
 
 
+def as_written(data: bytes, record: dict) -> dict:
+    """``record`` (of the current schema) as the writer schema of ``data`` would hold it, read back: a field
+    that schema lacks takes its default. How a replay compares its outputs with ones an older version recorded;
+    ``record`` itself when ``data`` was written with the current schema or cannot be written with its own."""
+    version = _VERSIONS.get(bytes(data[len(MARKER):HEADER_SIZE])) if len(data) >= HEADER_SIZE else None
+    if version is None or version.reader is None:
+        return record
+    body = BytesIO()
+    try:
+        schemaless_writer(body, version.writer, record)
+    except Exception:
+        return record
+    body.seek(0)
+    return deepcopy(schemaless_reader(body, version.writer, version.reader))
+
+
 def _current(name: str) -> tuple[bytes, dict]:
     try:
         return _CURRENT[name]

@@ -32,12 +32,19 @@ def env(tmp_path) -> dict[str, str]:
         dataclasses.replace(bad_pod, value={**bad_pod.value, "manifest": "{not json"}),
         Records.pod("good", 3),
         dataclasses.replace(bad_node, value={**bad_node.value, "manifest": "<xml/>"}),
-        Records.decision("d-1", "default/good", "Scheduled", 5, node_name="node-a"),
+        _scored(Records.decision("d-1", "default/good", "Scheduled", 5, node_name="node-a")),
         Records.decision("d-2", "default/bad", "Scheduled", 6, node_name="node-a"),
     ])
     engine.dispose()
     return {**{k: v for k, v in os.environ.items() if not k.startswith("KOORD_")}, "KOORD_HOME": str(tmp_path),
             "KOORD_DATABASE_URL": url, "KOORD_BROKER": f"127.0.0.1:{free_loopback_port()}"}
+
+
+def _scored(decision):
+    """``decision`` with the top scores a cycle gives, each plugin's weighted part beside the total."""
+    return dataclasses.replace(decision, value={**decision.value, "scores": [
+        {"node": "node-a", "score": 180, "plugins": {"NodeResourcesFit": 80, "InterPodAffinity": 100}},
+        {"node": "node-b", "score": 60, "plugins": {"NodeResourcesFit": 60}}]})
 
 
 def koord(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -81,3 +88,10 @@ def test_a_read_model_of_another_schema_version_is_an_error_message(env):
 
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"has schema version {SCHEMA_VERSION - 1}" in result.stderr
+
+
+def test_explain_pod_shows_each_score_plugins_part_of_the_top_nodes(env):
+    shown = koord(env, "explain", "pod", "good").stdout
+    assert "top scores: node-a=180, node-b=60" in shown
+    assert "node-a: InterPodAffinity 100, NodeResourcesFit 80" in shown
+    assert "node-b: NodeResourcesFit 60" in shown

@@ -15,7 +15,7 @@ CPU_TOPOLOGY = "node.koordinator.sh/cpu-topology"
 KUBELET_POLICY = "kubelet.koordinator.sh/cpu-manager-policy"
 RESOURCE_SPEC = "scheduling.koordinator.sh/resource-spec"
 NUMA_SPEC = "scheduling.koordinator.sh/numa-topology-spec"
-PINNED_DIGEST = "aba0090371492592782625267a171b797b30719ab3b24d4249d7cf59e9244d85"
+PINNED_DIGEST = "129f529043cd572700bb771e2457c82d0a435d2c6c93b8a98e97fab836eeb1e3"
 
 
 def mixed_inbox(seed: int = 5) -> list:

@@ -16,6 +16,7 @@ from fastavro.schema import expand_schema, parse_schema
 
 from streams.schemas import codec
 from streams.schemas.codec import HISTORY_DIR, SCHEMAS, decode, fingerprint
+from tests.streams.schemas.conftest import sample_record
 
 VERSIONS = [
     pytest.param(name, int(match[1]), id=f"{name}.v{match[1]}")
@@ -189,3 +190,16 @@ def test_node_metric_v2_reads_without_throttling_or_cold_pages(plain_avro, make_
                                         for pod in record["podsMetric"])
     view = metric_view(record)
     assert (view.throttled_ratio, view.pod_cold_page_bytes, view.cold_page_bytes) == ({}, {}, None)
+
+
+def test_a_record_seen_as_an_older_writer_holds_it_has_the_newer_fields_at_their_defaults(plain_avro):
+    """``codec.as_written``: what a replay compares with a decision recorded before NodeScore had ``plugins``."""
+    old = plain_avro.history("SchedulingDecision")[4]
+    recorded = plain_avro.encode(old, sample_record(old, full=True))
+    replayed = decode(codec.encode("SchedulingDecision", sample_record(plain_avro.current("SchedulingDecision"),
+                                                                       full=True)))[1]
+    replayed["scores"] = [{"node": "n1", "score": 7, "plugins": {"NodeResourcesFit": 7}}]
+    seen = codec.as_written(recorded, replayed)
+    assert seen["scores"] == [{"node": "n1", "score": 7, "plugins": {}}]
+    current = codec.encode("SchedulingDecision", replayed)
+    assert codec.as_written(current, replayed) is replayed

@@ -52,4 +52,5 @@ def test_article_config_keeps_a_cpu_only_pod_off_the_gpu_node():
                  k8s_node("b-cpu", {**CPU_NODE, "pods": "110"}), k8s_pod("web", requests=CPU_POD))
     web = decisions(out)[-1]
     assert (web["result"], web["nodeName"]) == ("Scheduled", "b-cpu")
-    assert web["scores"] == [{"node": "b-cpu", "score": 400}, {"node": "a-gpu", "score": 300}]
+    assert [(s["node"], s["score"]) for s in web["scores"]] == [("b-cpu", 400), ("a-gpu", 300)]
+    assert web["scores"][0]["plugins"] == {"NodeResourcesFitPlus": 200, "ScarceResourceAvoidance": 200}
