@@ -389,7 +389,8 @@ GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO = "koordinator.sh/gpu-core", "koordinator
 def test_a_shared_gpu_pod_runs_carrying_the_gpu_koordstream_allocated_from_the_node_agents_device(loop, admin):
     """The node agent's NVML answers for one faked GPU; the rest is the product's: the agent creates Device
     koord-node and NodeMetric koord-node on the API server (as ``koord-node-agent``, status through the
-    subresource), koordstream's DeviceShare allocates half the GPU to a shared-GPU pod, the bridge patches
+    subresource), the bridge writes the Device's GPU resources into the node status beside batch,
+    koordstream's DeviceShare allocates half the GPU to a shared-GPU pod, the bridge patches
     ``device-allocated`` onto the pod before the Binding, and kubelet runs the pod (it admits extended resources
     its node status does not list, for a scheduler that knows them: kubelet's ``removeMissingExtendedResources``)."""
     ensure_config(admin)
@@ -401,6 +402,11 @@ def test_a_shared_gpu_pod_runs_carrying_the_gpu_koordstream_allocated_from_the_n
     metric = wait_for(lambda: (r := admin.get(NODEMETRIC)).status_code == 200 and r.json().get("status") and r.json(),
                       f"the node agent to write NodeMetric koord-node's status (log: {loop.log('node-agent')})")
     assert metric["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"]
+    status = wait_for(lambda: (a := admin.get("/api/v1/nodes/koord-node").json()["status"]["allocatable"]).get(GPU_CORE)
+                      and a, "the bridge to write the Device's GPU resources into the node status (koord-manager's "
+                             "device resource sync)", timeout=120)
+    assert (status[GPU_CORE], status[GPU_MEMORY], status[GPU_MEMORY_RATIO]) == ("100", str(80 * 2**30), "100")
+    assert status["kubernetes.io/batch-cpu"] and status["cpu"], "batch beside device resources, kubelet's kept"
     shared = {GPU_CORE: "50", GPU_MEMORY_RATIO: "50"}
     running = run_pod(admin, koord_pod("gpu-shared", "sleep 3600", {"limits": shared}, "LS"))
     annotations = running["metadata"].get("annotations", {})
