@@ -17,6 +17,12 @@
 - **Unreserve** (a rejected or timed-out member): unless once-satisfied and satisfied, a Strict gang's
   group is rejected: "Gang \"<id>\" gets rejected due to Pod \"<name>\" in Unreserve".
 
+**PodGroup status** (``object_outputs``): after each event, every PodGroup whose gang changed (a member added,
+changed, gone, bound or unbound, a member waiting or done waiting, the PodGroup itself) gets the status
+Koordinator's PodGroup controller would write (``status.pod_group_status``), and when it differs from the
+status last written (or, before any, the one the object shows) the PodGroup record with it in its manifest is
+an output, sent to the podgroups topic for the bridge to write to ``/status``.
+
 Once satisfied (Koordinator's irreversible ``OnceResourceSatisfied``) is derived here as "some member is
 bound": a restored domain must decide as the live one did, and the domain keeps no plugin memory; so a
 gang whose bound members have all ended counts as not satisfied again. Preemption for gangs
@@ -26,6 +32,7 @@ gang whose bound members have all ended counts as not satisfied again. Preemptio
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 
 from streams.koordinator.labels import GANG_MATCH_ONCE_SATISFIED, GANG_MATCH_ONLY_WAITING, GANG_MATCH_WAITING_AND_RUNNING
@@ -37,7 +44,8 @@ from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status,
     every_action, register)
 from streams.scheduler.plugins.coscheduling.gang import MATCH_POLICIES, Gang, from_pod_group, from_pods, gang_id_of
-from streams.scheduler.state import Cluster, ObjectChanged, PodChanged
+from streams.scheduler.plugins.coscheduling.status import pod_group_status
+from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodChanged, PodUnassigned
 
 NAME = "Coscheduling"
 POD_GROUP = "PodGroup"
@@ -86,6 +94,13 @@ class Coscheduling:
         self._gangs: dict[str, Gang] = {}
         for key, pod in cluster.pods.items():
             self._add(key, pod)
+        self._changed: set[str] = set(cluster.objects.get(POD_GROUP, {}))
+        """Gang ids whose PodGroup status may have changed since the last ``object_outputs``."""
+        self._waited: set[str] = set()
+        """Gang ids that had waiting members at the last ``object_outputs`` (a member done waiting changes
+        ``scheduled`` without a change of its own)."""
+        self._written: dict[str, dict] = {}
+        """Gang id -> the PodGroup status last written back."""
 
     # -- the gangs ---------------------------------------------------------------------
 
@@ -102,10 +117,18 @@ class Coscheduling:
                 if gang_id:
                     self._gangs.pop(gang_id, None)
                     self.members.get(gang_id, set()).discard(change.key)
+                    self._changed.add(gang_id)
             if change.new is not None:
                 self._add(change.key, change.new)
         elif isinstance(change, ObjectChanged) and change.kind == POD_GROUP:
             self._gangs.pop(change.name, None)
+            self._changed.add(change.name)
+            if change.new is None:
+                self._written.pop(change.name, None)
+        elif isinstance(change, (PodAssigned, PodUnassigned)):
+            gang_id = gang_id_of(change.pod)
+            if gang_id:
+                self._changed.add(gang_id)
 
     def gang(self, gang_id: str) -> Gang:
         gang = self._gangs.get(gang_id)
@@ -232,6 +255,29 @@ class Coscheduling:
         if gang.match_policy == GANG_MATCH_WAITING_AND_RUNNING:
             return waiting + len(self._bound(gang.id)) >= gang.min
         return waiting >= gang.min or self._satisfied(gang)
+
+    def object_outputs(self) -> list[tuple[str, dict]]:
+        """The PodGroup records whose status changed (see the module docstring), in gang id order."""
+        waiting = {gang_id for key in self.cluster.waiting.pods
+                   if key in self.cluster.pods and (gang_id := gang_id_of(self.cluster.pods[key]))}
+        candidates, self._changed, self._waited = self._changed | self._waited | waiting, set(), waiting
+        groups = self.cluster.objects.get(POD_GROUP, {})
+        out = []
+        for gang_id in sorted(candidates):
+            record = groups.get(gang_id)
+            if record is None:
+                continue
+            manifest = json.loads(record.get("manifest") or "{}")
+            shown = self._written.get(gang_id, manifest.get("status") or {})
+            members = [self.cluster.pods[key] for key in self._children(gang_id)]
+            status = pod_group_status(shown, int(record.get("minMember") or 0), members, len(self._bound(gang_id)),
+                                      self.cluster.now_ms)
+            if status == shown:
+                continue
+            self._written[gang_id] = status
+            out.append((POD_GROUP, {**record, "manifest": json.dumps({**manifest, "status": status}, sort_keys=True,
+                                                                      separators=(",", ":"))}))
+        return out
 
     def siblings(self, pod: PodInfo) -> list[str]:
         gang_id = gang_id_of(pod)
