@@ -21,7 +21,10 @@
 changed, gone, bound or unbound, a member waiting or done waiting, the PodGroup itself) gets the status
 Koordinator's PodGroup controller would write (``status.pod_group_status``), and when it differs from the
 status last written (or, before any, the one the object shows) the PodGroup record with it in its manifest is
-an output, sent to the podgroups topic for the bridge to write to ``/status``.
+an output, sent to the podgroups topic for the bridge to write to ``/status``. Every scheduling domain gets
+every PodGroup, so only a domain that holds members of the gang (or wrote its status before, and so saw them
+go) writes it: a PodGroup no domain has a member of yet shows no status (Koordinator's shows Pending), and a
+gang whose members are split over domains (different quota trees) gets the status of each in turn.
 
 Once satisfied (Koordinator's irreversible ``OnceResourceSatisfied``) is derived here as "some member is
 bound": a restored domain must decide as the live one did, and the domain keeps no plugin memory; so a
@@ -265,7 +268,7 @@ class Coscheduling:
         out = []
         for gang_id in sorted(candidates):
             record = groups.get(gang_id)
-            if record is None:
+            if record is None or not (self.members.get(gang_id) or gang_id in self._written):
                 continue
             manifest = json.loads(record.get("manifest") or "{}")
             shown = self._written.get(gang_id, manifest.get("status") or {})

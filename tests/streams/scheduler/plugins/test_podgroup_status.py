@@ -14,7 +14,7 @@ import pytest
 from streams.objects.podinfo import from_record as pod_info
 from streams.scheduler.plugins.coscheduling.status import pod_group_status, rfc3339, step
 from streams.schemas import codec
-from tests.streams.scheduler.support import decisions, node, pod, pod_group, run
+from tests.streams.scheduler.support import decisions, node, pod, pod_group, run, tick
 
 PG = "pod-group.scheduling.sigs.k8s.io"
 PREVIOUS = {"occupiedBy": "test", "scheduled": 2, "scheduleStartTime": "2026-11-29T00:00:00Z"}
@@ -121,3 +121,16 @@ def test_the_same_inbox_gives_the_same_statuses():
     first = pod_groups(run(*events)[1])
     second = pod_groups(run(*events)[1])
     assert first == second == [{"phase": "Pending"}, {"phase": "Scheduled", "scheduled": 3}]
+
+
+def test_a_domain_without_members_of_the_gang_writes_nothing_and_the_one_that_lost_them_writes_pending():
+    """Every domain gets every PodGroup; only the one holding its members speaks for it. Members gone: the
+    controller's "running to pending"."""
+    from tests.streams.scheduler.support import deleted
+
+    domain, out = run(node("n1", cpu=8000), pod_group("train", 1, ts=1000), tick(2000))
+    assert pod_groups(out) == []
+    domain, out = run(group_pod("w0", ts=3000), domain=domain)
+    assert pod_groups(out) == [{"phase": "Scheduled", "scheduled": 1}]
+    domain, out = run(deleted("Pod", "default/w0", ts=4000), domain=domain)
+    assert pod_groups(out) == [{"phase": "Pending", "scheduled": 1}], "the controller sets only the phase then"
