@@ -47,7 +47,7 @@ from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status,
     every_action, register)
 from streams.scheduler.plugins.coscheduling.gang import MATCH_POLICIES, Gang, from_pod_group, from_pods, gang_id_of
-from streams.scheduler.plugins.coscheduling.status import pod_group_status
+from streams.scheduler.plugins.coscheduling.status import ENDED, members_of, pod_group_status
 from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodChanged, PodUnassigned
 
 NAME = "Coscheduling"
@@ -104,6 +104,10 @@ class Coscheduling:
         ``scheduled`` without a change of its own)."""
         self._written: dict[str, dict] = {}
         """Gang id -> the PodGroup status last written back."""
+        self._ended: dict[str, dict[str, int]] = {
+            gang_id: _ended_in(record) for gang_id, record in cluster.objects.get(POD_GROUP, {}).items()}
+        """Gang id -> members that ended, by phase: from the status the object shows when built (a restored
+        domain), then counted as they end."""
 
     # -- the gangs ---------------------------------------------------------------------
 
@@ -121,6 +125,10 @@ class Coscheduling:
                     self._gangs.pop(gang_id, None)
                     self.members.get(gang_id, set()).discard(change.key)
                     self._changed.add(gang_id)
+            gang_id = gang_id_of(change.old) if change.old is not None else None
+            if gang_id and change.ended in ENDED:
+                ended = self._ended.setdefault(gang_id, {})
+                ended[change.ended] = ended.get(change.ended, 0) + 1
             if change.new is not None:
                 self._add(change.key, change.new)
         elif isinstance(change, ObjectChanged) and change.kind == POD_GROUP:
@@ -128,6 +136,9 @@ class Coscheduling:
             self._changed.add(change.name)
             if change.new is None:
                 self._written.pop(change.name, None)
+                self._ended.pop(change.name, None)
+            elif change.old is None:
+                self._ended[change.name] = _ended_in(change.new)
         elif isinstance(change, (PodAssigned, PodUnassigned)):
             gang_id = gang_id_of(change.pod)
             if gang_id:
@@ -268,19 +279,26 @@ class Coscheduling:
         out = []
         for gang_id in sorted(candidates):
             record = groups.get(gang_id)
-            if record is None or not (self.members.get(gang_id) or gang_id in self._written):
+            if record is None or not (self.members.get(gang_id) or self._ended.get(gang_id)
+                                      or gang_id in self._written):
                 continue
             manifest = json.loads(record.get("manifest") or "{}")
             shown = self._written.get(gang_id, manifest.get("status") or {})
-            members = [self.cluster.pods[key] for key in self._children(gang_id)]
-            status = pod_group_status(shown, int(record.get("minMember") or 0), members, len(self._bound(gang_id)),
-                                      self.cluster.now_ms)
+            pods = [self.cluster.pods[key] for key in self._children(gang_id)]
+            members = members_of(pods, self._scheduled(gang_id), self._ended.get(gang_id, {}))
+            status = pod_group_status(shown, int(record.get("minMember") or 0), members, self.cluster.now_ms)
             if status == shown:
                 continue
             self._written[gang_id] = status
             out.append((POD_GROUP, {**record, "manifest": json.dumps({**manifest, "status": status}, sort_keys=True,
                                                                       separators=(",", ":"))}))
         return out
+
+    def _scheduled(self, gang_id: str) -> int:
+        """``GetBoundPodNumber``: members bound, here or on the API server (a pod that has ended keeps counting,
+        as Koordinator's gang keeps it among its bound children until it is deleted)."""
+        bound = set(self._bound(gang_id))
+        return sum(key in bound or bool(self.cluster.pods[key].node_name) for key in self._children(gang_id))
 
     def siblings(self, pod: PodInfo) -> list[str]:
         gang_id = gang_id_of(pod)
@@ -294,6 +312,15 @@ class Coscheduling:
 def _list(ids) -> str:
     """Go's ``%v`` of a string slice: "[a b]"."""
     return "[" + " ".join(ids) + "]"
+
+
+def _ended_in(record: Mapping) -> dict[str, int]:
+    """Members that ended, by phase, as the PodGroup's status shows them."""
+    try:
+        status = json.loads(record.get("manifest") or "{}").get("status") or {}
+    except (ValueError, AttributeError):
+        status = {}
+    return {phase: int(status.get(phase.lower()) or 0) for phase in ENDED if status.get(phase.lower())}
 
 
 def _by_pod_group(pod: PodInfo) -> bool:
