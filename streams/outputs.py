@@ -21,6 +21,7 @@ OUTPUT_TOPICS = {
     "Ack": "acks",
     "PodMigrationJob": "podmigrationjobs",
     "Reservation": "reservations",
+    "PodGroup": "podgroups",
 }
 """Topology id of the topic each output schema goes to."""
 
@@ -38,6 +39,8 @@ def output_key(schema: str, record: dict) -> str:
         return deadletter.reference_key(record)
     if schema in ("PodMigrationJob", "Reservation"):
         return record["metadata"]["name"]
+    if schema == "PodGroup":
+        return f"{record['metadata']['namespace']}/{record['metadata']['name']}"
     return record["nodeName"]
 
 

@@ -35,9 +35,9 @@ NO_KEY = b"\xff\xff\xff\xff"
 KEY_FILE = "record.key"
 PIPELINE_SOURCES = ("decisions", "noderesources", "nodeusages")
 """Source topics (topology ids) that only the worker writes: the router forwards only signed records of them."""
-SIGNED_OUTPUTS = (*PIPELINE_SOURCES, "quotastatus", "reservations", "podmigrationjobs")
+SIGNED_OUTPUTS = (*PIPELINE_SOURCES, "quotastatus", "reservations", "podmigrationjobs", "podgroups")
 """Topics (topology ids) whose records the pipeline signs: those only it writes, and the statuses the bridge
-writes back to the cluster (on the reservations and jobs topics, which users and the bridge write too, the
+writes back to the cluster (on the reservations, jobs and podgroups topics, which users and the bridge write too, the
 signature is what tells the pipeline's status from an object as applied)."""
 
 Headers = Mapping[str, bytes | None] | Iterable[tuple[str | bytes, bytes | None]] | None

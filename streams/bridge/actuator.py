@@ -2,7 +2,7 @@
 
 Reads ``koord.decisions`` (SchedulingDecision, Eviction), ``koord.noderesources`` (NodeResource),
 ``koord.quotastatus`` (ElasticQuotaStatus) and the statuses the scheduling domain writes back to
-``koord.reservations`` and ``koord.podmigrationjobs`` in the consumer group of the config, asks ``writes``
+``koord.reservations``, ``koord.podmigrationjobs`` and ``koord.podgroups`` in the consumer group of the config, asks ``writes``
 (``statuses`` for the custom resources' status) which write each one needs given the watched view, makes
 it, and commits the offsets once every write of the poll ended: a crash re-reads the uncommitted decisions,
 and ``writes`` turns every one already written into a skip.
@@ -62,7 +62,7 @@ POLL_MS = 500
 
 
 ACTED_ON = ("SchedulingDecision", "Eviction", "NodeResource", *statuses.SCHEMA_KIND)
-SHARED_TOPIC_SCHEMAS = (statuses.RESERVATION, statuses.MIGRATION)
+SHARED_TOPIC_SCHEMAS = (statuses.RESERVATION, statuses.MIGRATION, statuses.POD_GROUP)
 """Records of topics the pipeline shares with the bridge's own watch and with users: only the pipeline's
 (signed) ones are acted on, the others (the objects as applied or watched) are skipped."""
 CONFLICT_ATTEMPTS = 5

@@ -23,7 +23,7 @@ from streams.signing import signer
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.sqlite"
-ACTED_ON_TOPICS = ("decisions", "noderesources", "quotastatus", "reservations", "podmigrationjobs")
+ACTED_ON_TOPICS = ("decisions", "noderesources", "quotastatus", "reservations", "podmigrationjobs", "podgroups")
 """Topics (topology ids) the actuator reads in active mode (``actuator.ACTED_ON``)."""
 
 

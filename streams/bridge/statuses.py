@@ -1,6 +1,6 @@
 """Which status write a pipeline record asks of a custom resource, given the object the watch saw.
 
-The scheduling domain computes the status of three kinds of object; the bridge writes each back as the
+The scheduling domain computes the status of four kinds of object; the bridge writes each back as the
 controller that owns it in Koordinator does, through the object's ``status`` subresource:
 
 - **Reservation** (the ``Reservation`` record the domain writes back to the reservations topic, status in its
@@ -10,6 +10,11 @@ controller that owns it in Koordinator does, through the object's ``status`` sub
   marshals.
 - **PodMigrationJob** (the ``PodMigrationJob`` record, status in its manifest): ``status.phase``, ``reason``,
   ``message``, ``nodeName``, ``conditions``, as koord-descheduler's migration controller writes them.
+- **PodGroup** (the ``PodGroup`` record the domain writes back to the podgroups topic, status in its manifest):
+  ``status.phase``, ``occupiedBy``, ``scheduled``, ``running``, ``succeeded``, ``failed``,
+  ``scheduleStartTime``, as Koordinator's PodGroup controller writes them (``streams.scheduler.plugins
+  .coscheduling.status``). Its fields are ``omitempty``: one the record omits (a count back to 0) is removed
+  (``null`` in the merge patch), as the controller's merge patch of the old and new object does.
 - **ElasticQuota** (``ElasticQuotaStatus``): the annotations ``quota.scheduling.koordinator.sh/runtime`` and
   ``/request`` (a ResourceList as JSON) on the object, and ``status.used``, as koord-scheduler's quota
   controller (``updateElasticQuotaStatusIfChanged``) patches them; a resource list is compared without its
@@ -23,8 +28,8 @@ Every write names the ``resourceVersion`` of the object it was planned against (
 is never written over a version the bridge did not see. A plan is a skip when the object shows the record's
 status already (idempotent: a record read again writes nothing), when the object is gone or is another
 object of that name (uid), and when the object is in a final phase (a Reservation Succeeded or Failed, a
-PodMigrationJob Succeeded, Failed or Aborted): Koordinator never leaves those, and a user's abort must not
-be undone by an older record.
+PodMigrationJob Succeeded, Failed or Aborted, a PodGroup Finished or Failed): Koordinator never leaves those,
+and a user's abort must not be undone by an older record.
 """
 
 from __future__ import annotations
@@ -35,14 +40,19 @@ from collections.abc import Mapping
 
 from streams.koordinator.annotations import ANNOTATION_QUOTA_REQUEST, ANNOTATION_QUOTA_RUNTIME
 from streams.objects.quantity import QuantityError, format_quantity, to_canonical
+from streams.scheduler.plugins.coscheduling.status import FIELDS as POD_GROUP_STATUS_FIELDS
+from streams.scheduler.plugins.coscheduling.status import FINAL_PHASES as POD_GROUP_FINAL_PHASES
 
-RESERVATION, MIGRATION, QUOTA = "Reservation", "PodMigrationJob", "ElasticQuota"
+RESERVATION, MIGRATION, QUOTA, POD_GROUP = "Reservation", "PodMigrationJob", "ElasticQuota", "PodGroup"
 QUOTA_STATUS = "ElasticQuotaStatus"
-STATUS_KINDS = (RESERVATION, MIGRATION, QUOTA)
+STATUS_KINDS = (RESERVATION, MIGRATION, QUOTA, POD_GROUP)
 """Kinds whose objects the bridge's view keeps for status writes."""
-SCHEMA_KIND = {RESERVATION: RESERVATION, MIGRATION: MIGRATION, QUOTA_STATUS: QUOTA}
+SCHEMA_KIND = {RESERVATION: RESERVATION, MIGRATION: MIGRATION, QUOTA_STATUS: QUOTA, POD_GROUP: POD_GROUP}
 """The kind of object each record schema writes the status of."""
-FINAL_PHASES = {RESERVATION: ("Succeeded", "Failed"), MIGRATION: ("Succeeded", "Failed", "Aborted")}
+FINAL_PHASES = {RESERVATION: ("Succeeded", "Failed"), MIGRATION: ("Succeeded", "Failed", "Aborted"),
+                POD_GROUP: POD_GROUP_FINAL_PHASES}
+POD_GROUP_FIELDS = POD_GROUP_STATUS_FIELDS
+"""``PodGroupStatus``'s fields: each is written, absent ones as null (removed)."""
 QUOTA_ANNOTATIONS = {"runtime": ANNOTATION_QUOTA_RUNTIME, "request": ANNOTATION_QUOTA_REQUEST}
 """ElasticQuotaStatus field -> the annotation Koordinator writes it to."""
 
@@ -100,8 +110,8 @@ def target(schema: str, record: Mapping) -> tuple[str, str | None, str] | None:
 
 
 def plan(schema: str, record: Mapping, obj: ObjectView | None) -> PatchStatus | Skip:
-    """The write ``record`` (a Reservation, PodMigrationJob or ElasticQuotaStatus the pipeline wrote) asks of
-    ``obj``, or why there is none."""
+    """The write ``record`` (a Reservation, PodMigrationJob, PodGroup or ElasticQuotaStatus the pipeline wrote)
+    asks of ``obj``, or why there is none."""
     if schema == QUOTA_STATUS:
         return _plan_quota(record, obj)
     manifest = json.loads(record["manifest"])
@@ -115,7 +125,12 @@ def plan(schema: str, record: Mapping, obj: ObjectView | None) -> PatchStatus | 
         return Skip(f"the status was for an earlier object of that name (uid {uid}, now {obj.uid})")
     if obj.status.get("phase") in FINAL_PHASES[obj.kind]:
         return Skip(f"the object is {obj.status['phase']} already, a final phase")
-    wanted = _reservation_status(status) if schema == RESERVATION else dict(status)
+    if schema == RESERVATION:
+        wanted = _reservation_status(status)
+    elif schema == POD_GROUP:
+        wanted = {key: status.get(key) for key in POD_GROUP_FIELDS}
+    else:
+        wanted = dict(status)
     if all(obj.status.get(k) == v for k, v in wanted.items()):
         return Skip("the object shows this status already")
     return PatchStatus(obj.kind, obj.namespace, obj.name, obj.uid, obj.resource_version, wanted)

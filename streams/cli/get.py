@@ -118,6 +118,17 @@ OBJECT_COLUMNS = (
     ("NAMESPACE", lambda o: o["metadata"].get("namespace") or ""),
     ("NAME", lambda o: o["metadata"]["name"]),
 )
+POD_GROUP_COLUMNS = (
+    *OBJECT_COLUMNS,
+    ("PHASE", lambda g: _status(g, "phase") or "<none>"),
+    ("MINMEMBER", lambda g: str((g.get("spec") or {}).get("minMember") or 0)),
+    ("SCHEDULED", lambda g: _status(g, "scheduled") or "0"),
+    ("RUNNING", lambda g: _status(g, "running") or "0"),
+)
+POD_GROUP_WIDE = (("SUCCEEDED", lambda g: _status(g, "succeeded") or "0"),
+                  ("FAILED", lambda g: _status(g, "failed") or "0"),
+                  ("OCCUPIEDBY", lambda g: _status(g, "occupiedBy")),
+                  ("SCHEDULESTARTTIME", lambda g: _status(g, "scheduleStartTime")))
 CLAIM_COLUMNS = (
     *OBJECT_COLUMNS,
     ("STATUS", lambda c: _status(c, "phase") or "Pending"),
@@ -146,7 +157,7 @@ CSINODE_COLUMNS = (
 )
 OBJECT_KINDS = {
     "podmigrationjobs": ("podmigrationjobs", "PodMigrationJob", MIGRATION_JOB_COLUMNS, MIGRATION_JOB_WIDE),
-    "podgroups": ("podgroups", "PodGroup", OBJECT_COLUMNS, ()),
+    "podgroups": ("podgroups", "PodGroup", POD_GROUP_COLUMNS, POD_GROUP_WIDE),
     "reservations": ("reservations", "Reservation", RESERVATION_COLUMNS, RESERVATION_WIDE),
     "devices": ("devices", "Device", OBJECT_COLUMNS, ()),
     "persistentvolumeclaims": ("persistentvolumeclaims", "PersistentVolumeClaim", CLAIM_COLUMNS, CLAIM_WIDE),

@@ -2,7 +2,7 @@
 
 ``SchedulingDomain.handle(event)`` applies one inbox event and returns what it causes, as
 (Avro schema name, record) pairs (``outputs``: SchedulingDecision, ElasticQuotaStatus, Eviction,
-PodMigrationJob, Reservation, DeadLetter). It reads no clock: time is the largest event timestamp
+PodMigrationJob, Reservation, PodGroup, DeadLetter). It reads no clock: time is the largest event timestamp
 seen (Tick events let it pass), so the same inbox gives the same outputs. A source event at or
 below the last offset applied for its source partition is a duplicate and is ignored.
 
@@ -36,7 +36,8 @@ from streams.scheduler import registry
 from streams.scheduler.cycle import Framework
 from streams.scheduler.descheduling import Descheduling, DeschedulingHook
 from streams.scheduler.framework import (
-    CONFIGURATION_UPDATE, NODE, NODE_USAGE, QUOTA, ClusterEvent, ObjectPods, StatusReporter, action_of)
+    CONFIGURATION_UPDATE, NODE, NODE_USAGE, QUOTA, ClusterEvent, ObjectPods, ObjectStatuses, StatusReporter,
+    action_of)
 from streams.scheduler.objectpods import ObjectPodEvents
 from streams.scheduler.orchestration import PodScheduling, PodState
 from streams.scheduler.outputs import Outputs
@@ -168,7 +169,7 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
         self._deschedule(out)
         self._emit_statuses(out)
         self._refresh_object_pods(out)
-        for source in self._enabled(ObjectPods):
+        for source in self._enabled(ObjectStatuses):
             out.items.extend(source.object_outputs())
         return out.items
 

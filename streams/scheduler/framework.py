@@ -349,6 +349,16 @@ class WatchesObjects(Protocol):
 
 
 @runtime_checkable
+class ObjectStatuses(Protocol):
+    """A plugin that writes back the status of objects it watches (a Reservation, a PodGroup): ``object_outputs``
+    gives the (schema, record) outputs of the objects whose status changed since the last call, each the object's
+    record with the status in its manifest, sent to the object's own topic. The domain asks every enabled one
+    at the end of each event."""
+
+    def object_outputs(self) -> list[tuple[str, dict]]: ...
+
+
+@runtime_checkable
 class ObjectPods(Protocol):
     """Objects scheduled like pods (Koordinator's reserve pods): the domain keeps, for every object of
     ``pod_kinds``, the Pod record ``object_pod`` returns (None: no pod) under the key "<kind>/<name>", schedules

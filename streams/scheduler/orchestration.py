@@ -107,7 +107,7 @@ class PodScheduling:
                 del self.pods[key]
                 old = cluster.pods.pop(key)
                 self.queue.remove(key)
-                self._observe(PodChanged(key, old, None))
+                self._observe(PodChanged(key, old, None, None if deleted else record["phase"]))
                 self._dirty.add(f"pod/{key}")
             else:
                 node = None

@@ -52,6 +52,8 @@ class PodChanged:
     key: str
     old: PodInfo | None
     new: PodInfo | None
+    ended: str | None = None
+    """The phase a pod gone because it ended had (Succeeded, Failed); None when it was deleted."""
 
 
 @dataclasses.dataclass(frozen=True)

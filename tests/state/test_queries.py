@@ -457,3 +457,26 @@ def test_get_objects_shows_claims_with_the_columns_of_koord_get_pvc(projector, r
                                     claim.record, 1)])
     [shown] = get_objects(read_model, "persistentvolumeclaims", "PersistentVolumeClaim", namespace="team")
     assert [f(shown) for _, f in (*CLAIM_COLUMNS, *CLAIM_WIDE)] == ["team", "data", "Bound", "pv-1", "local", "node-a"]
+
+
+def test_get_objects_shows_pod_groups_with_the_status_the_scheduling_domain_wrote_back(projector, read_model,
+                                                                                        records):
+    """A PodGroup as ``koord apply`` writes it, then the status record the scheduling domain writes back to the
+    same topic for the gang it placed: ``koord get podgroups`` shows the phase and counts."""
+    from streams.cli.get import POD_GROUP_COLUMNS, POD_GROUP_WIDE
+    from streams.objects import load_and_validate
+    from tests.streams.scheduler.support import event, node, pod, run
+
+    text = ("apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: train, namespace: team}\n"
+            "spec: {minMember: 2}\n")
+    [group] = load_and_validate("-", stdin_text=text)
+    members = [pod(f"w{i}", namespace="team", labels={"pod-group.scheduling.sigs.k8s.io": "train"}, ts=2000 + i)
+               for i in range(2)]
+    _, out = run(node("n1", cpu=8000), event("PodGroup", group.key, group.record), *members)
+    written = [record for schema, record in out if schema == "PodGroup"]
+    projector.apply([records.record("koord.podgroups", group.key, "PodGroup", group.record, 1),
+                     *(records.record("koord.podgroups", group.key, "PodGroup", record, 2 + i)
+                       for i, record in enumerate(written))])
+    [shown] = get_objects(read_model, "podgroups", "PodGroup", namespace="team")
+    assert [f(shown) for _, f in (*POD_GROUP_COLUMNS, *POD_GROUP_WIDE)] == [
+        "team", "train", "Scheduled", "2", "2", "0", "0", "0", "", ""]

@@ -27,13 +27,14 @@ def writers(topic_id: str) -> set[str]:
     return acls.writers(BINDINGS, TOPOLOGY.name(topic_id))
 
 
-@pytest.mark.parametrize("topic_id", [*INBOXES, *sorted(set(OUTPUT_TOPICS.values()) - {"deadletters", "podmigrationjobs", "reservations"}),
+@pytest.mark.parametrize("topic_id", [*INBOXES, *sorted(set(OUTPUT_TOPICS.values()) - {"deadletters", "podmigrationjobs", "reservations",
+                                                                              "podgroups"}),
                                       "changelog-node", "changelog-routing", "changelog-scheduling", "ticks"])
 def test_the_worker_alone_writes_inboxes_outputs_changelogs_and_ticks(topic_id):
     assert writers(topic_id) == {"User:worker"}
 
 
-@pytest.mark.parametrize("topic_id", ["podmigrationjobs", "reservations"])
+@pytest.mark.parametrize("topic_id", ["podmigrationjobs", "reservations", "podgroups"])
 def test_jobs_and_reservations_are_applied_by_people_and_the_bridge_and_their_status_written_by_the_worker(topic_id):
     assert writers(topic_id) == {"User:worker", "User:operator", "User:bridge"}
 

@@ -34,7 +34,7 @@ def test_undecodable_and_foreign_records_become_dead_letters_in_order():
     assert producer.sent[0][1]["reason"].startswith("CodecError: ")
     assert producer.sent[1][1]["reason"] == ("ValueError: a ConfigMap record is not one the bridge acts on "
                                              "(SchedulingDecision, Eviction, NodeResource, Reservation, "
-                                             "PodMigrationJob, ElasticQuotaStatus)")
+                                             "PodMigrationJob, ElasticQuotaStatus, PodGroup)")
 
 
 def test_a_decision_the_worker_did_not_sign_binds_nothing_and_is_a_dead_letter():

@@ -611,6 +611,43 @@ def test_the_statuses_koordstream_computes_are_on_the_api_server(setup):
             ("elasticquotas", None)} <= written
 
 
+PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
+
+
+def test_a_gang_koordstream_places_shows_its_podgroup_status_on_the_api_server(setup):
+    """Issue 40 item 3, PodGroup: a PodGroup of two and its two members created through the API server; the
+    pipeline binds both at once and its PodGroup status (Koordinator's PodGroup controller: Scheduled, scheduled
+    2; no kubelet runs the pods, so not Running) is on the API server, written by the bridge through
+    ``/status``, the same as ``koord get podgroups`` shows."""
+    if setup.bridge is None or setup.bridge.poll() is not None:
+        setup.start_bridge("active")
+    setup.create(PODGROUPS, {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
+                             "metadata": {"name": "train", "namespace": "default"},
+                             "spec": {"minMember": 2, "scheduleTimeoutSeconds": 30}})
+    for name in ("train-0", "train-1"):
+        setup.create(PODS, pod(name, labels={"pod-group.scheduling.sigs.k8s.io": "train"}))
+    engine = setup.engine()
+
+    def as_computed():
+        found = setup.get(f"{PODGROUPS}/train") or {}
+        computed = queries.get_objects(engine, "podgroups", "PodGroup", "train", "default")
+        last[:] = [found.get("status"), computed and computed[0].get("status")]
+        if not computed or (computed[0].get("status") or {}).get("phase") != "Scheduled":
+            return None
+        return found if found.get("status") == computed[0]["status"] else None
+    last: list = []
+    try:
+        group = wait_for(as_computed, "the PodGroup's status as koordstream computed it")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; last seen (API server, koordstream): {last}") from None
+    assert group["status"] == {"phase": "Scheduled", "scheduled": 2}
+    assert bound_node(setup, "train-0") and bound_node(setup, "train-1")
+    written = {(e["objectRef"]["resource"], e["objectRef"].get("subresource")) for e in setup.audit()
+               if e["user"]["username"] == BRIDGE_USER and e["verb"] == "patch" and e["stage"] == "ResponseComplete"
+               and e["responseStatus"]["code"] == 200}
+    assert ("podgroups", "status") in written
+
+
 def test_a_status_write_at_a_stale_version_is_planned_again_from_a_fresh_read(setup):
     """The view holds an old version of a job; a user aborts the job meanwhile. The bridge's write names the
     old resourceVersion, the API server refuses it (409), the bridge reads the job afresh, sees Aborted (a
@@ -730,7 +767,8 @@ def test_each_write_of_the_role_works_and_fails_without_it(setup):
                   ("patch", "nodes/status", 200), ("create", "pods/eviction", 201),
                   ("patch", "reservations/status", 200), ("patch", "podmigrationjobs/status", 200),
                   ("patch", "elasticquotas/status", 200), ("patch", "elasticquotas", 200), ("patch", "nodes", 200),
-                  ("patch", "persistentvolumeclaims", 200), ("patch", "persistentvolumes", 200)):
+                  ("patch", "persistentvolumeclaims", 200), ("patch", "persistentvolumes", 200),
+                  ("patch", "podgroups/status", 200)):
         assert write in made
     pki.issue_client(setup.plane.pki, "no-role")
     path = setup.cluster.home / "no-role.kubeconfig"

@@ -89,6 +89,37 @@ def test_quota(record, obj, expected):
     assert statuses.plan("ElasticQuotaStatus", record, obj) == expected
 
 
+def pod_group(status: dict) -> dict:
+    manifest = {"kind": "PodGroup", "metadata": {"name": "r1", "namespace": "team", "uid": "u1"},
+                "spec": {"minMember": 2}, "status": status}
+    return {"metadata": {"name": "r1", "namespace": "team", "uid": "u1"}, "manifest": json.dumps(manifest),
+            "minMember": 2, "scheduleTimeoutSeconds": None, "minResources": {}}
+
+
+SCHEDULED = {"phase": "Scheduled", "scheduled": 2, "scheduleStartTime": "2026-11-29T04:00:00Z"}
+PG_ABSENT = {"occupiedBy": None, "running": None, "succeeded": None, "failed": None}
+
+
+@pytest.mark.parametrize("record, obj, expected", [
+    pytest.param(pod_group({"phase": "Pending"}), seen("PodGroup", namespace="team"),
+                 PatchStatus("PodGroup", "team", "r1", "u1", "7",
+                             {"phase": "Pending", "scheduled": None, "scheduleStartTime": None, **PG_ABSENT}),
+                 id="first status, every field named"),
+    pytest.param(pod_group(SCHEDULED), seen("PodGroup", {"phase": "Running", "scheduled": 2, "running": 2,
+                                                         "scheduleStartTime": "2026-11-29T04:00:00Z"}, namespace="team"),
+                 PatchStatus("PodGroup", "team", "r1", "u1", "7", {**SCHEDULED, **PG_ABSENT}),
+                 id="a count back to zero is removed"),
+    pytest.param(pod_group(SCHEDULED), seen("PodGroup", SCHEDULED, namespace="team"),
+                 Skip("the object shows this status already"), id="shown already"),
+    pytest.param(pod_group(SCHEDULED), seen("PodGroup", {"phase": "Finished", "succeeded": 2}, namespace="team"),
+                 Skip("the object is Finished already, a final phase"), id="finished is final"),
+    pytest.param(pod_group(SCHEDULED), None, Skip("the object no longer exists"), id="gone"),
+])
+def test_pod_group(record, obj, expected):
+    assert statuses.target("PodGroup", record) == ("PodGroup", "team", "r1")
+    assert statuses.plan("PodGroup", record, obj) == expected
+
+
 def test_the_bridge_may_read_every_topic_it_acts_on():
     bridge = next(role for role in acls.load_roles() if role.name == "bridge")
     assert set(ACTED_ON_TOPICS) <= set(bridge.read)

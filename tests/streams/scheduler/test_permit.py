@@ -117,7 +117,7 @@ def test_deleting_a_waiting_pod_frees_its_node_and_releases_nothing_bound(pairs)
 def test_watched_objects_are_kept_persisted_and_read_by_the_plugin(pairs):
     group = event("PodGroup", "default/solo", {"metadata": {"name": "solo", "namespace": "default"},
                                                "manifest": "{}", "minMember": 1,
-                                               "scheduleTimeoutSeconds": None, "minResources": None})
+                                               "scheduleTimeoutSeconds": None, "minResources": {}})
     domain, out = run(pairs, node("n1", cpu=2000), group, pod("a", labels={"pair": "x"}, ts=2000))
     assert results(out) == [("a", "Scheduled", "n1")]
     restored = SchedulingDomain.restore("default", domain.entries())

@@ -17,6 +17,15 @@
 - **Unreserve** (a rejected or timed-out member): unless once-satisfied and satisfied, a Strict gang's
   group is rejected: "Gang \"<id>\" gets rejected due to Pod \"<name>\" in Unreserve".
 
+**PodGroup status** (``object_outputs``): after each event, every PodGroup whose gang changed (a member added,
+changed, gone, bound or unbound, a member waiting or done waiting, the PodGroup itself) gets the status
+Koordinator's PodGroup controller would write (``status.pod_group_status``), and when it differs from the
+status last written (or, before any, the one the object shows) the PodGroup record with it in its manifest is
+an output, sent to the podgroups topic for the bridge to write to ``/status``. Every scheduling domain gets
+every PodGroup, so only a domain that holds members of the gang (or wrote its status before, and so saw them
+go) writes it: a PodGroup no domain has a member of yet shows no status (Koordinator's shows Pending), and a
+gang whose members are split over domains (different quota trees) gets the status of each in turn.
+
 Once satisfied (Koordinator's irreversible ``OnceResourceSatisfied``) is derived here as "some member is
 bound": a restored domain must decide as the live one did, and the domain keeps no plugin memory; so a
 gang whose bound members have all ended counts as not satisfied again. Preemption for gangs
@@ -26,6 +35,7 @@ gang whose bound members have all ended counts as not satisfied again. Preemptio
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 
 from streams.koordinator.labels import GANG_MATCH_ONCE_SATISFIED, GANG_MATCH_ONLY_WAITING, GANG_MATCH_WAITING_AND_RUNNING
@@ -37,7 +47,8 @@ from streams.scheduler.framework import (
     ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SUCCESS, Code, CycleState, Diagnosis, PostFilterResult, Status,
     every_action, register)
 from streams.scheduler.plugins.coscheduling.gang import MATCH_POLICIES, Gang, from_pod_group, from_pods, gang_id_of
-from streams.scheduler.state import Cluster, ObjectChanged, PodChanged
+from streams.scheduler.plugins.coscheduling.status import ENDED, members_of, pod_group_status
+from streams.scheduler.state import Cluster, ObjectChanged, PodAssigned, PodChanged, PodUnassigned
 
 NAME = "Coscheduling"
 POD_GROUP = "PodGroup"
@@ -86,6 +97,17 @@ class Coscheduling:
         self._gangs: dict[str, Gang] = {}
         for key, pod in cluster.pods.items():
             self._add(key, pod)
+        self._changed: set[str] = set(cluster.objects.get(POD_GROUP, {}))
+        """Gang ids whose PodGroup status may have changed since the last ``object_outputs``."""
+        self._waited: set[str] = set()
+        """Gang ids that had waiting members at the last ``object_outputs`` (a member done waiting changes
+        ``scheduled`` without a change of its own)."""
+        self._written: dict[str, dict] = {}
+        """Gang id -> the PodGroup status last written back."""
+        self._ended: dict[str, dict[str, int]] = {
+            gang_id: _ended_in(record) for gang_id, record in cluster.objects.get(POD_GROUP, {}).items()}
+        """Gang id -> members that ended, by phase: from the status the object shows when built (a restored
+        domain), then counted as they end."""
 
     # -- the gangs ---------------------------------------------------------------------
 
@@ -102,10 +124,25 @@ class Coscheduling:
                 if gang_id:
                     self._gangs.pop(gang_id, None)
                     self.members.get(gang_id, set()).discard(change.key)
+                    self._changed.add(gang_id)
+            gang_id = gang_id_of(change.old) if change.old is not None else None
+            if gang_id and change.ended in ENDED:
+                ended = self._ended.setdefault(gang_id, {})
+                ended[change.ended] = ended.get(change.ended, 0) + 1
             if change.new is not None:
                 self._add(change.key, change.new)
         elif isinstance(change, ObjectChanged) and change.kind == POD_GROUP:
             self._gangs.pop(change.name, None)
+            self._changed.add(change.name)
+            if change.new is None:
+                self._written.pop(change.name, None)
+                self._ended.pop(change.name, None)
+            elif change.old is None:
+                self._ended[change.name] = _ended_in(change.new)
+        elif isinstance(change, (PodAssigned, PodUnassigned)):
+            gang_id = gang_id_of(change.pod)
+            if gang_id:
+                self._changed.add(gang_id)
 
     def gang(self, gang_id: str) -> Gang:
         gang = self._gangs.get(gang_id)
@@ -233,6 +270,36 @@ class Coscheduling:
             return waiting + len(self._bound(gang.id)) >= gang.min
         return waiting >= gang.min or self._satisfied(gang)
 
+    def object_outputs(self) -> list[tuple[str, dict]]:
+        """The PodGroup records whose status changed (see the module docstring), in gang id order."""
+        waiting = {gang_id for key in self.cluster.waiting.pods
+                   if key in self.cluster.pods and (gang_id := gang_id_of(self.cluster.pods[key]))}
+        candidates, self._changed, self._waited = self._changed | self._waited | waiting, set(), waiting
+        groups = self.cluster.objects.get(POD_GROUP, {})
+        out = []
+        for gang_id in sorted(candidates):
+            record = groups.get(gang_id)
+            if record is None or not (self.members.get(gang_id) or self._ended.get(gang_id)
+                                      or gang_id in self._written):
+                continue
+            manifest = json.loads(record.get("manifest") or "{}")
+            shown = self._written.get(gang_id, manifest.get("status") or {})
+            pods = [self.cluster.pods[key] for key in self._children(gang_id)]
+            members = members_of(pods, self._scheduled(gang_id), self._ended.get(gang_id, {}))
+            status = pod_group_status(shown, int(record.get("minMember") or 0), members, self.cluster.now_ms)
+            if status == shown:
+                continue
+            self._written[gang_id] = status
+            out.append((POD_GROUP, {**record, "manifest": json.dumps({**manifest, "status": status}, sort_keys=True,
+                                                                      separators=(",", ":"))}))
+        return out
+
+    def _scheduled(self, gang_id: str) -> int:
+        """``GetBoundPodNumber``: members bound, here or on the API server (a pod that has ended keeps counting,
+        as Koordinator's gang keeps it among its bound children until it is deleted)."""
+        bound = set(self._bound(gang_id))
+        return sum(key in bound or bool(self.cluster.pods[key].node_name) for key in self._children(gang_id))
+
     def siblings(self, pod: PodInfo) -> list[str]:
         gang_id = gang_id_of(pod)
         if gang_id is None:
@@ -245,6 +312,15 @@ class Coscheduling:
 def _list(ids) -> str:
     """Go's ``%v`` of a string slice: "[a b]"."""
     return "[" + " ".join(ids) + "]"
+
+
+def _ended_in(record: Mapping) -> dict[str, int]:
+    """Members that ended, by phase, as the PodGroup's status shows them."""
+    try:
+        status = json.loads(record.get("manifest") or "{}").get("status") or {}
+    except (ValueError, AttributeError):
+        status = {}
+    return {phase: int(status.get(phase.lower()) or 0) for phase in ENDED if status.get(phase.lower())}
 
 
 def _by_pod_group(pod: PodInfo) -> bool:
