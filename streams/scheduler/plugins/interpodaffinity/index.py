@@ -11,7 +11,9 @@ scheduled or held by Permit, counts at once), how many assigned pods of each kin
     preferred[(term, +w | -w)][node]           occurrences of the term   (existing pods' preferred terms, Score)
 
 Counting a group once per node and multiplying gives the sums kube-scheduler gets pod by pod (integer sums:
-the order groups are read in does not matter). Terms are parsed once per pod object (``terms_of``); ``node``
+the order groups are read in does not matter). ``accumulate`` adds a group's pods per node row into a column; a
+group on ``VECTOR_AT`` nodes or more keeps that column itself, updated with each pod added or removed (and
+rebuilt when nodes are added or removed), so a cycle reads a big group in one numpy addition. Terms are parsed once per pod object (``terms_of``); ``node``
 and ``relabelled`` serve preemption's RemovePod and the hints.
 """
 
@@ -20,12 +22,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 
+import numpy as np
+
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, parse
-from streams.scheduler.state import Cluster, PodAssigned, PodChanged, PodUnassigned
+from streams.scheduler.state import Cluster, NodeChanged, PodAssigned, PodChanged, PodUnassigned
 
 NodeCounts = dict[str, int]
 LabelsKey = tuple[str, frozenset]
+VECTOR_AT = 32
+"""Nodes a group must be on before it keeps its own column (below, the few nodes are added one by one)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +56,8 @@ class AssignedPods:
         """The assigned pod last changed, as it was before (the queueing hint of its Update compares both)."""
         self._entries: dict[str, _Entry] = {}
         self._parsed: dict[str, tuple[PodInfo, PodTerms]] = {}
+        self._columns: dict[tuple[str, object], np.ndarray] = {}
+        """(kind, group) -> its pods per node row, for the groups on VECTOR_AT nodes or more once read."""
         for key in sorted(cluster.assignment):
             self._add(key, cluster.pods[key], cluster.assignment[key])
 
@@ -66,8 +74,36 @@ class AssignedPods:
         """Some assigned pod has a term Score reads."""
         return bool(self.required_affinity or self.preferred)
 
+    def accumulate(self, out: np.ndarray, kind: str, group, weight: int = 1) -> None:
+        """``out[row] += weight * pods of group on the node of row``; ``kind`` is "labels",
+        "required_anti_affinity", "required_affinity" or "preferred" (pods on nodes the domain lacks count
+        nowhere)."""
+        per_node = getattr(self, kind)[group]
+        if len(per_node) >= VECTOR_AT:
+            column = self._columns.get((kind, group))
+            if column is None or len(column) != len(self.cluster.columns):
+                column = self._columns[(kind, group)] = self._column(per_node)
+            out += column * weight if weight != 1 else column
+            return
+        rows = self.cluster.columns.row
+        for node, pods in per_node.items():
+            row = rows.get(node)
+            if row is not None:
+                out[row] += weight * pods
+
+    def _column(self, per_node: NodeCounts) -> np.ndarray:
+        rows = self.cluster.columns.row
+        column = np.zeros(len(self.cluster.columns), dtype=np.int64)
+        for node, pods in per_node.items():
+            row = rows.get(node)
+            if row is not None:
+                column[row] = pods
+        return column
+
     def observe(self, change: object) -> None:
-        if isinstance(change, PodAssigned):
+        if isinstance(change, NodeChanged) and (change.old is None or change.new is None):
+            self._columns.clear()
+        elif isinstance(change, PodAssigned):
             self._remove(change.key)
             self._add(change.key, change.pod, change.node)
         elif isinstance(change, PodUnassigned):
@@ -83,13 +119,13 @@ class AssignedPods:
                 self._remove(change.key)
                 self._add(change.key, change.new, node)
 
-    def label_groups(self, namespaces: frozenset[str] | None = None
-                     ) -> Iterator[tuple[str, Mapping[str, str], NodeCounts]]:
-        """(namespace, labels, pods per node) of the assigned pods, of ``namespaces`` only when given."""
-        keys = self.labels if namespaces is None else \
+    def label_keys(self, namespaces: frozenset[str] | None = None
+                   ) -> Iterator[tuple[LabelsKey, str, Mapping[str, str]]]:
+        """(group, namespace, labels) of the assigned pods' label groups, of ``namespaces`` only when given."""
+        keys = list(self.labels) if namespaces is None else \
             [key for namespace in sorted(namespaces) for key in self.labels_by_namespace.get(namespace, ())]
         for key in keys:
-            yield key[0], self._label_maps[key], self.labels[key]
+            yield key, key[0], self._label_maps[key]
 
     def _add(self, key: str, pod: PodInfo, node: str) -> None:
         terms = self.terms_of(pod)
@@ -115,23 +151,31 @@ class AssignedPods:
 
     def _count(self, entry: _Entry, sign: int) -> None:
         node, terms = entry.node, entry.terms
-        _bump(self.labels, entry.labels, node, sign)
+        row = self.cluster.columns.row.get(node)
+        self._bump("labels", entry.labels, node, row, sign)
         for term in terms.required_anti_affinity:
-            _bump(self.required_anti_affinity, term, node, sign)
+            self._bump("required_anti_affinity", term, node, row, sign)
         for term in terms.required_affinity:
-            _bump(self.required_affinity, term, node, sign)
+            self._bump("required_affinity", term, node, row, sign)
         for weighted in terms.preferred_affinity:
-            _bump(self.preferred, (weighted.term, weighted.weight), node, sign)
+            self._bump("preferred", (weighted.term, weighted.weight), node, row, sign)
         for weighted in terms.preferred_anti_affinity:
-            _bump(self.preferred, (weighted.term, -weighted.weight), node, sign)
+            self._bump("preferred", (weighted.term, -weighted.weight), node, row, sign)
 
-
-def _bump(groups: dict, group, node: str, sign: int) -> None:
-    counts = groups.setdefault(group, {})
-    total = counts.get(node, 0) + sign
-    if total:
-        counts[node] = total
-    else:
-        counts.pop(node, None)
-        if not counts:
-            del groups[group]
+    def _bump(self, kind: str, group, node: str, row: int | None, sign: int) -> None:
+        groups = getattr(self, kind)
+        counts = groups.setdefault(group, {})
+        total = counts.get(node, 0) + sign
+        if total:
+            counts[node] = total
+        else:
+            counts.pop(node, None)
+            if not counts:
+                del groups[group]
+        column = self._columns.get((kind, group))
+        if column is None:
+            return
+        if group not in groups:
+            del self._columns[(kind, group)]
+        elif row is not None and row < len(column):
+            column[row] += sign
