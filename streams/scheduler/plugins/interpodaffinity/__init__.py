@@ -120,8 +120,8 @@ class InterPodAffinity:
         args.validate()
         self.args = args
         self.cluster = cluster
-        self.index = AssignedPods(cluster)
         self.topology = Topology(cluster)
+        self.index = AssignedPods(cluster, self.topology)
         self._node_before: dict[str, NodeObject] = {}
         """The node last changed, as it was before (the queueing hint of its Update compares both)."""
         self._released: tuple[str, PodInfo] | None = None

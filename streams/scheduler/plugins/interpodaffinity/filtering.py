@@ -21,9 +21,9 @@ first of:
 ``update_with_pod`` is kube-scheduler's AddPod/RemovePod: the counts with one pod added or taken away, which
 is how preemption's dry runs see a node without its victims.
 
-The counts are kept as per-value tables of each topology key (``PairCounts``): PreFilter sums the index's
-groups into one column of pods per node row per key, then counts the column per value in one numpy pass, and
-Filter reads each node's pair back as a column; no loop runs over nodes or pods in Python.
+The counts are kept as per-value tables of each topology key (``PairCounts``): PreFilter adds up the tables the
+index keeps per group (updated as pods come and go), and Filter reads each node's pair back as a column; no
+loop runs over nodes or pods in Python.
 """
 
 from __future__ import annotations
@@ -52,21 +52,18 @@ class PairCounts:
         self.topology = topology
         self.tables: dict[str, np.ndarray] = tables if tables is not None else {}
 
-    def add_rows(self, key: str, per_row: np.ndarray) -> None:
-        """Count ``per_row[row]`` pods at the pair of each node row."""
-        table = self.topology.table(key, per_row)
-        held = self.tables.get(key)
-        self.tables[key] = table if held is None else held + table
+    def table(self, key: str) -> np.ndarray:
+        """The table of ``key``, zeros when new (to add counts into)."""
+        table = self.tables.get(key)
+        if table is None:
+            table = self.tables[key] = self.topology.empty(key)
+        return table
 
     def add(self, key: str, value: str | None, amount: int) -> None:
         """Count ``amount`` at (key, value); a value no node of the domain holds counts nowhere."""
         slot = self.topology.slot(key, value)
-        if slot is None:
-            return
-        table = self.tables.get(key)
-        if table is None:
-            table = self.tables[key] = self.topology.empty(key)
-        table[slot] += amount
+        if slot is not None:
+            self.table(key)[slot] += amount
 
     def column(self, key: str, count: int) -> np.ndarray | None:
         """The count of each node row's pair of ``key`` (None: nothing counted for ``key``)."""
@@ -126,50 +123,30 @@ def matches_all(terms: tuple[AffinityTerm, ...], namespace: str, labels: Mapping
     return bool(terms) and all(term.matches(namespace, labels, namespace_labels) for term in terms)
 
 
-class _Rows:
-    """One column of pods per node row per topology key, summed into PairCounts at the end."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.by_key: dict[str, np.ndarray] = {}
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        column = self.by_key.get(key)
-        if column is None:
-            column = self.by_key[key] = np.zeros(self.count, dtype=np.int64)
-        return column
-
-    def counts(self, topology: Topology) -> PairCounts:
-        out = PairCounts(topology)
-        for key in sorted(self.by_key):
-            out.add_rows(key, self.by_key[key])
-        return out
-
-
 def existing_anti_counts(pod: PodInfo, index: AssignedPods, topology: Topology,
                          namespace_labels: NamespaceLabels) -> PairCounts:
     """``getExistingAntiAffinityCounts``: the assigned pods' required anti-affinity terms (each with the number of
     pods carrying it per node) that match the incoming pod."""
-    rows = _Rows(len(topology.cluster.columns))
+    counts = PairCounts(topology)
     for term in index.required_anti_affinity:
         if term.matches(pod.namespace, pod.labels, namespace_labels):
-            index.accumulate(rows[term.topology_key], "required_anti_affinity", term)
-    return rows.counts(topology)
+            index.add_to(counts.table(term.topology_key), term.topology_key, "required_anti_affinity", term)
+    return counts
 
 
 def incoming_counts(terms: PodTerms, index: AssignedPods, namespaces: frozenset[str] | None, topology: Topology,
                     namespace_labels: NamespaceLabels) -> tuple[PairCounts, PairCounts]:
     """``getIncomingAffinityAntiAffinityCounts``: (affinity, anti) over the assigned pods of ``namespaces`` (all
     when None), read as groups of (namespace, labels, pods per node)."""
-    affinity, anti = _Rows(len(topology.cluster.columns)), _Rows(len(topology.cluster.columns))
+    affinity, anti = PairCounts(topology), PairCounts(topology)
     for group, namespace, labels in index.label_keys(namespaces):
         if matches_all(terms.required_affinity, namespace, labels, namespace_labels):
             for term in terms.required_affinity:
-                index.accumulate(affinity[term.topology_key], "labels", group)
+                index.add_to(affinity.table(term.topology_key), term.topology_key, "labels", group)
         for term in terms.required_anti_affinity:
             if term.matches(namespace, labels, namespace_labels):
-                index.accumulate(anti[term.topology_key], "labels", group)
-    return affinity.counts(topology), anti.counts(topology)
+                index.add_to(anti.table(term.topology_key), term.topology_key, "labels", group)
+    return affinity, anti
 
 
 def failures(state: PreFilterState, topology: Topology, count: int,

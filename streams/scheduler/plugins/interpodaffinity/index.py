@@ -11,9 +11,10 @@ scheduled or held by Permit, counts at once), how many assigned pods of each kin
     preferred[(term, +w | -w)][node]           occurrences of the term   (existing pods' preferred terms, Score)
 
 Counting a group once per node and multiplying gives the sums kube-scheduler gets pod by pod (integer sums:
-the order groups are read in does not matter). ``accumulate`` adds a group's pods per node row into a column; a
-group on ``VECTOR_AT`` nodes or more keeps that column itself, updated with each pod added or removed (and
-rebuilt when nodes are added or removed), so a cycle reads a big group in one numpy addition. Terms are parsed once per pod object (``terms_of``); ``node``
+the order groups are read in does not matter). ``add_to`` adds a group's pods per topology pair into a table of
+the key (``Topology``); a group on ``VECTOR_AT`` nodes or more keeps that table for each key it was read with,
+updated with each of its pods added or removed (kube-scheduler's PreFilter counts, kept between cycles) and
+rebuilt when node labels or rows change, so a cycle reads a big group in one numpy addition. Terms are parsed once per pod object (``terms_of``); ``node``
 and ``relabelled`` serve preemption's RemovePod and the hints.
 """
 
@@ -26,7 +27,8 @@ import numpy as np
 
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, parse
-from streams.scheduler.state import Cluster, NodeChanged, PodAssigned, PodChanged, PodUnassigned
+from streams.scheduler.plugins.interpodaffinity.topology import Topology
+from streams.scheduler.state import Cluster, PodAssigned, PodChanged, PodUnassigned
 
 NodeCounts = dict[str, int]
 LabelsKey = tuple[str, frozenset]
@@ -42,8 +44,9 @@ class _Entry:
 
 
 class AssignedPods:
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, topology: Topology) -> None:
         self.cluster = cluster
+        self.topology = topology
         self.node: dict[str, str] = {}
         """Assigned pod key -> its node."""
         self.labels: dict[LabelsKey, NodeCounts] = {}
@@ -56,8 +59,9 @@ class AssignedPods:
         """The assigned pod last changed, as it was before (the queueing hint of its Update compares both)."""
         self._entries: dict[str, _Entry] = {}
         self._parsed: dict[str, tuple[PodInfo, PodTerms]] = {}
-        self._columns: dict[tuple[str, object], np.ndarray] = {}
-        """(kind, group) -> its pods per node row, for the groups on VECTOR_AT nodes or more once read."""
+        self._tables: dict[tuple[str, object], dict[str, tuple[int, np.ndarray]]] = {}
+        """(kind, group) -> topology key -> (``labels_version`` it was built at, the group's pods per value of the
+        key), for the groups on VECTOR_AT nodes or more, once read."""
         for key in sorted(cluster.assignment):
             self._add(key, cluster.pods[key], cluster.assignment[key])
 
@@ -74,36 +78,38 @@ class AssignedPods:
         """Some assigned pod has a term Score reads."""
         return bool(self.required_affinity or self.preferred)
 
-    def accumulate(self, out: np.ndarray, kind: str, group, weight: int = 1) -> None:
-        """``out[row] += weight * pods of group on the node of row``; ``kind`` is "labels",
-        "required_anti_affinity", "required_affinity" or "preferred" (pods on nodes the domain lacks count
-        nowhere)."""
+    def add_to(self, out: np.ndarray, key: str, kind: str, group, weight: int = 1) -> None:
+        """``out[slot] += weight * pods of group`` on the nodes whose value of topology ``key`` has that slot
+        (``Topology``'s tables); ``kind`` is "labels", "required_anti_affinity", "required_affinity" or
+        "preferred". Pods on nodes the domain lacks, or without ``key``, count nowhere."""
         per_node = getattr(self, kind)[group]
         if len(per_node) >= VECTOR_AT:
-            column = self._columns.get((kind, group))
-            if column is None or len(column) != len(self.cluster.columns):
-                column = self._columns[(kind, group)] = self._column(per_node)
-            out += column * weight if weight != 1 else column
+            out += self._table(kind, group, key, per_node) * weight
             return
-        rows = self.cluster.columns.row
+        rows, slots, absent = self.cluster.columns.row, self.topology.slots(key), len(out) - 1
         for node, pods in per_node.items():
             row = rows.get(node)
-            if row is not None:
-                out[row] += weight * pods
+            if row is not None and slots[row] != absent:
+                out[slots[row]] += weight * pods
 
-    def _column(self, per_node: NodeCounts) -> np.ndarray:
+    def _table(self, kind: str, group, key: str, per_node: NodeCounts) -> np.ndarray:
+        tables = self._tables.setdefault((kind, group), {})
+        version = self.cluster.labels_version
+        held = tables.get(key)
+        if held is not None and held[0] == version:
+            return held[1]
         rows = self.cluster.columns.row
         column = np.zeros(len(self.cluster.columns), dtype=np.int64)
         for node, pods in per_node.items():
             row = rows.get(node)
             if row is not None:
                 column[row] = pods
-        return column
+        table = self.topology.table(key, column)
+        tables[key] = (version, table)
+        return table
 
     def observe(self, change: object) -> None:
-        if isinstance(change, NodeChanged) and (change.old is None or change.new is None):
-            self._columns.clear()
-        elif isinstance(change, PodAssigned):
+        if isinstance(change, PodAssigned):
             self._remove(change.key)
             self._add(change.key, change.pod, change.node)
         elif isinstance(change, PodUnassigned):
@@ -172,10 +178,16 @@ class AssignedPods:
             counts.pop(node, None)
             if not counts:
                 del groups[group]
-        column = self._columns.get((kind, group))
-        if column is None:
+        tables = self._tables.get((kind, group))
+        if tables is None:
             return
         if group not in groups:
-            del self._columns[(kind, group)]
-        elif row is not None and row < len(column):
-            column[row] += sign
+            del self._tables[(kind, group)]
+            return
+        if row is None:
+            return
+        version = self.cluster.labels_version
+        for key, (built, table) in tables.items():
+            slot = self.topology.slots(key)[row] if built == version else len(table) - 1
+            if slot != len(table) - 1:
+                table[slot] += sign

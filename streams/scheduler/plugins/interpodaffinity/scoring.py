@@ -10,8 +10,8 @@ without the term's topology key contribute nothing):
     - w   for each preferred anti-affinity term of q that p matches
 
 Assigned pods are read as the index's groups (pods per node sharing labels, or a term), each counted times its
-pods, summed into one column of weights per node row per topology key; the pair sums are one numpy pass over
-that column (``Topology.table``), so no loop runs over nodes or pods in Python. With ``ignorePreferredTermsOfExistingPods`` and no preferred term of p, nothing is scored. Score of a node
+pods, added up as tables of pair scores per topology key from the tables the index keeps per group (updated as
+pods come and go), so no loop runs over nodes or pods in Python. With ``ignorePreferredTermsOfExistingPods`` and no preferred term of p, nothing is scored. Score of a node
 is the sum of the pairs its labels hold; NormalizeScore over the feasible nodes::
 
     score = int(100 * (s - min) / (max - min))      (0 for every node when max == min)
@@ -32,39 +32,40 @@ from streams.scheduler.plugins.interpodaffinity.terms import PodTerms
 from streams.scheduler.plugins.interpodaffinity.topology import Topology
 
 TopologyScore = dict[str, np.ndarray]
-"""Per topology key: the weights summed per node row (a pair's score is the sum over its nodes)."""
+"""Per topology key: the score of each of its pairs, as a table (``Topology``)."""
 
 
 class _Scores:
-    def __init__(self, count: int) -> None:
-        self.count = count
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
         self.by_key: TopologyScore = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
-        column = self.by_key.get(key)
-        if column is None:
-            column = self.by_key[key] = np.zeros(self.count, dtype=np.int64)
-        return column
+        table = self.by_key.get(key)
+        if table is None:
+            table = self.by_key[key] = self.topology.empty(key)
+        return table
 
 
 def topology_score(pod: PodInfo, terms: PodTerms, index: AssignedPods, hard_pod_affinity_weight: int,
                    namespace_labels: NamespaceLabels) -> TopologyScore:
-    """PreScore's ``topologyScore``, as weights per node row per topology key."""
-    scores = _Scores(len(index.cluster.columns))
+    """PreScore's ``topologyScore``, as a table of pair scores per topology key."""
+    scores = _Scores(index.topology)
     if terms.preferred:
         weighted_terms = [(w.term, w.weight) for w in terms.preferred_affinity] + \
                          [(w.term, -w.weight) for w in terms.preferred_anti_affinity]
         for group, namespace, labels in index.label_keys():
             for term, weight in weighted_terms:
                 if term.matches(namespace, labels, namespace_labels):
-                    index.accumulate(scores[term.topology_key], "labels", group, weight)
+                    index.add_to(scores[term.topology_key], term.topology_key, "labels", group, weight)
     if hard_pod_affinity_weight > 0:
         for term in index.required_affinity:
             if term.matches(pod.namespace, pod.labels, namespace_labels):
-                index.accumulate(scores[term.topology_key], "required_affinity", term, hard_pod_affinity_weight)
+                index.add_to(scores[term.topology_key], term.topology_key, "required_affinity", term,
+                             hard_pod_affinity_weight)
     for term, weight in index.preferred:
         if term.matches(pod.namespace, pod.labels, namespace_labels):
-            index.accumulate(scores[term.topology_key], "preferred", (term, weight), weight)
+            index.add_to(scores[term.topology_key], term.topology_key, "preferred", (term, weight), weight)
     return scores.by_key
 
 
@@ -73,7 +74,7 @@ def normalized(scores: TopologyScore, topology: Topology, candidates: np.ndarray
     count = len(candidates)
     raw = np.zeros(count, dtype=np.int64)
     for key in sorted(scores):
-        raw += topology.column(key, topology.table(key, scores[key]))[:count]
+        raw += topology.column(key, scores[key])[:count]
     out = np.zeros(count, dtype=np.int64)
     if not scores or not candidates.any():
         return out

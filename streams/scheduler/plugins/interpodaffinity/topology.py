@@ -70,6 +70,10 @@ class Topology:
         out[-1] = 0
         return out
 
+    def slots(self, key: str) -> np.ndarray:
+        """Each node row's slot in ``key``'s tables (the last where the node has no label ``key``)."""
+        return self._cached(key)[2]
+
     def column(self, key: str, table: np.ndarray) -> np.ndarray:
         """Each node row's slot of ``table`` (0 where the node has no label ``key``)."""
         return table[self._cached(key)[2]]
