@@ -14,8 +14,8 @@ Counting a group once per node and multiplying gives the sums kube-scheduler get
 the order groups are read in does not matter). ``add_to`` adds a group's pods per topology pair into a table of
 the key (``Topology``); a group on ``VECTOR_AT`` nodes or more keeps that table for each key it was read with,
 updated with each of its pods added or removed (kube-scheduler's PreFilter counts, kept between cycles) and
-rebuilt when node labels or rows change, so a cycle reads a big group in one numpy addition. Terms are parsed once per pod object (``terms_of``); ``node``
-and ``relabelled`` serve preemption's RemovePod and the hints.
+rebuilt when node labels or rows change, so a cycle reads a big group in one numpy addition. Terms are parsed
+once per pod object (``terms_of``); ``node`` and ``relabelled`` serve preemption's RemovePod and the hints.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from streams.scheduler.state import Cluster, PodAssigned, PodChanged, PodUnassig
 NodeCounts = dict[str, int]
 LabelsKey = tuple[str, frozenset]
 VECTOR_AT = 32
-"""Nodes a group must be on before it keeps its own column (below, the few nodes are added one by one)."""
+"""Nodes a group must be on before it keeps its own tables (below, its few nodes are added one by one)."""
 
 
 @dataclasses.dataclass(frozen=True)
