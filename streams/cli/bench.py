@@ -83,7 +83,8 @@ WORKLOADS = ("plain", "gang", "reservations", *perfworkloads.WORKLOADS)
               help="Only the pure core in this process, no broker: pods/s per slice of 5,000 pods and µs/pod per plugin "
                    "and extension point (plain workload, or a scheduler_perf workload's measured pods).")
 @click.option("--profile-from", type=int, default=None,
-              help="With --in-process: cProfile the pods from this index on and print the top lines.")
+              help="With --in-process: cProfile the pods from this index on (a scheduler_perf workload's measured "
+                   "pods) and print the top lines.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
 def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workloads: tuple[str, ...],
