@@ -80,9 +80,11 @@ WORKLOADS = ("plain", "gang", "reservations", *perfworkloads.WORKLOADS)
 @click.option("--workers", type=int, default=None,
               help="Workers of a run, one consumer group (default: one per domain, at most one per CPU).")
 @click.option("--in-process", "core_only", is_flag=True,
-              help="Only the pure core in this process, no broker: pods/s per slice of 5,000 pods (plain workload).")
+              help="Only the pure core in this process, no broker: pods/s per slice of 5,000 pods and µs/pod per plugin "
+                   "and extension point (plain workload, or a scheduler_perf workload's measured pods).")
 @click.option("--profile-from", type=int, default=None,
-              help="With --in-process: cProfile the pods from this index on and print the top lines.")
+              help="With --in-process: cProfile the pods from this index on (a scheduler_perf workload's measured "
+                   "pods) and print the top lines.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
 def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workloads: tuple[str, ...],
@@ -96,6 +98,9 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
     if perf:
         if len(perf) != len(workloads):
             raise click.ClickException("run scheduler_perf workloads apart from plain, gang and reservations")
+        if core_only:
+            _perf_in_process(perf, case, profile_from, output)
+            return
         _perf_runs(perf, case, rate, workers or 1, output, broker_kind)
         return
     if len(workloads) > 1:
@@ -129,6 +134,26 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
         if "on_their_reservation" in e2e:
             click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
     click.echo("sent: submit -> decision sent by the worker")
+
+
+def _perf_in_process(workloads: list[str], case: str | None, profile_from: int | None, output: str) -> None:
+    """Each scheduler_perf workload's pure core in this process (``streams.scheduler.bench.run_workload``)."""
+    from streams.bench import scheduler
+    from streams.scheduler import bench as core
+
+    for name in workloads:
+        try:
+            perfworkloads.WORKLOADS[name].case(case)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    runs = [core.run_workload(name, case, profile_from=profile_from) for name in workloads]
+    if output == "json":
+        click.echo(json.dumps({"runs": runs}))
+        return
+    for run in runs:
+        click.echo(f"{run['workload']} {run['case']}: {run['init_pods']} init pods ({run['init_scheduled']} scheduled) "
+                   "untimed, then")
+        click.echo("\n".join(scheduler.core_lines(run)))
 
 
 def _perf_runs(workloads: list[str], case: str | None, rate: float | None, workers: int, output: str,

@@ -14,6 +14,11 @@ without it the collector rescans the 5,000 nodes' objects and costs about 15 %.
 Pods/s is also given per slice of ``slice_pods`` pods, so that a cost growing with the
 number of bound pods shows as falling figures; ``profile_from`` runs cProfile over the
 pods from that index on and returns its top lines (by own time and by cumulative time).
+
+``run_workload(name, case)`` does the same for one of kube-scheduler's scheduler_perf workloads
+(``streams.bench.perfworkloads``): its nodes and init pods go through the domain untimed (as the
+end-to-end bench schedules them before its clock starts), then only its measured pods are timed, each
+manifest turned into the record ``koord apply`` would send.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ import pstats
 import random
 import time
 
+from streams.bench import perfworkloads
 from streams.events import Causation, InboxEvent
 from streams.koordinator.labels import LABEL_QUOTA_NAME
 from streams.nodeaggregate.usage import summary
+from streams.objects import Document, to_record
 from streams.scheduler.domain import SchedulingDomain
 
 GI = 1 << 30
@@ -40,7 +47,7 @@ PROFILE_LINES = 15
 
 def _event(kind: str, key: str, record: dict, offset: int, ts: int) -> InboxEvent:
     topic = {"Node": "koord.nodes", "Pod": "koord.pods", "NodeUsage": "koord.nodeusages",
-             "ElasticQuota": "koord.quotas"}[kind]
+             "ElasticQuota": "koord.quotas", "Namespace": "koord.namespaces"}.get(kind, "koord.objects")
     return InboxEvent(Causation("koord.inbox.scheduling", 0, offset, topic, 0, offset), ts, key, kind, record)
 
 
@@ -99,6 +106,41 @@ def run_in_process(nodes: int, pods: int, seed: int, slice_pods: int = SLICE_POD
     extension point: calls and µs per pod, costliest first, from the framework's own ``PluginStats``), and with
     ``profile_from`` "profile" (the cProfile top lines; the slices it covers run slower)}."""
     domain, events = build(nodes, pods, seed)
+    return {"nodes": nodes, **_timed(domain, events, slice_pods, profile_from)}
+
+
+def workload_events(name: str, case: str | None = None, now_ms: int = 1_700_000_000_000
+                    ) -> tuple[perfworkloads.Case, list[InboxEvent], list[InboxEvent]]:
+    """(the case, the events of its nodes and init pods, the events of its measured pods) of scheduler_perf
+    workload ``name``."""
+    workload = perfworkloads.WORKLOADS[name]
+    chosen = workload.case(case)
+    init, measured = perfworkloads.phases(workload, chosen, "inproc")
+    manifests = perfworkloads.node_manifests(workload, chosen.nodes) + [pod for phase in init for pod in phase]
+    events = [_manifest_event(m, offset, now_ms) for offset, m in enumerate(manifests)]
+    timed = [_manifest_event(m, offset, now_ms) for offset, m in enumerate(measured, len(manifests))]
+    return chosen, events, timed
+
+
+def _manifest_event(manifest: dict, offset: int, now_ms: int) -> InboxEvent:
+    record = to_record(Document("<bench>", 0, 1, manifest))
+    return _event(record.kind, record.key, record.record, offset, now_ms)
+
+
+def run_workload(name: str, case: str | None = None, slice_pods: int = SLICE_PODS,
+                 profile_from: int | None = None) -> dict:
+    """scheduler_perf workload ``name`` in process: ``run_in_process``'s figures over its measured pods (the
+    index of ``profile_from`` counts measured pods), with "workload", "case", "init_pods" and "init_scheduled"."""
+    chosen, setup, events = workload_events(name, case)
+    domain = SchedulingDomain("bench")
+    init_scheduled = sum(1 for ev in setup for n, r in domain.handle(ev)
+                         if n == "SchedulingDecision" and r["result"] == "Scheduled")
+    return {"workload": name, "case": chosen.name, "nodes": chosen.nodes, "init_pods": len(setup) - chosen.nodes,
+            "init_scheduled": init_scheduled, **_timed(domain, events, slice_pods, profile_from)}
+
+
+def _timed(domain: SchedulingDomain, events: list[InboxEvent], slice_pods: int, profile_from: int | None) -> dict:
+    pods = len(events)
     for framework in domain.frameworks.values():
         framework.stats.take()
     gc.collect()
@@ -123,8 +165,7 @@ def run_in_process(nodes: int, pods: int, seed: int, slice_pods: int = SLICE_POD
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     gc.unfreeze()
     result = {"pods_per_s": _rate(pods, elapsed), "cpu_pods_per_s": _rate(pods, cpu), "seconds": elapsed,
-              "nodes": nodes, "pods": pods, "scheduled": scheduled, "slices": slices,
-              "plugins": plugin_costs(domain, pods)}
+              "pods": pods, "scheduled": scheduled, "slices": slices, "plugins": plugin_costs(domain, pods)}
     if profiler is not None:
         profiler.disable()
         result["profile"] = profile_lines(profiler)

@@ -49,3 +49,26 @@ def test_anti_affinity_workload_runs_and_decides_every_pod():
     run, = json.loads(result.output.splitlines()[-1])["runs"]
     assert (run["init_pods"], run["pods"], run["decided"], run["scheduled"]) == (1, 4, 4, 4)
     assert run["floor_pods_per_s"] is None and run["source"].endswith("affinity/performance-config.yaml")
+
+
+def test_in_process_runs_a_workload_through_the_pure_core_and_prints_its_cost_per_plugin():
+    """``--in-process --workload``: the init pods untimed, then the measured pods, with µs/pod per plugin."""
+    args = ["scheduler", "--in-process", "--workload", "SchedulingPodAffinity", "--case", "5Nodes"]
+    result = CliRunner().invoke(bench, [*args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.output)["runs"][0]
+    assert (run["workload"], run["case"], run["nodes"], run["init_pods"], run["init_scheduled"]) == \
+        ("SchedulingPodAffinity", "5Nodes", 5, 5, 5)
+    assert (run["pods"], run["scheduled"]) == (10, 10)
+    stages = {(row["plugin"], row["stage"]) for row in run["plugins"]}
+    assert {("InterPodAffinity", "preFilter"), ("InterPodAffinity", "filter"), ("InterPodAffinity", "score")} <= stages
+    table = CliRunner().invoke(bench, args)
+    assert table.exit_code == 0, table.output
+    assert table.output.startswith("SchedulingPodAffinity 5Nodes: 5 init pods (5 scheduled) untimed, then\n"
+                                   "in process (5 nodes, 10 pods, 10 scheduled): ")
+    assert "InterPodAffinity" in table.output
+
+
+def test_in_process_names_the_cases_of_a_workload_given_an_unknown_one():
+    result = CliRunner().invoke(bench, ["scheduler", "--in-process", "--workload", "SchedulingBasic", "--case", "9Nodes"])
+    assert result.exit_code != 0 and "SchedulingBasic has no case '9Nodes'" in result.output

@@ -25,3 +25,13 @@ def test_same_seed_same_decisions():
     assert len(first) == 80 and all(node for _, node in first)
     assert placements(3) == first
     assert placements(4) != first
+
+
+def test_a_scheduler_perf_workload_in_process_times_only_its_measured_pods():
+    result = bench.run_workload("SchedulingPodAntiAffinity", "500Nodes", slice_pods=300, profile_from=350)
+    assert (result["nodes"], result["init_pods"], result["init_scheduled"]) == (500, 100, 100)
+    assert (result["pods"], result["scheduled"]) == (400, 400)
+    assert [(part["first"], part["pods"]) for part in result["slices"]] == [(0, 300), (300, 100)]
+    assert "Ordered by: cumulative time" in result["profile"]
+    anti = [row for row in result["plugins"] if row["plugin"] == "InterPodAffinity" and row["stage"] == "filter"]
+    assert anti and anti[0]["calls"] == 400

@@ -41,7 +41,7 @@ from streams.scheduler.framework import (
     FilterResult, Status, register)
 from streams.scheduler.plugins.interpodaffinity import hints
 from streams.scheduler.plugins.interpodaffinity.filtering import (
-    PreFilterState, existing_anti_counts, failures, incoming_counts)
+    PairCounts, PreFilterState, existing_anti_counts, failures, incoming_counts)
 from streams.scheduler.plugins.interpodaffinity.index import AssignedPods
 from streams.scheduler.plugins.interpodaffinity.scoring import normalized, topology_score
 from streams.scheduler.plugins.interpodaffinity.topology import Topology
@@ -120,8 +120,8 @@ class InterPodAffinity:
         args.validate()
         self.args = args
         self.cluster = cluster
-        self.index = AssignedPods(cluster)
         self.topology = Topology(cluster)
+        self.index = AssignedPods(cluster, self.topology)
         self._node_before: dict[str, NodeObject] = {}
         """The node last changed, as it was before (the queueing hint of its Update compares both)."""
         self._released: tuple[str, PodInfo] | None = None
@@ -154,13 +154,13 @@ class InterPodAffinity:
         required = terms.required_affinity or terms.required_anti_affinity
         if not index.required_anti_affinity and not required:
             return SKIP
-        existing = existing_anti_counts(pod, index.required_anti_affinity, self._node_labels, self.namespace_labels)
+        existing = existing_anti_counts(pod, index, self.topology, self.namespace_labels)
         if not existing and not required:
             return SKIP
-        affinity, anti = {}, {}
+        affinity, anti = PairCounts(self.topology), PairCounts(self.topology)
         if required:
-            affinity, anti = incoming_counts(terms, index.label_groups(self._term_namespaces(terms)),
-                                             self._node_labels, self.namespace_labels)
+            affinity, anti = incoming_counts(terms, index, self._term_namespaces(terms), self.topology,
+                                             self.namespace_labels)
         state[NAME] = PreFilterState(pod, terms, existing, affinity, anti)
         return SUCCESS
 
@@ -206,8 +206,5 @@ class InterPodAffinity:
         terms = self.index.terms_of(pod)
         if not terms.preferred and (self.args.ignore_preferred_terms_of_existing_pods or not self.index.any_terms):
             return 0
-        scores = topology_score(pod, terms, self.index, self.args.hard_pod_affinity_weight, self._node_labels,
-                                self.namespace_labels)
-        if scores is None:
-            return np.zeros(len(candidates), dtype=np.int64)
+        scores = topology_score(pod, terms, self.index, self.args.hard_pod_affinity_weight, self.namespace_labels)
         return normalized(scores, self.topology, candidates)

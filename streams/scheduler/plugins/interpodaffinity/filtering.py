@@ -20,16 +20,21 @@ first of:
 
 ``update_with_pod`` is kube-scheduler's AddPod/RemovePod: the counts with one pod added or taken away, which
 is how preemption's dry runs see a node without its victims.
+
+The counts are kept as per-value tables of each topology key (``PairCounts``): PreFilter adds up the tables the
+index keeps per group (updated as pods come and go), and Filter reads each node's pair back as a column; no
+loop runs over nodes or pods in Python.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from streams.objects.podinfo import PodInfo
+from streams.scheduler.plugins.interpodaffinity.index import AssignedPods
 from streams.scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms
 from streams.scheduler.plugins.interpodaffinity.topology import Topology
 
@@ -39,16 +44,63 @@ NodeLabels = Callable[[str], Mapping[str, str] | None]
 """A node's labels by name; None for a node the domain does not hold (its pods count nowhere)."""
 
 
+class PairCounts:
+    """Counts per topology pair (key, value), held as one table per key (``Topology.table``): reads as the dict
+    of its non-zero pairs (``pairs``), so it compares equal to such a dict."""
+
+    def __init__(self, topology: Topology, tables: dict[str, np.ndarray] | None = None) -> None:
+        self.topology = topology
+        self.tables: dict[str, np.ndarray] = tables if tables is not None else {}
+
+    def table(self, key: str) -> np.ndarray:
+        """The table of ``key``, zeros when new (to add counts into)."""
+        table = self.tables.get(key)
+        if table is None:
+            table = self.tables[key] = self.topology.empty(key)
+        return table
+
+    def add(self, key: str, value: str | None, amount: int) -> None:
+        """Count ``amount`` at (key, value); a value no node of the domain holds counts nowhere."""
+        slot = self.topology.slot(key, value)
+        if slot is not None:
+            self.table(key)[slot] += amount
+
+    def column(self, key: str, count: int) -> np.ndarray | None:
+        """The count of each node row's pair of ``key`` (None: nothing counted for ``key``)."""
+        table = self.tables.get(key)
+        return None if table is None else self.topology.column(key, table)[:count]
+
+    def copy(self) -> "PairCounts":
+        return PairCounts(self.topology, {key: table.copy() for key, table in self.tables.items()})
+
+    def pairs(self) -> dict[Pair, int]:
+        out: dict[Pair, int] = {}
+        for key, table in self.tables.items():
+            names = self.topology.value_names(key)
+            for slot in np.flatnonzero(table[:-1]):
+                out[(key, names[slot])] = int(table[slot])
+        return out
+
+    def __bool__(self) -> bool:
+        return any(table.any() for table in self.tables.values())
+
+    def __eq__(self, other: object) -> bool:
+        return self.pairs() == (other.pairs() if isinstance(other, PairCounts) else other)
+
+    def __repr__(self) -> str:
+        return f"PairCounts({self.pairs()})"
+
+
 @dataclasses.dataclass
 class PreFilterState:
     pod: PodInfo
     terms: PodTerms
-    existing_anti: dict[Pair, int]
-    affinity: dict[Pair, int]
-    anti: dict[Pair, int]
+    existing_anti: PairCounts
+    affinity: PairCounts
+    anti: PairCounts
 
     def copy(self) -> "PreFilterState":
-        return PreFilterState(self.pod, self.terms, dict(self.existing_anti), dict(self.affinity), dict(self.anti))
+        return PreFilterState(self.pod, self.terms, self.existing_anti.copy(), self.affinity.copy(), self.anti.copy())
 
     def update_with_pod(self, other: PodInfo, other_terms: PodTerms, node_labels: Mapping[str, str], sign: int,
                         namespace_labels: NamespaceLabels) -> None:
@@ -56,25 +108,13 @@ class PreFilterState:
         pod = self.pod
         for term in other_terms.required_anti_affinity:
             if term.matches(pod.namespace, pod.labels, namespace_labels):
-                _add(self.existing_anti, node_labels, term.topology_key, sign)
+                self.existing_anti.add(term.topology_key, node_labels.get(term.topology_key), sign)
         if matches_all(self.terms.required_affinity, other.namespace, other.labels, namespace_labels):
             for term in self.terms.required_affinity:
-                _add(self.affinity, node_labels, term.topology_key, sign)
+                self.affinity.add(term.topology_key, node_labels.get(term.topology_key), sign)
         for term in self.terms.required_anti_affinity:
             if term.matches(other.namespace, other.labels, namespace_labels):
-                _add(self.anti, node_labels, term.topology_key, sign)
-
-
-def _add(counts: dict[Pair, int], node_labels: Mapping[str, str] | None, key: str, amount: int) -> None:
-    value = node_labels.get(key) if node_labels is not None else None
-    if value is None:
-        return
-    pair = (key, value)
-    total = counts.get(pair, 0) + amount
-    if total:
-        counts[pair] = total
-    else:
-        counts.pop(pair, None)
+                self.anti.add(term.topology_key, node_labels.get(term.topology_key), sign)
 
 
 def matches_all(terms: tuple[AffinityTerm, ...], namespace: str, labels: Mapping[str, str],
@@ -83,42 +123,30 @@ def matches_all(terms: tuple[AffinityTerm, ...], namespace: str, labels: Mapping
     return bool(terms) and all(term.matches(namespace, labels, namespace_labels) for term in terms)
 
 
-def existing_anti_counts(pod: PodInfo, anti_terms: Mapping[AffinityTerm, Mapping[str, int]], node_labels: NodeLabels,
-                         namespace_labels: NamespaceLabels) -> dict[Pair, int]:
+def existing_anti_counts(pod: PodInfo, index: AssignedPods, topology: Topology,
+                         namespace_labels: NamespaceLabels) -> PairCounts:
     """``getExistingAntiAffinityCounts``: the assigned pods' required anti-affinity terms (each with the number of
     pods carrying it per node) that match the incoming pod."""
-    counts: dict[Pair, int] = {}
-    for term, per_node in anti_terms.items():
+    counts = PairCounts(topology)
+    for term in index.required_anti_affinity:
         if term.matches(pod.namespace, pod.labels, namespace_labels):
-            for node, pods in per_node.items():
-                _add(counts, node_labels(node), term.topology_key, pods)
+            index.add_to(counts.table(term.topology_key), term.topology_key, "required_anti_affinity", term)
     return counts
 
 
-def incoming_counts(terms: PodTerms, groups: Iterable[tuple[str, Mapping[str, str], Mapping[str, int]]],
-                    node_labels: NodeLabels, namespace_labels: NamespaceLabels
-                    ) -> tuple[dict[Pair, int], dict[Pair, int]]:
-    """``getIncomingAffinityAntiAffinityCounts``: (affinity, anti) over the assigned pods, given as groups of
-    (namespace, labels, pods per node)."""
-    affinity: dict[Pair, int] = {}
-    anti: dict[Pair, int] = {}
-    for namespace, labels, per_node in groups:
+def incoming_counts(terms: PodTerms, index: AssignedPods, namespaces: frozenset[str] | None, topology: Topology,
+                    namespace_labels: NamespaceLabels) -> tuple[PairCounts, PairCounts]:
+    """``getIncomingAffinityAntiAffinityCounts``: (affinity, anti) over the assigned pods of ``namespaces`` (all
+    when None), read as groups of (namespace, labels, pods per node)."""
+    affinity, anti = PairCounts(topology), PairCounts(topology)
+    for group, namespace, labels in index.label_keys(namespaces):
         if matches_all(terms.required_affinity, namespace, labels, namespace_labels):
             for term in terms.required_affinity:
-                for node, pods in per_node.items():
-                    _add(affinity, node_labels(node), term.topology_key, pods)
+                index.add_to(affinity.table(term.topology_key), term.topology_key, "labels", group)
         for term in terms.required_anti_affinity:
             if term.matches(namespace, labels, namespace_labels):
-                for node, pods in per_node.items():
-                    _add(anti, node_labels(node), term.topology_key, pods)
+                index.add_to(anti.table(term.topology_key), term.topology_key, "labels", group)
     return affinity, anti
-
-
-def _by_key(counts: Mapping[Pair, int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (key, value), amount in counts.items():
-        out.setdefault(key, {})[value] = amount
-    return out
 
 
 def failures(state: PreFilterState, topology: Topology, count: int,
@@ -130,22 +158,21 @@ def failures(state: PreFilterState, topology: Topology, count: int,
     if terms:
         all_keys = np.ones(count, dtype=bool)
         pods_exist = np.ones(count, dtype=bool)
-        affinity = _by_key(state.affinity)
         for term in terms:
             all_keys &= topology.has(term.topology_key)[:count]
-            pods_exist &= topology.per_node(term.topology_key, affinity.get(term.topology_key, {}))[:count] > 0
+            column = state.affinity.column(term.topology_key, count)
+            pods_exist &= column > 0 if column is not None else False
         first_of_group = not state.affinity and matches_all(terms, state.pod.namespace, state.pod.labels,
                                                             namespace_labels)
         pod_affinity = ~all_keys | (~pods_exist & (not first_of_group))
     pod_anti = np.zeros(count, dtype=bool)
-    if state.anti:
-        anti = _by_key(state.anti)
-        for term in state.terms.required_anti_affinity:
-            if term.topology_key in anti:
-                pod_anti |= topology.per_node(term.topology_key, anti[term.topology_key])[:count] > 0
+    for term in state.terms.required_anti_affinity:
+        column = state.anti.column(term.topology_key, count)
+        if column is not None:
+            pod_anti |= column > 0
     existing = np.zeros(count, dtype=bool)
-    for key, by_value in sorted(_by_key(state.existing_anti).items()):
-        existing |= topology.per_node(key, {v: n for v, n in by_value.items() if n > 0})[:count] > 0
+    for key in sorted(state.existing_anti.tables):
+        existing |= state.existing_anti.column(key, count) > 0
     pod_anti &= ~pod_affinity
     existing &= ~pod_affinity & ~pod_anti
     return pod_affinity, pod_anti, existing

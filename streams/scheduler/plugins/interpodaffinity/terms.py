@@ -17,6 +17,7 @@ invalid term gets the error kube-scheduler's PreFilter reports ("parsing pod: re
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -83,7 +84,10 @@ NONE = PodTerms()
 
 
 def parse(pod: PodInfo) -> PodTerms:
-    """The pod's terms from its manifest's ``spec.affinity.podAffinity`` / ``podAntiAffinity``."""
+    """The pod's terms from its manifest's ``spec.affinity.podAffinity`` / ``podAntiAffinity``.
+
+    Replicas carry the same affinity: the terms are parsed once per (namespace, affinity, and the pod's labels
+    when a term has match/mismatchLabelKeys), the last ``PARSED_KEPT`` kept."""
     record = pod.record or {}
     manifest = record.get("manifest")
     if not isinstance(manifest, str) or ("podAffinity" not in manifest and "podAntiAffinity" not in manifest):
@@ -96,6 +100,18 @@ def parse(pod: PodInfo) -> PodTerms:
     affinity = spec.get("affinity") if isinstance(spec, dict) else None
     if not isinstance(affinity, dict):
         return NONE
+    text = json.dumps(affinity, sort_keys=True)
+    labels = tuple(sorted(pod.labels.items())) if "LabelKeys" in text else ()
+    return _parsed(pod.namespace, labels, text)
+
+
+PARSED_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=PARSED_KEPT)
+def _parsed(namespace: str, labels: tuple[tuple[str, str], ...], text: str) -> PodTerms:
+    affinity = json.loads(text)
+    owner = _Owner(namespace, dict(labels))
     errors: list[str] = []
     parts = []
     for field, preferred, where in (("podAffinity", False, "requiredAffinityTerms"),
@@ -106,7 +122,7 @@ def parse(pod: PodInfo) -> PodTerms:
         kind = "preferredDuringSchedulingIgnoredDuringExecution" if preferred else \
             "requiredDuringSchedulingIgnoredDuringExecution"
         raw = section.get(kind) if isinstance(section, dict) else None
-        terms, error = _terms(pod, raw if isinstance(raw, list) else [], preferred)
+        terms, error = _terms(owner, raw if isinstance(raw, list) else [], preferred)
         if error:
             errors.append(f"{where}: {error}")
         parts.append(terms)
@@ -114,7 +130,15 @@ def parse(pod: PodInfo) -> PodTerms:
     return PodTerms(*parts, error=error)
 
 
-def _terms(pod: PodInfo, raw: list, preferred: bool) -> tuple[tuple, str | None]:
+@dataclasses.dataclass(frozen=True)
+class _Owner:
+    """The namespace and labels of the pod whose terms are parsed (what its terms' defaults read)."""
+
+    namespace: str
+    labels: Mapping[str, str]
+
+
+def _terms(pod: _Owner, raw: list, preferred: bool) -> tuple[tuple, str | None]:
     """``GetAffinityTerms`` / ``getWeightedAffinityTerms``: the terms, and the first error."""
     out = []
     for item in raw:
@@ -133,7 +157,7 @@ def _terms(pod: PodInfo, raw: list, preferred: bool) -> tuple[tuple, str | None]
     return tuple(out), None
 
 
-def _term(pod: PodInfo, raw: dict) -> tuple[AffinityTerm | None, str | None]:
+def _term(pod: _Owner, raw: dict) -> tuple[AffinityTerm | None, str | None]:
     selector, error = _selector(raw.get("labelSelector"))
     if error:
         return None, error

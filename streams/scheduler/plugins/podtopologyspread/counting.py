@@ -9,6 +9,10 @@ change moves only that pod's contribution::
     count[namespace, selector][node] = |{assigned pods p on node : p.namespace = namespace,
                                           no deletionTimestamp, selector matches p.labels}|
 
+Summed per domain of a topology key (``per_domain``), the counts are kept the same way, a pod change moving
+one domain's count: kube-scheduler's ``TpPairToMatchNum`` without a pass over the nodes, when every node with
+the key counts.
+
 Each observed pod change re-reads that pod from the cluster (its node in ``Cluster.assignment``, its labels),
 so the counts follow the cluster whatever order the changes come in; a pod the scheduler assumed earlier in
 the same batch counts as soon as it is assigned. The index is built from the cluster on first use, so a
@@ -46,8 +50,10 @@ def terminating(pod: PodInfo) -> bool:
 
 
 class SelectorCounts:
-    """One (namespace, selector)'s per-node counts, and the same in node row order: built when the rows change
-    (a node added or removed bumps ``labels_version``), else updated in place by each change."""
+    """One (namespace, selector)'s per-node counts, the same in node row order, and summed per domain of each
+    topology key asked for (kube-scheduler's ``TpPairToMatchNum`` when every node with the key counts): built
+    when the rows change (a node added or removed, or relabelled, bumps ``labels_version``), else updated in
+    place by each change."""
 
     def __init__(self, selector: Selector, cluster: Cluster) -> None:
         self.selector = selector
@@ -55,6 +61,8 @@ class SelectorCounts:
         self.by_node: dict[str, int] = {}
         self.used = 0
         self._vector: tuple[tuple[int, int], np.ndarray] | None = None
+        self._domains: dict[str, tuple[tuple[int, int], np.ndarray, np.ndarray]] = {}
+        """Topology key -> (rows it was built for, each row's domain index, the counts per domain)."""
 
     def _rows_key(self) -> tuple[int, int]:
         return self.cluster.labels_version, len(self.cluster.columns.names)
@@ -65,13 +73,30 @@ class SelectorCounts:
             self.by_node[node] = value
         else:
             self.by_node.pop(node, None)
+        if self._vector is None and not self._domains:
+            return
+        rows_key, row = self._rows_key(), self.cluster.columns.row.get(node)
         if self._vector is not None:
-            if self._vector[0] != self._rows_key():
+            if self._vector[0] != rows_key:
                 self._vector = None
-            else:
-                row = self.cluster.columns.row.get(node)
-                if row is not None:
-                    self._vector[1][row] = value
+            elif row is not None:
+                self._vector[1][row] = value
+        for key, (built, ids, table) in list(self._domains.items()):
+            if built != rows_key:
+                del self._domains[key]
+            elif row is not None and ids[row] >= 0:
+                table[ids[row]] += delta
+
+    def by_domain(self, key: str, ids: np.ndarray, domains: int) -> np.ndarray:
+        """The counts summed per domain of topology ``key`` over every node with it (``ids``: each node row's
+        domain index, -1 without the key, for the current rows). Read only."""
+        rows_key = self._rows_key()
+        held = self._domains.get(key)
+        if held is None or held[0] != rows_key:
+            has = ids >= 0
+            table = np.bincount(ids[has], weights=self.vector()[has], minlength=domains).astype(np.int64)
+            held = self._domains[key] = (rows_key, ids, table)
+        return held[2]
 
     def vector(self) -> np.ndarray:
         """The counts in node row order (pods on nodes the domain does not know are left out). Read only."""
@@ -111,6 +136,16 @@ class MatchingPods:
         self._tick += 1
         counts.used = self._tick
         return counts.vector()
+
+    def per_domain(self, namespace: str, selector: Selector, key: str, ids: np.ndarray, domains: int) -> np.ndarray:
+        """Matching pods per domain of ``key`` over every node with it (``SelectorCounts.by_domain``; zeros for an
+        empty or NOTHING selector). Read only."""
+        if selector.empty or selector.nothing:
+            return np.zeros(domains, dtype=np.int64)
+        counts = self._of(namespace, selector)
+        self._tick += 1
+        counts.used = self._tick
+        return counts.by_domain(key, ids, domains)
 
     def _entry(self, key: str) -> Placed | None:
         node = self.cluster.assignment.get(key)

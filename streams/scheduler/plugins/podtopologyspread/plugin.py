@@ -5,7 +5,10 @@ Counting, per constraint (``calPreFilterState``): only nodes that carry every co
 part, and of those the nodes the constraint includes (``nodeAffinityPolicy: Honor``: the pod's nodeSelector and
 required node affinity match; ``nodeTaintsPolicy: Honor``: the pod tolerates the node's NoSchedule/NoExecute
 taints). A domain's count is the number of assigned, non-terminating pods of the pod's namespace matching the
-selector on its included nodes (``counting``); the domains are those with at least one included node.
+selector on its included nodes (``counting``); the domains are those with at least one included node. When
+every node with the key is included (no other constraint's key missing there, no inclusion policy leaving a
+node out), the counts per domain are the ones ``counting`` keeps up to date as pods come and go; else they
+are summed over the included nodes in one numpy pass.
 
 Filter, ``whenUnsatisfiable: DoNotSchedule``, each constraint in order, a node fails at the first it breaks:
 
@@ -141,9 +144,15 @@ class PodTopologySpread:
         out = []
         for constraint, (ids, values) in zip(constraints, domains):
             included = with_keys & self._included(pod, constraint)
-            per_node = self.pods.per_node(pod.namespace, constraint.selector)
-            count = np.bincount(ids[included], weights=per_node[included], minlength=len(values)).astype(np.int64)
-            present = np.bincount(ids[included], minlength=len(values)) > 0
+            if np.array_equal(included, ids >= 0):
+                count = self.pods.per_domain(pod.namespace, constraint.selector, constraint.topology_key, ids,
+                                             len(values)).copy()
+                present = np.ones(len(values), dtype=bool)
+            else:
+                per_node = self.pods.per_node(pod.namespace, constraint.selector)
+                count = np.bincount(ids[included], weights=per_node[included],
+                                    minlength=len(values)).astype(np.int64)
+                present = np.bincount(ids[included], minlength=len(values)) > 0
             out.append(ConstraintCounts(constraint, ids, values, count, present, _minimum(constraint, count, present),
                                         int(constraint.selector.matches(pod.labels)), included))
         return tuple(out)

@@ -207,3 +207,32 @@ def test_TestDryRunPreemption_preemption_to_resolve_pod_topology_spread_filter_f
                  incoming(spread(1, "zone"), spread(1, "node"), priority=HIGH))
     evicted = [record["pod"]["name"] for name, record in out if name == "Eviction"]
     assert len(evicted) == 1 and evicted[0] in ("pod-a2", "pod-b1"), evicted
+
+
+def test_domain_counts_kept_between_cycles_follow_pods_and_nodes_relabelled_added_and_removed(registered):
+    """The per-domain counts read as is (every node with the key counts) and those summed over the included
+    nodes (a nodeSelector leaves some out) equal a fresh plugin's after each change."""
+    domain, _ = run(enabled({"defaultingType": "List"}), zoned("a", "z1"), zoned("b", "z2"), zoned("c", "z2"),
+                    existing("p-1", "a"), existing("p-2", "b"), existing("p-3", "c"))
+    plugin = domain.frameworks["default-scheduler"].plugins[NAME]
+    everywhere = pod_info(incoming(spread(1, "zone")))
+    selected = pod_info(incoming(spread(1, "zone"), node_selector={"pick": "yes"}))
+
+    def counts(on, pod):
+        state = CycleState()
+        on.pre_filter(state, pod)
+        return [{entry.values[i]: int(entry.count[i]) for i in np.flatnonzero(entry.present)}
+                for entry in state[NAME]]
+
+    steps = [
+        ((), [{"z1": 1, "z2": 2}], [{}]),
+        ((existing("p-4", "a"),), [{"z1": 2, "z2": 2}], [{}]),
+        ((node("c", labels={"zone": "z1", "node": "c", "pick": "yes"}, ts=2000),), [{"z1": 3, "z2": 1}], [{"z1": 1}]),
+        ((zoned("d", "z3", pick="yes"), existing("p-5", "d")), [{"z1": 3, "z2": 1, "z3": 1}], [{"z1": 1, "z3": 1}]),
+        ((deleted("Pod", "default/p-1"), deleted("Node", "b")), [{"z1": 2, "z3": 1}], [{"z1": 1, "z3": 1}]),
+    ]
+    for changes, want, want_selected in steps:
+        run(*changes, domain=domain)
+        fresh = PodTopologySpread(PodTopologySpreadArgs(defaulting_type="List"), domain.cluster)
+        assert counts(plugin, everywhere) == counts(fresh, everywhere) == want
+        assert counts(plugin, selected) == counts(fresh, selected) == want_selected
