@@ -29,7 +29,6 @@ import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
-from streams.bench import perfworkloads
 from streams.bench.harness import (
     Harness, cpu_us_per_event, fetch_highwaters, wait_scheduled, wait_through_scheduling)
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
@@ -37,6 +36,7 @@ from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_
 from streams.objects import Document, to_record
 from streams.partitioning import partition_for
 from streams.scheduler import bench as in_process
+from streams.scheduler import perfworkloads
 from streams.schemas import codec
 
 NAMESPACE = "bench"
@@ -239,7 +239,7 @@ async def _perf(harness: Harness, workload: perfworkloads.Workload, case: perfwo
 
 
 def run_perf(harness: Harness, workload: str, case: str | None, rate: float | None) -> dict:
-    """One scheduler_perf workload (``streams.bench.perfworkloads``) end to end: its nodes, its init pods
+    """One scheduler_perf workload (``streams.scheduler.perfworkloads``) end to end: its nodes, its init pods
     scheduled before the clock starts, then its measured pods, with kube-scheduler's floor beside them."""
     chosen = perfworkloads.WORKLOADS[workload]
     return asyncio.run(_perf(harness, chosen, chosen.case(case), rate))

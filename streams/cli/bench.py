@@ -9,7 +9,8 @@ from typing import Callable, Iterator
 
 import click
 
-from streams.bench import harness, perfworkloads
+from streams.bench import harness
+from streams.scheduler import perfworkloads
 from streams.broker import kraft, local
 from streams.cli import context
 from streams.maven import MissingPrerequisite

@@ -16,7 +16,7 @@ number of bound pods shows as falling figures; ``profile_from`` runs cProfile ov
 pods from that index on and returns its top lines (by own time and by cumulative time).
 
 ``run_workload(name, case)`` does the same for one of kube-scheduler's scheduler_perf workloads
-(``streams.bench.perfworkloads``): its nodes and init pods go through the domain untimed (as the
+(``streams.scheduler.perfworkloads``): its nodes and init pods go through the domain untimed (as the
 end-to-end bench schedules them before its clock starts), then only its measured pods are timed, each
 manifest turned into the record ``koord apply`` would send.
 """
@@ -31,7 +31,7 @@ import pstats
 import random
 import time
 
-from streams.bench import perfworkloads
+from streams.scheduler import perfworkloads
 from streams.events import Causation, InboxEvent
 from streams.koordinator.labels import LABEL_QUOTA_NAME
 from streams.nodeaggregate.usage import summary

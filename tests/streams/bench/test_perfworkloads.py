@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from streams.bench import perfworkloads
+from streams.scheduler import perfworkloads
 from streams.cli.bench import bench
 from streams.objects.quantity import parse_quantity
 
