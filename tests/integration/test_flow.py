@@ -128,7 +128,7 @@ def test_decision_decodes_with_an_independent_client_and_plain_fastavro(cluster)
 
     cluster.koord("apply", "-f", "-", "--wait", input="---\n".join([node_yaml("ind-node"), pod_yaml("ind", "1", "ind")]))
     schema = load_schema_ordered([SCHEMAS / f"{name}.avsc" for name in
-                                  ("PodRef", "PluginResult", "NodeScore", "Causation", "SchedulingDecision")])
+                                  ("PodRef", "PluginResult", "NodeScore", "Causation", "VolumeBinding", "SchedulingDecision")])
     expected_fingerprint = bytes.fromhex(fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO"))
     topic = cluster.topology.spec("decisions")
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "independent-reader",
