@@ -111,6 +111,17 @@ def prepare_node_for_resource(status: NodeStatus, result: NodeResource, name: st
     status.allocatable[name] = quantity
 
 
+def prepare_synced(status: NodeStatus, result: NodeResource, names: tuple[str, ...]) -> None:
+    """The Prepare of a resource synced from the Device (GPU, RDMA): a reset name is removed from capacity and
+    allocatable, a calculated one written into both, a name with neither left as the node shows it."""
+    for name in names:
+        if result.resets.get(name):
+            status.capacity.pop(name, None)
+            status.allocatable.pop(name, None)
+        elif result.resources.get(name) is not None:
+            status.capacity[name] = status.allocatable[name] = result.resources[name]
+
+
 def is_degrade_needed(strategy: ColocationStrategy, metric: MetricView | None, now_ms: int) -> bool:
     """``isDegradeNeeded`` of both the batch and the mid plugin: no metric, no update time, or ``now``
     after ``updateTime + degradeTimeMinutes`` (for mid, a missing ProdReclaimable does not degrade)."""

@@ -24,6 +24,7 @@ from streams.koordinator.labels import LABEL_GPU_VENDOR
 from streams.koordinator.resources import (
     GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED, KOORD_GPU, NPU_CORE, NPU_CPU, NPU_DVPP)
 from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem
+from streams.noderesource.resources import prepare_synced
 from streams.noderesource.views import DEVICE_LABELS, Snapshot
 from streams.sloconfig.colocation import ColocationStrategy
 
@@ -85,12 +86,7 @@ class GPUDeviceResource:
         return []
 
     def prepare(self, strategy: ColocationStrategy, status: NodeStatus, result: NodeResource) -> None:
-        for name in RESOURCE_NAMES:
-            if result.resets.get(name):
-                status.capacity.pop(name, None)
-                status.allocatable.pop(name, None)
-            elif result.resources.get(name) is not None:
-                status.capacity[name] = status.allocatable[name] = result.resources[name]
+        prepare_synced(status, result, RESOURCE_NAMES)
         for label in LABELS:
             if label in result.labels:
                 status.labels[label] = result.labels[label]

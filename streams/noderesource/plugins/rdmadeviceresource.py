@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from streams.koordinator.resources import RDMA
 from streams.noderesource.framework import NodeResource, NodeStatus, ResourceItem
+from streams.noderesource.resources import prepare_synced
 from streams.noderesource.views import Snapshot
 from streams.sloconfig.colocation import ColocationStrategy
 
@@ -36,9 +37,4 @@ class RDMADeviceResource:
         return []
 
     def prepare(self, strategy: ColocationStrategy, status: NodeStatus, result: NodeResource) -> None:
-        for name in RESOURCE_NAMES:
-            if result.resets.get(name):
-                status.capacity.pop(name, None)
-                status.allocatable.pop(name, None)
-            elif result.resources.get(name) is not None:
-                status.capacity[name] = status.allocatable[name] = result.resources[name]
+        prepare_synced(status, result, RESOURCE_NAMES)
