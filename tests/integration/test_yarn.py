@@ -93,7 +93,9 @@ status: {{capacity: {resources}, allocatable: {resources}}}
 """
 
 
-def _idle_metric(name: str, update_time: str) -> str:
+def _metric(name: str, update_time: str, node_usage: str, pods: str = "[]") -> str:
+    """A NodeMetric of ``name``: the node's usage (``{cpu: ..., memory: ...}``), 500m/1Gi of it the system's,
+    and ``pods`` as its podsMetric (YAML)."""
     return f"""\
 apiVersion: slo.koordinator.sh/v1alpha1
 kind: NodeMetric
@@ -101,10 +103,14 @@ metadata: {{name: {name}}}
 status:
   updateTime: "{update_time}"
   nodeMetric:
-    nodeUsage: {{resources: {{cpu: "1", memory: 2Gi}}}}
+    nodeUsage: {{resources: {node_usage}}}
     systemUsage: {{resources: {{cpu: 500m, memory: 1Gi}}}}
-  podsMetric: []
+  podsMetric: {pods}
 """
+
+
+def _idle_metric(name: str, update_time: str) -> str:
+    return _metric(name, update_time, '{cpu: "1", memory: 2Gi}')
 
 
 def _batch(cluster, node: str) -> tuple[int, int]:
@@ -209,18 +215,8 @@ spec:
 
 
 def _busy_metric(name: str, update_time: str) -> str:
-    return f"""\
-apiVersion: slo.koordinator.sh/v1alpha1
-kind: NodeMetric
-metadata: {{name: {name}}}
-status:
-  updateTime: "{update_time}"
-  nodeMetric:
-    nodeUsage: {{resources: {{cpu: "4", memory: 6Gi}}}}
-    systemUsage: {{resources: {{cpu: 500m, memory: 1Gi}}}}
-  podsMetric:
-  - {{namespace: {NAMESPACE}, name: prod-web, podUsage: {{resources: {{cpu: "3", memory: 4Gi}}}}}}
-"""
+    return _metric(name, update_time, '{cpu: "4", memory: 6Gi}',
+                   f'[{{namespace: {NAMESPACE}, name: prod-web, podUsage: {{resources: {{cpu: "3", memory: 4Gi}}}}}}]')
 
 
 def _now() -> str:
