@@ -91,9 +91,10 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     from streams.agents import domains, node, router, scheduling, ticks
 
     registers = {"router": router.register, "domains": domains.register, "scheduling": scheduling.register,
-                 "node": node.register, "ticks": ticks.register}
+                 "node": node.register}
     for agent in role.agents:
         registers[agent](app, topology)
+    ticks.register(app, topology)
     return app
 
 

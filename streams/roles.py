@@ -1,4 +1,4 @@
-"""Worker roles: which of the five agents a worker runs, and the Kafka names that follow from it.
+"""Worker roles: which of the four agents a worker runs, and the Kafka names that follow from it.
 
 Everything a worker names in Kafka derives from its Faust app id: its consumer group (the app id),
 its tables' changelogs (``<app id>-<table>-changelog``) and its transactional ids
@@ -14,8 +14,10 @@ import dataclasses
 
 from streams.topology import Topology
 
-AGENTS = ("router", "domains", "scheduling", "node", "ticks")
-"""The agents a worker can run (``streams.app``)."""
+AGENTS = ("router", "domains", "scheduling", "node")
+"""The agents a worker can run (``streams.app``). Every worker also publishes the clock ticks
+(``streams.agents.ticks``): a worker that consumed nothing would not start (Faust subscribes to no topic and
+aiokafka refuses that), and ticks from several workers are harmless."""
 TABLES = {"domains": "routing-state", "scheduling": "scheduling-state", "node": "node-state"}
 """The table each agent that keeps one writes (its changelog is named after it)."""
 ALL = "all"
@@ -57,3 +59,12 @@ def role(name: str) -> Role:
         return ROLES[name]
     except KeyError:
         raise UnknownRole(f"role {name!r} is not declared (have: {', '.join(ROLES)})") from None
+
+
+INBOX_READERS = {"inbox-routing": "domains", "inbox-scheduling": "scheduling", "inbox-node": "node"}
+"""The agent that reads each inbox (topology id); the router reads every source topic."""
+
+
+def reader(topic_id: str) -> str:
+    """The agent whose consumer group commits ``topic_id`` (an inbox, else a source the router reads)."""
+    return INBOX_READERS.get(topic_id, "router")

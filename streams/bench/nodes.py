@@ -39,7 +39,7 @@ import time
 from datetime import datetime, timezone
 
 from streams import kafka
-from streams.bench.harness import Harness, cpu_us_per_event, wait_through_scheduling
+from streams.bench.harness import Harness, cpu_figures, cpu_reading, wait_through_scheduling
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
 from streams.objects import Document, to_record
 from streams.partitioning import partition_for
@@ -212,14 +212,14 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, 
 
     metrics = metric_records(nodes, pods, rounds, start_ms, seed, names)
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
-    cpu_before = harness.workers_cpu_s() if harness.workers_cpu_s else None
+    cpu_before = cpu_reading(harness)
     started = time.monotonic()
     await _send(harness.bootstrap, metrics, names, progress, f"{len(metrics)} NodeMetrics")
     produced_s = time.monotonic() - started
     progress.wait(f"the worker to commit the {len(metrics)} NodeMetrics through the node inbox and the scheduling "
                   "domain")
     caught_up, both = await wait_through_scheduling(harness, timeout_s=600 + len(metrics) / 100)
-    cpu_us = cpu_us_per_event(harness, cpu_before, len(metrics))
+    cpu = cpu_figures(harness, cpu_before, len(metrics))
     elapsed = caught_up - started
     changelog = harness.topology.name("changelog-node")
     progress.wait(f"the read of the node-state changelog {changelog}")
@@ -235,7 +235,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, 
         restart_s = await _restart(harness, probes, setup_timeout_s, progress)
     return {"nodes": nodes, "pods_per_node": pods, "events": len(metrics), "event_bytes": round(size),
             "events_per_s": round(len(metrics) / elapsed, 1), "seconds": round(elapsed, 2),
-            "worker_cpu_us_per_event": cpu_us,
+            "worker_cpu_us_per_event": cpu["worker_cpu_us_per_event"], "worker_cpu_us_per_event_by_role": cpu["by_role"],
             "through_scheduler_per_s": round(len(metrics) / (both - started), 1),
             "produce_seconds": round(produced_s, 2), "setup_seconds": round(setup_s, 1),
             "state_bytes_per_node": round(state_bytes, 1), "restart_seconds": round(restart_s, 1)}

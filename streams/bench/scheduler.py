@@ -30,7 +30,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams import kafka
 from streams.bench.harness import (
-    Harness, cpu_us_per_event, fetch_highwaters, wait_scheduled, wait_through_scheduling)
+    Harness, cpu_figures, cpu_reading, fetch_highwaters, wait_scheduled, wait_through_scheduling)
 from streams.koordinator.annotations import ANNOTATION_RESERVATION_ALLOCATED
 from streams.koordinator.labels import ANNOTATION_GANG_MIN_NUM, ANNOTATION_GANG_NAME, LABEL_QUOTA_NAME, LABEL_QUOTA_TREE_ID
 from streams.objects import Document, to_record
@@ -204,12 +204,13 @@ async def _measure(harness: Harness, encoded: list[tuple[str, str, bytes]], pref
                     if ANNOTATION_RESERVATION_ALLOCATED in (decision.get("annotations") or {}):
                         on_reservation.add(name)
 
-    cpu_before = harness.workers_cpu_s() if harness.workers_cpu_s else None
+    cpu_before = cpu_reading(harness)
     try:
         await asyncio.gather(submit(), collect())
     finally:
         await consumer.stop()
-    cpu_us_per_pod = cpu_us_per_event(harness, cpu_before, len(seen))
+    await wait_scheduled(harness)  # the node aggregate's part of the pods (their bindings) is theirs too
+    cpu = cpu_figures(harness, cpu_before, len(seen))
     latencies = np.array([seen[name] - sent[name] for name in seen]) * 1000
     to_output = np.array([produced_wall[name] - sent_wall[name] for name in seen]) * 1000
     elapsed = max(seen.values()) - min(sent.values()) if seen else float("nan")
@@ -219,7 +220,8 @@ async def _measure(harness: Harness, encoded: list[tuple[str, str, bytes]], pref
             "p99_ms": round(float(np.percentile(latencies, 99)), 1) if seen else None,
             "submit_to_decision_sent": {"p50_ms": round(float(np.percentile(to_output, 50)), 1),
                                         "p99_ms": round(float(np.percentile(to_output, 99)), 1)} if seen else None,
-            "worker_cpu_us_per_pod": cpu_us_per_pod, "on_their_reservation": len(on_reservation)}
+            "worker_cpu_us_per_pod": cpu["worker_cpu_us_per_event"], "worker_cpu_us_per_pod_by_role": cpu["by_role"],
+            "on_their_reservation": len(on_reservation)}
 
 
 async def _perf(harness: Harness, workload: perfworkloads.Workload, case: perfworkloads.Case,

@@ -15,6 +15,11 @@ from streams.broker import kraft, local
 from streams.cli import context
 from streams.maven import MissingPrerequisite
 
+by_role_option = click.option(
+    "--by-role", is_flag=True,
+    help="One worker per role (router, domains, scheduling, node, ticks; streams/roles.py) instead of one running "
+         "them all: the worker CPU per event is also printed per role, what each role alone needs of a core.")
+
 broker_option = click.option(
     "--broker", "broker_kind", type=click.Choice(local.KINDS), default="tansu", show_default=True,
     help="The broker to start for the run: the embedded Tansu or a local Apache Kafka (KRaft; Java 17 and "
@@ -22,7 +27,7 @@ broker_option = click.option(
 
 
 @contextlib.contextmanager
-def _harness(broker_kind: str, output: str, workers: int = 1) -> Iterator[harness.Harness]:
+def _harness(broker_kind: str, output: str, workers: int = 1, by_role: bool = False) -> Iterator[harness.Harness]:
     config = context.settings()
     if broker_kind == "kafka" and not config.broker:
         try:
@@ -32,7 +37,7 @@ def _harness(broker_kind: str, output: str, workers: int = 1) -> Iterator[harnes
     if config.broker and output != "json":
         click.echo(f"KOORD_BROKER is set: running on {config.broker} ({config.resolved_broker_kind}), "
                    f"not on a fresh {broker_kind} broker", err=True)
-    with harness.running(broker_kind, config, workers) as running:
+    with harness.running(broker_kind, config, workers, by_role) as running:
         try:
             yield running
         except TimeoutError as error:
@@ -44,12 +49,13 @@ def _broker(running: harness.Harness) -> dict:
 
 
 def _each_size(sizes: tuple[int, ...], broker_kind: str, output: str,
-               measure: Callable[[harness.Harness, int], dict], workers: int = 1
+               measure: Callable[[harness.Harness, int], dict], workers: int = 1, by_role: bool = False
                ) -> Iterator[tuple[dict, harness.Harness]]:
     """``measure(running, size)`` once per size, each on a fresh broker (KOORD_BROKER's when set) with
-    ``workers`` workers, yielded as each run ends: its result with its broker, and the harness it ran on."""
+    ``workers`` workers (or one per role), yielded as each run ends: its result with its broker, and the harness
+    it ran on."""
     for size in sizes:
-        with _harness(broker_kind, output, workers) as running:
+        with _harness(broker_kind, output, workers, by_role) as running:
             result = {"broker": _broker(running), **measure(running, size)}
         yield result, running
 
@@ -86,11 +92,12 @@ WORKLOADS = ("plain", "gang", "reservations", *perfworkloads.WORKLOADS)
 @click.option("--profile-from", type=int, default=None,
               help="With --in-process: cProfile the pods from this index on (a scheduler_perf workload's measured "
                    "pods) and print the top lines.")
+@by_role_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
 def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: int, workloads: tuple[str, ...],
                   case: str | None, domain_counts: tuple[int, ...], workers: int | None, core_only: bool,
-                  profile_from: int | None, output: str, broker_kind: str) -> None:
+                  profile_from: int | None, by_role: bool, output: str, broker_kind: str) -> None:
     """Pods/s and p50/p99 submit-to-decision latency, plus the core's in-process pods/s, one row per pod count
     and domain count (with --in-process: only the core, per slice of pods of the largest count)."""
     from streams.bench import scheduler
@@ -114,8 +121,10 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
     runs = []
     for domains in domain_counts:
         count = workers or max(1, min(domains, os.cpu_count() or 1))
+        if by_role and (workers or domains > 1):
+            raise click.ClickException("--by-role runs one worker per role: leave out --workers and --domains")
         for run, running in _each_size(sizes, broker_kind, output, lambda running, pods, domains=domains: scheduler.run(
-                running, nodes, pods, rate, seed, workload, domains), count):
+                running, nodes, pods, rate, seed, workload, domains), count, by_role):
             runs.append(run)
             if output != "json":
                 click.echo(f"broker: {running.describe()}", err=True)
@@ -132,6 +141,8 @@ def scheduler_cmd(nodes: int, sizes: tuple[int, ...], rate: float | None, seed: 
         click.echo(f"{e2e['pods']:>6} {e2e['domains']:>7} {e2e['workers'] or '-':>7} {e2e['decided']:>7} "
                    f"{e2e['pods_per_s']:>7} {e2e['p50_ms']:>8} {e2e['p99_ms']:>8} {stage['p50_ms']:>8} {stage['p99_ms']:>8} "
                    f"{e2e['worker_cpu_us_per_pod'] or '-':>17} {core['pods_per_s']:>17.1f}")
+        if e2e["worker_cpu_us_per_pod_by_role"]:
+            click.echo("  worker CPU µs/pod by role: " + _by_role(e2e["worker_cpu_us_per_pod_by_role"]))
         if "on_their_reservation" in e2e:
             click.echo(f"  owners placed on their reservation: {e2e['on_their_reservation']}/{e2e['pods']}")
     click.echo("sent: submit -> decision sent by the worker")
@@ -244,9 +255,10 @@ def trace_cmd(nodes_csv: str, pods_csv: str, policy: str, seeds: int, output: st
 @click.option("--timeout", type=float, default=3600.0, show_default=True,
               help="Seconds a run (one node count, setup to restart) may take; past them the bench fails, naming "
                    "what it was waiting for (10,000 nodes x 20 pods took 13 minutes on Tansu).")
+@by_role_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 @broker_option
-def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, timeout: float, output: str,
+def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, timeout: float, by_role: bool, output: str,
               broker_kind: str) -> None:
     """NodeMetric events/s into profiles, batch/mid and the QoS plan on one worker (and on through the scheduling
     domain's NodeUsages), bytes of state per node and a restarted worker's seconds to serve, one row per node count."""
@@ -258,7 +270,8 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, timeout
                    f"{'+ scheduler/s':>13} {'worker CPU µs/event':>19} {'produced s':>10} {'state B/node':>12} "
                    f"{'restart s':>9} {'setup s':>8}  broker")
     for run, running in _each_size(sizes, broker_kind, output,
-                                   lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed, timeout)):
+                                   lambda running, nodes: node_bench.run(running, nodes, pods, rounds, seed, timeout),
+                                   by_role=by_role):
         runs.append(run)
         if output != "json":
             click.echo(f"{run['nodes']:>6} {run['pods_per_node']:>9} {run['events']:>11} {run['event_bytes']:>7} "
@@ -266,8 +279,14 @@ def nodes_cmd(sizes: tuple[int, ...], pods: int, rounds: int, seed: int, timeout
                        f"{run['worker_cpu_us_per_event'] or '-':>19} {run['produce_seconds']:>10} "
                        f"{run['state_bytes_per_node']:>12} {run['restart_seconds']:>9} {run['setup_seconds']:>8}  "
                        f"{running.describe()}")
+            if run["worker_cpu_us_per_event_by_role"]:
+                click.echo("  worker CPU µs/event by role: " + _by_role(run["worker_cpu_us_per_event_by_role"]))
     if output == "json":
         click.echo(json.dumps({"runs": runs}))
+
+
+def _by_role(figures: dict[str, float]) -> str:
+    return ", ".join(f"{role} {value}" for role, value in figures.items())
 
 
 @bench.command("actuation")

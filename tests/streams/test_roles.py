@@ -35,7 +35,7 @@ def test_the_default_role_runs_every_agent_under_the_topology_app_id():
 def test_a_role_runs_its_agents_under_its_own_names_which_its_topology_declares(name):
     app = create_app("127.0.0.1:1", TOPOLOGY, role=role(name))
     assert app.conf.id == f"{TOPOLOGY.app_id}-{name}"
-    assert sorted(app.agents) == ([f"koord-{name}"] if name != "ticks" else [])
+    assert sorted(app.agents) == [f"koord-{name}"]
     assert sorted(app.tables) == sorted(TABLES[agent] for agent in role(name).agents if agent in TABLES)
     changelogs = {table.changelog_topic.get_topic_name() for table in app.tables.values()}
     assert changelogs == _changelogs(role(name).topology(TOPOLOGY))
