@@ -98,6 +98,25 @@ def test_a_group_whose_offsets_stop_moving_is_stalled(broker):
         asyncio.run(run())
 
 
+def test_each_topic_is_read_from_the_group_that_commits_it(broker):
+    """With one worker per role, each topic of a chain is committed by the group of the role that reads it: the
+    wait reads each topic's offsets from its own group, and is not through while one group is behind."""
+    async def run():
+        up, down = await _chain(broker.bootstrap, "roles", 2)
+        groups = {up.topic: "roles-router", down.topic: "roles-node"}
+        await _commit(broker.bootstrap, "roles-router", {up: 2})
+        await _commit(broker.bootstrap, "roles-node", {down: 1})
+        waiting = asyncio.ensure_future(harness.wait_caught_up(broker.bootstrap, [up.topic, down.topic],
+                                                               groups.__getitem__, timeout_s=60))
+        await asyncio.sleep(2)
+        assert not waiting.done()
+        committed = await _commit(broker.bootstrap, "roles-node", {down: 2})
+        return committed, await waiting
+
+    committed, through = asyncio.run(run())
+    assert through["roles-up"] < committed < through["roles-down"]
+
+
 def test_process_cpu_counts_a_busy_child_and_nothing_for_a_gone_one():
     """The per-event CPU figure reads the kernel's accounting of the worker: a child that spins for 0.3 s of
     CPU shows at least that much (clock ticks are 10 ms), a process that is gone shows 0."""
