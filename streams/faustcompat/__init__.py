@@ -11,6 +11,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``highwaters``     a changelog's highwater for table recovery: Tansu's corrected, exactly-once's
                    from the broker
 ``fetchwait``      the worker consumer's fetch wait paced on Tansu
+``assignor``       the worker consumer assigns with Faust's assignor, also without tables
 ``flush``          the flush before a commit waits until the producer buffer is empty
 ``events``         the current event (table writes) and a message's ``acked`` flag
 ``tables``         a table with raw values; the delivery futures of its changelog writes
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from streams.faustcompat.assignor import install_own_assignor
 from streams.faustcompat.changelogs import install_skip_undecodable
 from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
                                          install_committed_offsets)
@@ -46,6 +48,7 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
     if tansu:
         install_true_highwaters()
         install_fetch_pacing()
+    install_own_assignor()
     install_faust_seek_fix()
     install_faust_take_fix()
     install_full_flush()

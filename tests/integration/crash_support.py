@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams import kafka, supervision
+from streams import kafka, roles, supervision
 from streams.broker import embedded, local
 from streams.partitioning import partition_for
 from streams.replay.reader import read_topic
@@ -99,15 +99,16 @@ class CrashCluster:
         cluster.projection = supervision.spawn(supervision.koord_command("project"), home / "projection.log", env)
         return cluster
 
-    def start_worker(self, name: str) -> Worker:
-        """Start (or restart) worker ``name`` in its own directory; returns once it is ready."""
+    def start_worker(self, name: str, role: str = roles.ALL) -> Worker:
+        """Start (or restart) worker ``name`` running ``role`` (``streams.roles``) in its own directory; returns
+        once it is ready."""
         directory = self.home / name
         directory.mkdir(exist_ok=True)
         log = self.home / f"{name}.log"
         since = log.stat().st_size if log.exists() else 0
         port = embedded.free_loopback_port()
         process = subprocess.Popen(
-            supervision.koord_command("worker", "--metrics-port", str(port)), cwd=directory,
+            supervision.koord_command("worker", "--role", role, "--metrics-port", str(port)), cwd=directory,
             stdout=open(log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env={**os.environ, **self.env}, preexec_fn=supervision.child_preexec, process_group=0)
         worker = self.workers[name] = Worker(name, process, log, port)
