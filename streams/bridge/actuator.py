@@ -212,7 +212,7 @@ class Actuator:
                     raise
             self.checkpoint.settle_eviction(write.decision_id)
         WRITES.labels(name, "written").inc()
-        log.info("%s %s", name, _describe(write))
+        log.debug("%s %s", name, _describe(write))
 
     async def write_status(self, schema: str, record: dict) -> None:
         """Write the status ``record`` asks for (``statuses``), planned against the watched object (a fresh GET

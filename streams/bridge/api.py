@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 from lightkube import KubeConfig
-from lightkube.config.client_adapter import AsyncClient, ConnectionParams
+from lightkube.config.client_adapter import ConnectionParams
 
 from streams.bridge.ratelimit import TokenBucket
 from streams.bridge.resources import WATCHED, WatchedResource
@@ -48,6 +48,12 @@ class ApiError(Exception):
         return f"{self.verb} {self.resource}: HTTP {self.code}: {self.message}"
 
 
+KEEP_ALIVE = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+"""Every connection is kept for reuse until idle for 5 s: httpx keeps 20 by default, fewer than the bridge's
+writers (``write_concurrency``, 32) and watches use at once, so a write past 20 closed its connection and a
+later one paid a new TLS handshake (seen in a profile while binding). The concurrency bounds how many there are."""
+
+
 class KubeApi:
     def __init__(self, kubeconfig: Path | None, context: str | None, watch_timeout_s: int = 300, qps: float = 0.0,
                  burst: int = 1) -> None:
@@ -59,7 +65,8 @@ class KubeApi:
         self.server = config.cluster.server
         self.watch_timeout_s = watch_timeout_s
         self.limit = TokenBucket(qps, burst)
-        self.http = AsyncClient(config, ConnectionParams(timeout=httpx.Timeout(30.0, read=watch_timeout_s + 30.0)))
+        params = ConnectionParams(timeout=httpx.Timeout(30.0, read=watch_timeout_s + 30.0)).httpx_params(config)
+        self.http = httpx.AsyncClient(**params, limits=KEEP_ALIVE)
 
     async def close(self) -> None:
         await self.http.aclose()
