@@ -16,6 +16,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``tables``         a table with raw values; the delivery futures of its changelog writes
 ``changelogs``     table recovery skips a changelog record it cannot decode
 ``recovery``       table recovery reads the active changelogs in bulk, not record by record
+``tablestart``     the table manager starts without its fixed one-second wait
 ``monitor``        Faust's Prometheus sensor without its per-event timing; the stream inbound time
                    Faust's livelock warning reads
 ``livelock``       that warning a WARNING during a catch-up; transactional commits stamp their time
@@ -35,6 +36,7 @@ from streams.faustcompat.highwaters import install_committed_highwaters, install
 from streams.faustcompat.livelock import install_catch_up_warnings, install_transactional_commit_times
 from streams.faustcompat.recovery import install_bulk_recovery
 from streams.faustcompat.seek import install_faust_seek_fix
+from streams.faustcompat.tablestart import install_prompt_table_start
 from streams.faustcompat.take import install_faust_take_fix
 
 FAUST_VERSION = "0.15.3"
@@ -57,5 +59,6 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate], changelog_rea
     install_committed_offsets()
     install_skip_undecodable()
     install_bulk_recovery(changelog_reader)
+    install_prompt_table_start()
     install_catch_up_warnings()
     install_transactional_commit_times()

@@ -36,6 +36,8 @@ BUDGET_SHARE = 0.5
 """The share of Faust's ``broker_request_timeout`` (its bound on the seek) the bulk read may take."""
 FETCH_TIMEOUT_MS = 1000
 """How long one ``getmany`` waits for records."""
+MODEL_MARKER = "__faust"
+"""The key of a JSON object Faust reconstructs as a model (``faust.models.base.Model._maybe_namespace``)."""
 
 
 class ChangelogEvent(NamedTuple):
@@ -121,10 +123,67 @@ def _last(offsets, tp) -> int:
 
 
 async def _apply(table, chunk: list) -> None:
-    """Decode ``chunk`` (records of one changelog partition) as the changelog channel decodes and apply it."""
+    """Decode the records of ``chunk`` (one partition's, in order) that decide the table, as the changelog
+    channel decodes, and apply them."""
     decode = table.changelog_topic.decode
     events = []
-    for record in chunk:
-        event = await decode(record, propagate=True)
-        events.append(ChangelogEvent(event.key, event.value, record))
+    for record, decoded in _deciding(chunk, _json_values(table.changelog_topic.schema)):
+        if decoded is None:
+            event = await decode(record, propagate=True)
+            decoded = event.key, event.value
+        events.append(ChangelogEvent(decoded[0], decoded[1], record))
     table.apply_changelog_batch(events)
+
+
+def _deciding(chunk: list, json_values: bool | None) -> list[tuple[Any, tuple | None]]:
+    """The records of ``chunk`` that decide the table, in order, each with its (key, value) decoded here or
+    None for the channel's decoder. Of a key (as bytes) whose last record decodes here, that record and the
+    last removal before it (Faust's store removes a key a batch removed and left a false value,
+    ``faust.stores.memory.Store.apply_changelog_batch``): the earlier values are replaced unread. Of any other
+    key, every record: the channel may skip the last one, and then an earlier one decides."""
+    if json_values is None:
+        return [(record, None) for record in chunk]
+    last, removed = {}, {}
+    for index, record in enumerate(chunk):
+        last[record.key] = index
+        if record.value is None:
+            removed[record.key] = index
+    decoded = {index: _decoded(chunk[index], json_values) for index in last.values()}
+    deciding = []
+    for index, record in enumerate(chunk):
+        final = last[record.key]
+        if index == final:
+            deciding.append((record, decoded[index]))
+        elif decoded[final] is None or index == removed.get(record.key):
+            deciding.append((record, _decoded(record, json_values)))
+    return deciding
+
+
+def _json_values(schema) -> bool | None:
+    """For a changelog schema of text keys in JSON and values in JSON (True) or raw (False), as every
+    koordstream table has, whether its values are JSON; None for any other."""
+    if (schema.key_type is None and schema.value_type is None and schema.allow_empty
+            and schema.key_serializer == "json" and schema.value_serializer in ("json", "raw")):
+        return schema.value_serializer == "json"
+    return None
+
+
+def _decoded(record, json_values: bool) -> tuple[str, Any] | None:
+    """(key, value) of ``record`` as Faust decodes a record of such a schema (``want_str``, then Faust's JSON
+    ``loads``; a tombstone's value None), without an event; None for a record it would decode otherwise
+    (no key, a key that is not text, a value with Faust's model marker ``__faust``) or not at all: the
+    channel's decoder takes those, and skips the undecodable."""
+    from faust.utils import json as faust_json
+
+    if record.key is None:
+        return None
+    try:
+        key = faust_json.loads(record.key.decode())
+        value = record.value
+        if json_values and value is not None:
+            value = faust_json.loads(value.decode())
+    except Exception:  # Faust's decoder skips what it cannot decode, whatever the error
+        return None
+    if type(key) is not str or (type(value) is dict and MODEL_MARKER in value):
+        return None
+    return key, value
