@@ -99,7 +99,7 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     return app
 
 
-CHANGELOG_FETCH_BYTES = 8 << 20
+CHANGELOG_FETCH_BYTES = 16 << 20
 """Bytes per changelog partition in one fetch of table recovery (``streams.faustcompat.recovery``):
 aiokafka's 1 MiB default makes a restart of 10,000 nodes a few hundred round trips."""
 

@@ -7,9 +7,8 @@ of 10,000 nodes and 50,000 pods reads ~180,000 changelog records and took 26 s t
 
 :func:`install_bulk_recovery` wraps ``Recovery._seek_offsets``, which Faust calls for the active changelog
 partitions once their highwaters and start offsets are known and before it decides whether any need
-recovery. Before the seek, consumers of its own (no group, the workers' isolation level; one per
-partition, so that the broker serves them side by side) read each partition from the start offset Faust
-chose to its highwater with ``getmany``; each record is decoded by the
+recovery. Before the seek, a consumer of its own (no group, the workers' isolation level) reads each
+partition from the start offset Faust chose to its highwater with ``getmany``; each record is decoded by the
 changelog topic's own decoder (so an undecodable one is skipped as ``streams.faustcompat.changelogs``
 skips it) and each fetched chunk applied with the table's ``apply_changelog_batch``, as Faust's recovery
 applies its buffers. The partition's recovery offset advances with what was applied, so Faust then finds
@@ -67,7 +66,8 @@ def bulk_recovery(cls: type, reader: Callable[[Any], Any]) -> None:
     async def _seek_offsets(self, consumer, tps, offsets, title):
         if title == "active":
             try:
-                await read_changelogs(self.app, reader, self.tp_to_table, tps, offsets, self.active_highwaters)
+                await read_changelogs(self.app, reader(self.app), self.tp_to_table, tps, offsets,
+                                      self.active_highwaters)
             except Exception:
                 log.exception("bulk recovery failed: Faust's recovery reads the rest of the changelogs")
         await seek_offsets(self, consumer, tps, offsets, title)
@@ -76,49 +76,44 @@ def bulk_recovery(cls: type, reader: Callable[[Any], Any]) -> None:
     cls._koord_bulk_recovery = True
 
 
-async def read_changelogs(app, reader: Callable[[Any], Any], tables: dict, tps, offsets, highwaters) -> None:
+async def read_changelogs(app, consumer, tables: dict, tps, offsets, highwaters) -> None:
     """Read each of ``tps`` after ``offsets[tp]`` (the last offset applied, -1: none) up to ``highwaters[tp]``
-    (its last offset) into its table ``tables[tp]``, each partition through a consumer of its own
-    (``reader(app)``, started and stopped here) so that the broker serves them side by side, advancing
-    ``offsets[tp]`` with what was applied."""
-    pending = [tp for tp in tps
-               if tp in tables and highwaters.get(tp) is not None and highwaters[tp] > _last(offsets, tp)]
+    (its last offset) into its table ``tables[tp]`` through ``consumer`` (started and stopped here),
+    advancing ``offsets[tp]`` with what was applied."""
+    from aiokafka import TopicPartition
+
+    pending = {TopicPartition(tp.topic, tp.partition): tp for tp in tps
+               if tp in tables and highwaters.get(tp) is not None and highwaters[tp] > _last(offsets, tp)}
     if not pending:
         return
     started = time.monotonic()
     deadline = started + app.conf.broker_request_timeout * BUDGET_SHARE
-    read = await asyncio.gather(*(_read_partition(reader(app), tables[tp], tp, offsets, highwaters[tp], deadline)
-                                  for tp in pending))
-    unfinished = sorted(tp for tp in pending if offsets[tp] < highwaters[tp])
-    log.info("bulk recovery read %d changelog records in %.2f s%s", sum(read), time.monotonic() - started,
-             f"; Faust's recovery reads the rest of {unfinished}" if unfinished else "")
-
-
-async def _read_partition(consumer, table, tp, offsets, highwater: int, deadline: float) -> int:
-    """Read ``tp`` into ``table`` up to ``highwater`` or until ``deadline``; how many records were read."""
-    from aiokafka import TopicPartition
-
-    partition, records = TopicPartition(tp.topic, tp.partition), 0
+    records = 0
     try:
         await consumer.start()
-        consumer.assign([partition])
-        consumer.seek(partition, _last(offsets, tp) + 1)
-        while time.monotonic() < deadline:
-            fetched = await consumer.getmany(partition, timeout_ms=FETCH_TIMEOUT_MS)
-            chunk = [record for record in fetched.get(partition, ()) if record.offset <= highwater]
-            if chunk:
-                records += len(chunk)
-                await _apply(table, chunk)
-                offsets[tp] = chunk[-1].offset
-            if await consumer.position(partition) > highwater:
-                offsets[tp] = highwater
-                break
+        consumer.assign(sorted(pending))
+        for partition, tp in pending.items():
+            consumer.seek(partition, _last(offsets, tp) + 1)
+        while pending and time.monotonic() < deadline:
+            fetched = await consumer.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)
+            for partition, chunk in fetched.items():
+                tp = pending[partition]
+                chunk = [record for record in chunk if record.offset <= highwaters[tp]]
+                if chunk:
+                    records += len(chunk)
+                    await _apply(tables[tp], chunk)
+                    offsets[tp] = chunk[-1].offset
+            for partition, tp in list(pending.items()):
+                if await consumer.position(partition) > highwaters[tp]:
+                    offsets[tp] = highwaters[tp]
+                    del pending[partition]
     except BaseException:
         with contextlib.suppress(asyncio.CancelledError):  # aiokafka's stop after a failure raises it
             await consumer.stop()
         raise
     await consumer.stop()
-    return records
+    log.info("bulk recovery read %d changelog records in %.2f s%s", records, time.monotonic() - started,
+             f"; Faust's recovery reads the rest of {sorted(pending.values())}" if pending else "")
 
 
 def _last(offsets, tp) -> int:

@@ -88,7 +88,7 @@ def _table(app_id: str, bootstrap: str, name: str, raw: bool):
 
 
 async def _bulk(app, table, tps, offsets, highwaters) -> None:
-    await read_changelogs(app, changelog_reader, {tp: table for tp in tps}, tps, offsets, highwaters)
+    await read_changelogs(app, changelog_reader(app), {tp: table for tp in tps}, tps, offsets, highwaters)
 
 
 def _state(table) -> tuple[dict, dict]:
