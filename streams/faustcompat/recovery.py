@@ -36,6 +36,9 @@ BUDGET_SHARE = 0.5
 """The share of Faust's ``broker_request_timeout`` (its bound on the seek) the bulk read may take."""
 FETCH_TIMEOUT_MS = 1000
 """How long one ``getmany`` waits for records."""
+FETCHER_STEPS = 3
+"""Event-loop turns given to aiokafka's fetcher after each ``getmany``: enough for it to send the next fetch
+(wake, create the request's task, write it), so the broker reads the next records while these are decoded."""
 MODEL_MARKER = "__faust"
 """The key of a JSON object Faust reconstructs as a model (``faust.models.base.Model._maybe_namespace``)."""
 
@@ -96,6 +99,8 @@ async def read_changelogs(app, consumer, tables: dict, tps, offsets, highwaters)
             consumer.seek(partition, _last(offsets, tp) + 1)
         while pending and time.monotonic() < deadline:
             fetched = await consumer.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)
+            for _ in range(FETCHER_STEPS):
+                await asyncio.sleep(0)
             for partition, chunk in fetched.items():
                 tp = pending[partition]
                 chunk = [record for record in chunk if record.offset <= highwaters[tp]]
