@@ -98,3 +98,27 @@ def test_the_deciding_records_leave_the_table_as_every_record_does(pairs):
         events.append(ChangelogEvent(*decoded, rec))
     deciding.apply_changelog_batch(events)
     assert dict(deciding.data.data) == dict(every.data.data)
+
+
+def test_a_failed_bulk_read_leaves_the_changelogs_to_fausts_recovery(caplog):
+    """The reader fails (a broker that refuses the connection): the seek still runs from the offsets Faust chose,
+    so Faust's own recovery reads every record."""
+    from streams.faustcompat.recovery import bulk_recovery
+
+    seeks = []
+
+    class StandIn:
+        app = faust.App("recovery-fail", broker="kafka://127.0.0.1:9", store="memory://", web_enabled=False)
+        tp_to_table = {("t", 0): object()}
+        active_highwaters = {("t", 0): 10}
+
+        async def _seek_offsets(self, consumer, tps, offsets, title):
+            seeks.append((title, dict(offsets)))
+
+    def failing_reader(app):
+        raise ConnectionError("no broker")
+
+    bulk_recovery(StandIn, failing_reader)
+    asyncio.run(StandIn()._seek_offsets(None, {("t", 0)}, {("t", 0): -1}, "active"))
+    assert seeks == [("active", {("t", 0): -1})]
+    assert "bulk recovery failed" in caplog.text
