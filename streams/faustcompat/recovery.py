@@ -8,18 +8,23 @@ of 10,000 nodes and 50,000 pods reads ~180,000 changelog records and took 26 s t
 :func:`install_bulk_recovery` wraps ``Recovery._seek_offsets``, which Faust calls for the active changelog
 partitions once their highwaters and start offsets are known and before it decides whether any need
 recovery. Before the seek, a consumer of its own (no group, the workers' isolation level) reads each
-partition from the start offset Faust chose to its highwater with ``getmany``; each record is decoded by the
-changelog topic's own decoder (so an undecodable one is skipped as ``streams.faustcompat.changelogs``
-skips it) and each fetched chunk applied with the table's ``apply_changelog_batch``, as Faust's recovery
-applies its buffers. The partition's recovery offset advances with what was applied, so Faust then finds
-nothing left to read ("Recovery complete") and the rest of its recovery (the seek, ``on_recovery_completed``
-dropping keys of partitions no longer assigned, standbys) runs as before.
+partition from the start offset Faust chose to its highwater with ``getmany``. Of each fetched chunk only
+the records that decide the table are decoded: the last record of each key and the last removal before it
+(a value a later one of its key replaces is never read). A record of a table with text keys and JSON or raw
+values, as every koordstream table has, is decoded here as Faust decodes it (``want_str``, Faust's JSON
+``loads``); any other (no key, a key that is not text, a value Faust would read as a model, anything that
+fails) goes through the changelog topic's own decoder, which skips an undecodable one as
+``streams.faustcompat.changelogs`` skips it, and then every record of its key is applied. The chunk is
+applied with the table's ``apply_changelog_batch``, as Faust's recovery applies its buffers, and the
+partition's recovery offset advances with it, so Faust then finds nothing left to read ("Recovery
+complete") and the rest of its recovery (the seek, ``on_recovery_completed`` dropping keys of partitions no
+longer assigned, standbys) runs as before. The worker logs ``bulk recovery read N changelog records in S s``.
 
 A read that has not reached a highwater by :data:`BUDGET_SHARE` of ``broker_request_timeout`` (Faust
 stops its recovery service when the seek outlasts that timeout) stops there: Faust's own recovery reads the
-rest from the offsets reached. A rebalance during the read cancels it the same way Faust cancels the seek;
-what was applied stays with its offsets, as Faust's recovery keeps what it applied. Checked against
-faust-streaming 0.15.3 (``FAUST_VERSION``).
+rest from the offsets reached, and so it does after a bulk read that failed (logged). A rebalance during
+the read cancels it the same way Faust cancels the seek; what was applied stays with its offsets, as
+Faust's recovery keeps what it applied. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 """
 
 from __future__ import annotations
