@@ -16,6 +16,8 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``events``         the current event (table writes) and a message's ``acked`` flag
 ``tables``         a table with raw values; the delivery futures of its changelog writes
 ``changelogs``     table recovery skips a changelog record it cannot decode
+``recovery``       table recovery reads the active changelogs in bulk, not record by record
+``tablestart``     the table manager starts without its fixed one-second wait
 ``monitor``        Faust's Prometheus sensor without its per-event timing; the stream inbound time
                    Faust's livelock warning reads
 ``livelock``       that warning a WARNING during a catch-up; transactional commits stamp their time
@@ -34,17 +36,19 @@ from streams.faustcompat.fetchwait import install_fetch_pacing
 from streams.faustcompat.flush import install_full_flush
 from streams.faustcompat.highwaters import install_committed_highwaters, install_true_highwaters
 from streams.faustcompat.livelock import install_catch_up_warnings, install_transactional_commit_times
+from streams.faustcompat.recovery import install_bulk_recovery
 from streams.faustcompat.seek import install_faust_seek_fix
+from streams.faustcompat.tablestart import install_prompt_table_start
 from streams.faustcompat.take import install_faust_take_fix
 
 FAUST_VERSION = "0.15.3"
 """The faust-streaming version every module here was checked against; a test fails on any other."""
 
 
-def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
+def install(tansu: bool, commit_gate: Callable[[Any], CommitGate], changelog_reader: Callable[[Any], Any]) -> None:
     """Install every patch (idempotent); the Tansu ones only when ``tansu``. ``commit_gate(app)`` is the
-    gate commits wait for under exactly-once. The Tansu highwater fix goes first: the exactly-once one
-    wraps it."""
+    gate commits wait for under exactly-once; ``changelog_reader(app)`` a new consumer without a group that
+    table recovery reads changelogs with. The Tansu highwater fix goes first: the exactly-once one wraps it."""
     if tansu:
         install_true_highwaters()
         install_fetch_pacing()
@@ -57,5 +61,7 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate]) -> None:
     install_committed_highwaters()
     install_committed_offsets()
     install_skip_undecodable()
+    install_bulk_recovery(changelog_reader)
+    install_prompt_table_start()
     install_catch_up_warnings()
     install_transactional_commit_times()

@@ -68,6 +68,7 @@ def test_a_restarted_worker_recovers_past_changelog_garbage_and_places_the_next_
     cluster.koord(*apply, input=pod("after"))
     assert _node_of(cluster, "after") == "changelog-garbage-node"
     assert cluster.worker.poll() is None
+    assert "bulk recovery read" in cluster.worker_log()  # the garbage went through the bulk read's decoding
     skipped = {table: cluster.worker_metric("koord_changelog_skipped_total", table=table)
                for table in CHANGELOGS.values()}
     partitions = {table: cluster.topology.spec(topic_id).partitions for topic_id, table in CHANGELOGS.items()}
