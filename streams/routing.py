@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 
+from streams.schemas import codec
+
 ACK_HEADER = "koord-ack"
 """Header ``koord apply`` sets on what it produces: the aggregates acknowledge those records."""
 ACK_HEADERS = [(ACK_HEADER, b"1")]
 """The headers of a record that asks for acknowledgement."""
+DELIVERED_HEADER = "koord-delivered"
+"""Header of an output its aggregate wrote to the inboxes ``routes`` names for it itself, in the batch that
+made it (``streams.outputs.WRITTEN_TO_INBOXES``): the router passes over it. An output without it (one the
+benchmarks write for pods already bound) is routed as any source record."""
+DELIVERED_HEADERS = [(DELIVERED_HEADER, b"1")]
 
 DEFAULT_DOMAIN = "default"
 """The scheduling domain of everything no ElasticQuotaProfile's tree holds."""
@@ -117,6 +124,16 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
     if kind in ("Node", "Device", "NodeResourceTopology"):
         return [Route("inbox-node", key), Route(ROUTING_INBOX, key)]
     return [Route(ROUTING_INBOX, key)]
+
+
+def envelope(source_topic: str, source_partition: int, source_offset: int, timestamp_ms: int, key: str,
+             payload: bytes | None, ack: bool) -> bytes:
+    """The inbox record of the source record at ``source_topic[source_partition]@source_offset``: its value
+    unchanged, its key, its time (as the router bounds it, ``streams.events.bounded_time``) and whether it
+    asks for an Ack."""
+    return codec.encode("InboxEvent", {"sourceTopic": source_topic, "sourcePartition": source_partition,
+                                       "sourceOffset": source_offset, "timestamp": timestamp_ms, "key": key,
+                                       "payload": payload, "ack": ack})
 
 
 def _every_partition(inbox: str, key: str, partitions: dict[str, int]) -> list[Route]:
