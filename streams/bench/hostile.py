@@ -389,8 +389,11 @@ class Generator:
 
     def replayed_decision(self, key: bytes, value: bytes, headers: tuple[tuple[str, bytes], ...]) -> Hostile:
         """A real decision sent again, byte for byte with its signature, after its pod was deleted: it verifies,
-        so only the readers' dedupe by decision id keeps it from reviving the pod (issue 37, failure 7)."""
-        return Hostile("replayed-decision", "decisions", key, value, None, headers=headers)
+        so only the readers' dedupe by decision id keeps it from reviving the pod (issue 37, failure 7). Sent
+        without ``routing.DELIVERED_HEADER`` (which is not signed), so that the router routes it to the node
+        aggregate as an attacker would have it."""
+        kept = tuple(header for header in headers if header[0] != routing.DELIVERED_HEADER)
+        return Hostile("replayed-decision", "decisions", key, value, None, headers=kept)
 
     def garbage_output(self) -> Hostile:
         topic = self.rng.choice(["acks", "actuation-acks", "quotastatus", "deadletters"])
