@@ -65,7 +65,13 @@ WRITTEN_TO_INBOXES = ("SchedulingDecision", "NodeResource", "NodeUsage")
 transaction under exactly-once), both to its topic and to the inboxes the router's rules name for it
 (:func:`inbox_routes`), as the router's copy would be: the envelope names the output's own topic, partition
 and offset, so the inbox readers' checks, dedupe by source offset and the replay see what they saw of the
-router's copy. The output carries ``routing.DELIVERED_HEADER`` and the router passes over it."""
+router's copy. The output carries ``routing.DELIVERED_HEADER`` and the router passes over it.
+
+That dedupe keeps the highest source offset per source partition, so each output partition's copies must
+reach an inbox in offset order, as the router's did: an aggregate delivers a batch's outputs before its
+copies, and the next batch after both; a node output partition has one writer while ``inbox-node`` and the
+node outputs have as many partitions (a node's name hashes alike), and a node's decisions come from the one
+domain that holds the node."""
 
 
 def inbox_routes(schema: str, record: dict, partitions: dict[str, int]) -> list[routing.Route]:

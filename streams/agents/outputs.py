@@ -22,10 +22,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from streams import deadletter
+from streams import deadletter, routing
 from streams.events import DELETES, InboxEvent
 from streams.metrics import DECISION_LATENCY, NODE_ALLOCATABLE, OUTPUTS, PER_NODE_ENABLED, QUOTA
-from streams import routing
 from streams.outputs import FORWARDED, OUTPUT_TOPICS, WRITTEN_TO_INBOXES, ack, inbox_routes, output_key
 from streams.schemas import codec
 from streams.signing import SIGNED_OUTPUTS, Signer
