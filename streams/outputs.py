@@ -67,11 +67,11 @@ transaction under exactly-once), both to its topic and to the inboxes the router
 and offset, so the inbox readers' checks, dedupe by source offset and the replay see what they saw of the
 router's copy. The output carries ``routing.DELIVERED_HEADER`` and the router passes over it.
 
-That dedupe keeps the highest source offset per source partition, so each output partition's copies must
-reach an inbox in offset order, as the router's did: an aggregate delivers a batch's outputs before its
-copies, and the next batch after both; a node output partition has one writer while ``inbox-node`` and the
-node outputs have as many partitions (a node's name hashes alike), and a node's decisions come from the one
-domain that holds the node."""
+The copy names its writer, the aggregate inbox partition whose event made the output, and the inbox readers'
+dedupe keeps the highest source offset per (source partition, writer) for such copies: decisions are keyed by
+pod, so one decisions partition holds the outputs of several scheduling domains, whose copies reach an inbox
+partition from independent producers in any order; one writer's copies arrive in offset order
+(``streams.events.Causation.seen_key``)."""
 
 
 def inbox_routes(schema: str, record: dict, partitions: dict[str, int]) -> list[routing.Route]:

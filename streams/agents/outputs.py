@@ -14,7 +14,9 @@ An output the pipeline reads again (``streams.outputs.WRITTEN_TO_INBOXES``: deci
 usages) is also copied to the inboxes the router's rules name for it, in the same batch: the outputs are
 delivered first, since the copy's envelope names the output's offset, then the copies, signed for their
 inbox as the router signs its forwards, under the output's own time (the router's copy took the output
-record's timestamp too).
+record's timestamp too). Each copy names its writer, the inbox partition of the event that made it: copies
+of one output partition by two writers may reach an inbox out of offset order, so the inboxes' dedupe
+counts source offsets per writer (``streams.events.Causation.seen_key``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class _Copy:
     place: int
     topic: str
     source: tuple[str, int]
+    writer: tuple[str, int]
     key: bytes
     value: bytes | None
     ack: bool
@@ -79,7 +82,8 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
                 headers += routing.DELIVERED_HEADERS
             place = batches.add(topics[schema], key, value, source, headers=headers or None, timestamp_ms=now_ms)
             if copied:
-                copies.append(_Copy(place, topics[schema].get_topic_name(), source, key, value, asks_ack,
+                copies.append(_Copy(place, topics[schema].get_topic_name(), source,
+                                    (inbox, event.causation.inbox_partition), key, value, asks_ack,
                                     inbox_routes(schema, record, inboxes.partitions)))
             _observe(aggregate, schema, record)
         if outputs:
@@ -89,7 +93,8 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
         return
     for copy in copies:
         partition, offset = positions[copy.place]
-        envelope = routing.envelope(copy.topic, partition, offset, now_ms, copy.key.decode(), copy.value, copy.ack)
+        envelope = routing.envelope(copy.topic, partition, offset, now_ms, copy.key.decode(), copy.value, copy.ack,
+                                   copy.writer)
         for route in copy.routes:
             route_key = route.key.encode()
             batches.add(inboxes.topics[route.inbox], route_key, envelope, copy.source, partition=route.partition,
