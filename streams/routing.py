@@ -21,9 +21,10 @@ ACK_HEADER = "koord-ack"
 ACK_HEADERS = [(ACK_HEADER, b"1")]
 """The headers of a record that asks for acknowledgement."""
 DELIVERED_HEADER = "koord-delivered"
-"""Header of an output its aggregate wrote to the inboxes ``routes`` names for it itself, in the batch that
-made it (``streams.outputs.WRITTEN_TO_INBOXES``): the router passes over it. An output without it (one the
-benchmarks write for pods already bound) is routed as any source record."""
+"""Header of a decision its scheduling domain wrote to the inboxes ``routes`` names for it itself, in the batch
+that made it (``streams.outputs.WRITTEN_TO_INBOXES``): the router, which still reads the decisions topic,
+passes over it. A decision without it (one ``koord bench nodes`` writes for a pod already bound) is routed as
+any source record."""
 DELIVERED_HEADERS = [(DELIVERED_HEADER, b"1")]
 
 DEFAULT_DOMAIN = "default"
@@ -74,6 +75,15 @@ Reservations and PodMigrationJobs go to the scheduling domain (gang scheduling, 
 descheduling; the domain writes the jobs' status back to their topic and ignores its own copies).
 PersistentVolumes, PersistentVolumeClaims and StorageClasses go to every scheduling domain, CSINodes (keyed by
 node name) to their node's domain: the volume plugins read them."""
+
+COPIED_BY_AGGREGATES = ("noderesources", "nodeusages")
+"""Source topics only the node aggregate writes, and every record of which it copies to the inboxes ``routes``
+names for it itself (``streams.outputs.WRITTEN_TO_INBOXES``): the router does not read them. The decisions
+topic, whose binding decisions the scheduling domains copy the same way, is still read by the router: ``koord
+bench nodes`` writes the decisions of pods already bound there for the router to route, and an Eviction there
+must be validated (``NOT_ROUTED``)."""
+ROUTED_SOURCES = tuple(source for source in KIND_BY_SOURCE if source not in COPIED_BY_AGGREGATES)
+"""The source topics (topology ids) the router reads."""
 
 NOT_ROUTED = ("Eviction",)
 """Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""

@@ -18,10 +18,12 @@ interleave, but a record is never first seen after a later one. Faust broke
 that after rebalances; ``streams.faustcompat.seek`` is what restores it.
 
 Every forward is signed (``streams.signing``): the aggregates act on what a forward claims, its source
-offset and domain, so they take only signed ones. A source record only the worker writes (a decision, a
-node resource or usage) is forwarded only if its own signature verifies, and one its aggregate already
-wrote to the inboxes itself (``routing.DELIVERED_HEADER``, ``streams.agents.outputs``) is passed over
-unread: the pipeline's outputs do not go through the router a second time.
+offset and domain, so they take only signed ones. The pipeline's outputs do not go through the router a
+second time: the node aggregate copies its node resources and usages to their inboxes itself, so the router
+does not read those topics (``routing.ROUTED_SOURCES``), and a decision its scheduling domain copied
+(``routing.DELIVERED_HEADER``, ``streams.agents.outputs``) is passed over unread. A decision without that
+header (``koord bench nodes`` writes those of pods already bound) is forwarded only if its own signature
+verifies.
 
 Under exactly-once the forwards of a source record join the transaction its
 offset commits in (``streams.agents.transactions``), so a crash re-forwards
@@ -50,7 +52,7 @@ log = logging.getLogger(__name__)
 
 
 def register(app: faust.App, topology: Topology) -> None:
-    ids = {topology.name(source_id): source_id for source_id in routing.KIND_BY_SOURCE}
+    ids = {topology.name(source_id): source_id for source_id in routing.ROUTED_SOURCES}
     sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
     inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", routing.ROUTING_INBOX)}
     dead_letters = raw_topic(app, topology.name("deadletters"))
