@@ -140,7 +140,8 @@ def test_the_outputs_the_pipeline_reads_again_are_copied_to_their_inboxes_as_the
     """A NodeUsage and a NodeResource go to the domain router's inbox keyed by node, a binding decision to the node
     inbox keyed by node, each naming the output's own topic, partition and offset as its source, signed for the
     inbox and read back by the inbox reader; the NodeUsage asked for carries the Ack request; the outputs carry
-    the header the router passes them over by; a decision that binds nothing is copied nowhere."""
+    the header the router passes them over by; each copy names its writer, the inbox partition of the event that
+    made it; a decision that binds nothing is copied nowhere."""
     batches = Batches()
     topics = {schema: Topic(TOPOLOGY.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
     usage = summary("n1", {"nodeUsage": {"cpu": 1000}, "updateTime": 5}, CAUSE, 1)
@@ -160,6 +161,7 @@ def test_the_outputs_the_pipeline_reads_again_are_copied_to_their_inboxes_as_the
     assert [(e.causation.source_topic, e.causation.source_offset) for _, e in routed] == [
         ("koord.nodeusages", 0), ("koord.noderesources", 1)], "the output's own position"
     assert routed[0][1].record == usage and routed[0][1].timestamp_ms == batches.timestamps[0]
+    assert {e.causation.writer for _, e in routed} == {"inbox-node/2"}, "the inbox partition of the event"
     node = _read_copies(batches, "inbox-node")
     assert [(key, e.kind, e.record["result"], e.causation.source_topic, e.causation.source_offset)
             for key, e in node] == [("n1", "SchedulingDecision", "Scheduled", "koord.decisions", 2)]
