@@ -180,7 +180,7 @@ class DomainTable:
         """Apply one event to the table and say where it goes. ``envelope`` (the forwarded InboxEvent without
         its Ack request, ``domainrouter.Envelope.stored``) is kept for every-domain kinds."""
         cause = event.causation
-        source = f"{cause.source_topic}/{cause.source_partition}"
+        source = cause.seen_key
         if self.source_offsets.get(source, -1) >= cause.source_offset:
             return Routed()
         self._set("source", source, cause.source_offset)

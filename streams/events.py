@@ -24,6 +24,32 @@ class Causation:
     incarnation: str = ""
     """The inbox topic's incarnation token (``streams.broker.incarnation``): offsets restart at 0 on a
     topic created anew, so ids derived from them must also name which topic they count in."""
+    writer: str = ""
+    """The aggregate inbox partition that wrote the inbox record (``<inbox id>/<partition>``) when an aggregate
+    copied its own output there (``streams.outputs.WRITTEN_TO_INBOXES``); empty for the router's forwards."""
+
+    @property
+    def seen_key(self) -> str:
+        """What the inbox readers' dedupe counts source offsets under: the source partition, and its writer when
+        an aggregate wrote the copy.
+
+        The dedupe keeps the highest source offset seen per key and drops what is not above it, so the records
+        under one key must arrive in source-offset order. The router's forwards do: one consumer reads a source
+        partition in order and writes its forwards in that order. The aggregates' copies do not across writers:
+        two scheduling domains (two ``inbox-scheduling`` partitions, maybe two workers) write decisions to one
+        ``decisions`` partition (it is keyed by pod) and copy them to one ``inbox-node`` partition from
+        independent producers, so the copy of a later offset can arrive first. Per writer the order holds: one
+        writer is one inbox partition, read by one consumer at a time, which delivers each batch's outputs and
+        then their copies before it reads on, so a writer's copies reach an inbox partition in its outputs'
+        offset order. A new owner of the partition starts after its owner's last delivered batch. Under
+        exactly-once a zombie of the previous owner is fenced (its transaction aborts, its copies are never read
+        committed). At-least-once, what the new owner processes again it emits again as new records (higher
+        offsets, the same decision ids, which the node aggregate's decided marks recognise, as it did the
+        router's forwards of them); a late copy of the old owner that arrives behind them is dropped, and is
+        one of those re-emitted; a copy delivered twice is the same source offset under the same key, dropped
+        as seen."""
+        source = f"{self.source_topic}/{self.source_partition}"
+        return f"{source}@{self.writer}" if self.writer else source
 
     def to_record(self) -> dict:
         return {

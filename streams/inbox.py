@@ -36,8 +36,9 @@ class InboxReader:
     and its source topic, partition and route. A record that fails raises :class:`Rejected`.
 
     The signature is what makes a forward's claims safe to act on: its source offset moves the aggregate's
-    dedupe (the highest source offset seen per source partition), so one forged claim below a partition's
-    end would skip every record of it not yet forwarded; its domain makes a scheduling domain.
+    dedupe (the highest source offset seen per source partition, and per writer for an aggregate's own copies,
+    ``Causation.seen_key``), so one forged claim below a partition's end would skip every record of it not yet
+    forwarded; its domain makes a scheduling domain.
 
     ``incarnation`` is the inbox topic's incarnation token, carried into every event's causation and so
     into every decision id."""
@@ -98,13 +99,28 @@ class InboxReader:
                                                    record, self.inbox_partitions)
         if found:
             raise Rejected("; ".join(found))
+        writer = self._writer(envelope.get("writer"))
         cause = Causation(message.topic, message.partition, message.offset, source_topic, partition, offset,
-                          self.incarnation)
+                          self.incarnation, writer)
         event = InboxEvent(cause, envelope["timestamp"], key, kind, record, envelope["ack"])
         future = from_the_future(self.inbox_id, event, message.timestamp if written_ms is None else written_ms)
         if future:
             raise Rejected(future)
         return inbox_key, event
+
+
+    def _writer(self, writer: dict | None) -> str:
+        """The ``<inbox id>/<partition>`` an aggregate's copy names as its writer ("" for a router's forward),
+        refused unless it is an inbox partition of this topology: the writer keys the dedupe
+        (``Causation.seen_key``), and the signature says only that the pipeline wrote it."""
+        if writer is None:
+            return ""
+        inbox, partition = writer["inbox"], writer["partition"]
+        if inbox not in self.inbox_partitions:
+            raise Rejected(f"names the writer {inbox!r}, which is not an inbox of this topology")
+        if not 0 <= partition < self.inbox_partitions[inbox]:
+            raise Rejected(f"names the writer {inbox}[{partition}], which cannot exist")
+        return f"{inbox}/{partition}"
 
 
 def from_the_future(stage: str, event: InboxEvent, written_ms: int) -> str | None:

@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 
+from streams.schemas import codec
+
 ACK_HEADER = "koord-ack"
 """Header ``koord apply`` sets on what it produces: the aggregates acknowledge those records."""
 ACK_HEADERS = [(ACK_HEADER, b"1")]
 """The headers of a record that asks for acknowledgement."""
+DELIVERED_HEADER = "koord-delivered"
+"""Header of a decision its scheduling domain wrote to the inboxes ``routes`` names for it itself, in the batch
+that made it (``streams.outputs.WRITTEN_TO_INBOXES``): the router, which still reads the decisions topic,
+passes over it. A decision without it (one ``koord bench nodes`` writes for a pod already bound) is routed as
+any source record."""
+DELIVERED_HEADERS = [(DELIVERED_HEADER, b"1")]
 
 DEFAULT_DOMAIN = "default"
 """The scheduling domain of everything no ElasticQuotaProfile's tree holds."""
@@ -68,6 +76,15 @@ descheduling; the domain writes the jobs' status back to their topic and ignores
 PersistentVolumes, PersistentVolumeClaims and StorageClasses go to every scheduling domain, CSINodes (keyed by
 node name) to their node's domain: the volume plugins read them."""
 
+COPIED_BY_AGGREGATES = ("noderesources", "nodeusages")
+"""Source topics only the node aggregate writes, and every record of which it copies to the inboxes ``routes``
+names for it itself (``streams.outputs.WRITTEN_TO_INBOXES``): the router does not read them. The decisions
+topic, whose binding decisions the scheduling domains copy the same way, is still read by the router: ``koord
+bench nodes`` writes the decisions of pods already bound there for the router to route, and an Eviction there
+must be validated (``NOT_ROUTED``)."""
+ROUTED_SOURCES = tuple(source for source in KIND_BY_SOURCE if source not in COPIED_BY_AGGREGATES)
+"""The source topics (topology ids) the router reads."""
+
 NOT_ROUTED = ("Eviction",)
 """Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""
 
@@ -117,6 +134,19 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
     if kind in ("Node", "Device", "NodeResourceTopology"):
         return [Route("inbox-node", key), Route(ROUTING_INBOX, key)]
     return [Route(ROUTING_INBOX, key)]
+
+
+def envelope(source_topic: str, source_partition: int, source_offset: int, timestamp_ms: int, key: str,
+             payload: bytes | None, ack: bool, writer: tuple[str, int] | None = None) -> bytes:
+    """The inbox record of the source record at ``source_topic[source_partition]@source_offset``: its value
+    unchanged, its key, its time (as the router bounds it, ``streams.events.bounded_time``), whether it
+    asks for an Ack and, for an aggregate's copy of its own output, its writer (inbox id, partition): the
+    inbox partition whose consumer wrote it (``streams.events.Causation.seen_key``)."""
+    return codec.encode("InboxEvent", {"sourceTopic": source_topic, "sourcePartition": source_partition,
+                                       "sourceOffset": source_offset, "timestamp": timestamp_ms, "key": key,
+                                       "payload": payload, "ack": ack,
+                                       "writer": None if writer is None else {"inbox": writer[0],
+                                                                              "partition": writer[1]}})
 
 
 def _every_partition(inbox: str, key: str, partitions: dict[str, int]) -> list[Route]:

@@ -9,7 +9,8 @@ An aggregate (the domain router, the scheduling domains, the node partitions) is
    (``streams.agents.states.JournaledStates``), through ``step``, which guards the core
    (``streams.inbox.handle_guarded``: a failure becomes the event's dead letter);
 3. the records a step forwards (the domain router's), every event's outputs and the Acks asked for sent
-   together as record batches (``streams.agents.outputs.send_outputs``), all delivered;
+   together as record batches (``streams.agents.outputs.send_outputs``), all delivered, then the outputs
+   the pipeline reads again (decisions, node resources and usages) copied to their inboxes and delivered;
 4. the changes of each core the batch touched written behind its journal (``streams.agents.journal``),
    with one of that core's events current: Faust sends a table write to the changelog partition of the
    current event.
@@ -29,13 +30,14 @@ import faust
 
 from streams.agents.inbox import inbox_batches, write_as
 from streams.agents.journal import Keys
-from streams.agents.outputs import send_outputs
+from streams.agents.outputs import Inboxes, send_outputs
 from streams.agents.states import JournaledStates
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.events import InboxEvent
 from streams.metrics import PLUGIN_STATS_INTERVAL_S, export_plugin_stats
-from streams.outputs import OUTPUT_TOPICS
+from streams.outputs import OUTPUT_TOPICS, WRITTEN_TO_INBOXES
+from streams.routing import INBOXES
 from streams.pluginstats import PluginStats
 from streams.signing import signer
 from streams.topology import Topology
@@ -90,6 +92,9 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
     inbox = topology.spec(aggregate.inbox)
     outputs = {schema: raw_topic(app, topology.name(OUTPUT_TOPICS[schema])) for schema in aggregate.outputs}
     forward = raw_topic(app, topology.name(aggregate.forward_to)) if aggregate.forward_to else None
+    inboxes = Inboxes({inbox_id: raw_topic(app, topology.name(inbox_id)) for inbox_id in INBOXES},
+                      {inbox_id: topology.spec(inbox_id).partitions for inbox_id in INBOXES}) \
+        if set(aggregate.outputs) & set(WRITTEN_TO_INBOXES) else None
     batches = Batches(app)
     states = JournaledStates(app, aggregate.table, inbox.partitions, batches, aggregate.keys, aggregate.restore,
                              inbox.name, aggregate.partition_of, raw_values=aggregate.raw_values)
@@ -116,7 +121,7 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
                                 headers=[sign.header(aggregate.forward_to, forward_key, value)])
                 caused.append((handled.event, handled.outputs))
                 touched[key] = (core, journal, faust_event)
-            await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused, sign)
+            await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused, sign, inboxes)
             for core, journal, faust_event in touched.values():
                 write_as(faust_event)
                 journal.write(core.take_changes())

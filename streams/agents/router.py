@@ -18,8 +18,12 @@ interleave, but a record is never first seen after a later one. Faust broke
 that after rebalances; ``streams.faustcompat.seek`` is what restores it.
 
 Every forward is signed (``streams.signing``): the aggregates act on what a forward claims, its source
-offset and domain, so they take only signed ones. A source record only the worker writes (a decision, a
-node resource or usage) is forwarded only if its own signature verifies.
+offset and domain, so they take only signed ones. The pipeline's outputs do not go through the router a
+second time: the node aggregate copies its node resources and usages to their inboxes itself, so the router
+does not read those topics (``routing.ROUTED_SOURCES``), and a decision its scheduling domain copied
+(``routing.DELIVERED_HEADER``, ``streams.agents.outputs``) is passed over unread. A decision without that
+header (``koord bench nodes`` writes those of pods already bound) is forwarded only if its own signature
+verifies.
 
 Under exactly-once the forwards of a source record join the transaction its
 offset commits in (``streams.agents.transactions``), so a crash re-forwards
@@ -40,7 +44,6 @@ from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.events import MAX_AHEAD_MS, bounded_time
 from streams.metrics import FUTURE_TIMES
-from streams.schemas import codec
 from streams.signing import PIPELINE_SOURCES, signer
 from streams.topology import Topology
 
@@ -49,7 +52,7 @@ log = logging.getLogger(__name__)
 
 
 def register(app: faust.App, topology: Topology) -> None:
-    ids = {topology.name(source_id): source_id for source_id in routing.KIND_BY_SOURCE}
+    ids = {topology.name(source_id): source_id for source_id in routing.ROUTED_SOURCES}
     sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
     inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", routing.ROUTING_INBOX)}
     dead_letters = raw_topic(app, topology.name("deadletters"))
@@ -68,6 +71,8 @@ def register(app: faust.App, topology: Topology) -> None:
         for event in events:
             message = event.message
             source_id = ids[message.topic]
+            if source_id in PIPELINE_SOURCES and _has(message.headers, routing.DELIVERED_HEADER):
+                continue
             try:
                 reason = (sign.problem(source_id, message.key, message.value, message.headers)
                           if source_id in PIPELINE_SOURCES else None)
@@ -87,11 +92,8 @@ def register(app: faust.App, topology: Topology) -> None:
                 FUTURE_TIMES.labels(STAGE, "clamped").inc()
                 log.warning("%s[%d]@%d is timed %d ms ahead of the router's clock; forwarded at %d ms ahead",
                             message.topic, message.partition, message.offset, timestamp_ms - now_ms, MAX_AHEAD_MS)
-            envelope = codec.encode("InboxEvent", {
-                "sourceTopic": message.topic, "sourcePartition": message.partition,
-                "sourceOffset": message.offset, "timestamp": forwarded_ms,
-                "key": key, "payload": message.value, "ack": _asks_ack(message.headers),
-            })
+            envelope = routing.envelope(message.topic, message.partition, message.offset, forwarded_ms, key,
+                                        message.value, _has(message.headers, routing.ACK_HEADER))
             for target in targets:
                 forward_key = target.key.encode()
                 batches.add(inboxes[target.inbox], forward_key, envelope, (message.topic, message.partition),
@@ -99,6 +101,6 @@ def register(app: faust.App, topology: Topology) -> None:
         await batches.deliver()
 
 
-def _asks_ack(headers) -> bool:
+def _has(headers, header: str) -> bool:
     items = headers.items() if isinstance(headers, dict) else (headers or ())
-    return any(name == routing.ACK_HEADER for name, _ in items)
+    return any(name == header for name, _ in items)

@@ -177,17 +177,19 @@ class Batches:
                     self.app.sensors.on_message_out(message.tp, message.offset, message)
 
     def add(self, topic: faust.TopicT, key: bytes | None, value: bytes | None, source: tuple[str, int],
-            partition: int | None = None, headers: list[tuple[str, bytes]] | None = None) -> None:
+            partition: int | None = None, headers: list[tuple[str, bytes]] | None = None,
+            timestamp_ms: int | None = None) -> int:
         """Queue a record for :meth:`deliver`; under exactly-once it joins the transaction of the ``source``
-        (topic, partition) the event was read from."""
+        (topic, partition) the event was read from. Returns its place in what :meth:`deliver` returns."""
         tid = transactional_id(self.app, *source) if self.exactly_once else None
-        self._outgoing.append(Outgoing(topic.get_topic_name(), key, value, partition, headers, tid))
+        self._outgoing.append(Outgoing(topic.get_topic_name(), key, value, partition, headers, tid, timestamp_ms))
+        return len(self._outgoing) - 1
 
-    async def deliver(self) -> None:
-        """Send every queued record as record batches (``streams.faustcompat.produce``) and wait until all are
-        delivered."""
+    async def deliver(self) -> list[tuple[int, int]]:
+        """Send every queued record as record batches (``streams.faustcompat.produce``), wait until all are
+        delivered and return the (partition, offset) of each, in the order they were queued."""
         outgoing, self._outgoing = self._outgoing, []
-        await send_all(self.app, outgoing)
+        return await send_all(self.app, outgoing)
 
     def track_changelog(self, table: faust.Table) -> None:
         """Make the batch wait, under exactly-once, for the changelog writes of ``table`` it made."""

@@ -231,18 +231,18 @@ async def wait_caught_up(bootstrap: str, chain: Sequence[str], group: str | Call
         await admin.close()
 
 
-PRODUCED = ("ticks", "nodeusages", "noderesources")
+PRODUCED = ("ticks",)
 """Router sources the worker writes itself (the ticks every 10 s)."""
 
 
 def _path(harness: Harness) -> list[str]:
     """The topics an input passes on its way into the scheduling domain, in that order: the router's sources
-    (the decisions included, which the benchmarks write for pods already bound), the node inbox, the node
-    aggregate's outputs the router reads, the domain router's inbox and the scheduling inbox."""
+    (the decisions included, which the benchmarks write for pods already bound), the node inbox, the domain
+    router's inbox (the node aggregate copies its usages and resources there itself) and the scheduling
+    inbox."""
     name = harness.topology.name
-    sources = [name(topic_id) for topic_id in sorted(routing.KIND_BY_SOURCE) if topic_id not in PRODUCED]
-    return [*sources, name("inbox-node"), name("nodeusages"), name("noderesources"), name("inbox-routing"),
-            name("inbox-scheduling")]
+    sources = [name(topic_id) for topic_id in sorted(routing.ROUTED_SOURCES) if topic_id not in PRODUCED]
+    return [*sources, name("inbox-node"), name("inbox-routing"), name("inbox-scheduling")]
 
 
 async def wait_scheduled(harness: Harness, timeout_s: float = 300) -> float:

@@ -163,7 +163,7 @@ _MANIFESTS: dict[str, Callable[[str], dict]] = {
                               "spec": {"drivers": [{"name": "hostile.csi", "nodeID": name}]}},
 }
 """A valid manifest per source topic that carries applied objects (a migration names a pod that does not exist)."""
-GENERATED = ("ticks", "decisions", "noderesources", "nodeusages", "yarnnodes")
+GENERATED = ("ticks", "decisions", "yarnnodes")
 """Source topics the workers or the YARN bridge write rather than ``koord apply``; ``Generator.valid`` builds
 their records."""
 
@@ -194,12 +194,15 @@ class Generator:
         return f"{prefix}-{self.serial:06d}"
 
     def _source(self) -> str:
-        """Any source topic."""
-        return self.rng.choice(list(routing.KIND_BY_SOURCE))
+        """Any source topic the router reads. The node aggregate's own outputs (``routing.COPIED_BY_AGGREGATES``)
+        are read by no aggregate, so a record written there by anyone else is neither applied nor dead-lettered
+        (on Kafka the ACLs refuse it); the projection and the bridge check their signatures."""
+        return self.rng.choice(list(routing.ROUTED_SOURCES))
 
     def _valid_source(self) -> str:
-        """A source topic ``valid`` can build a record for: all of them, unless one was added since."""
-        return self.rng.choice([s for s in routing.KIND_BY_SOURCE if s in _MANIFESTS or s in GENERATED])
+        """A source topic the router reads that ``valid`` can build a record for: all of them, unless one was
+        added since."""
+        return self.rng.choice([s for s in routing.ROUTED_SOURCES if s in _MANIFESTS or s in GENERATED])
 
     def valid(self, source_id: str) -> tuple[bytes, bytes]:
         """(key, value) of a valid record of ``source_id``'s first kind, as ``koord apply`` or a worker writes it."""
@@ -209,14 +212,6 @@ class Generator:
         if source_id == "decisions":
             decision = self._decision(name, "Unschedulable", None)
             return f"{NAMESPACE}/{name}".encode(), codec.encode("SchedulingDecision", decision)
-        if source_id == "noderesources":
-            return name.encode(), codec.encode("NodeResource", {"decisionId": name, "nodeName": name,
-                                                                "causation": _causation(self.topology),
-                                                                "timestamp": self.now_ms})
-        if source_id == "nodeusages":
-            return name.encode(), codec.encode("NodeUsage", {"decisionId": name, "nodeName": name,
-                                                             "causation": _causation(self.topology),
-                                                             "timestamp": self.now_ms})
         if source_id == "yarnnodes":
             return name.encode(), codec.encode("YarnNode", {
                 "nodeName": name, "nodeId": f"{name}:8041", "cluster": "http://127.0.0.1:8088", "state": "RUNNING",
@@ -389,8 +384,11 @@ class Generator:
 
     def replayed_decision(self, key: bytes, value: bytes, headers: tuple[tuple[str, bytes], ...]) -> Hostile:
         """A real decision sent again, byte for byte with its signature, after its pod was deleted: it verifies,
-        so only the readers' dedupe by decision id keeps it from reviving the pod (issue 37, failure 7)."""
-        return Hostile("replayed-decision", "decisions", key, value, None, headers=headers)
+        so only the readers' dedupe by decision id keeps it from reviving the pod (issue 37, failure 7). Sent
+        without ``routing.DELIVERED_HEADER`` (which is not signed), so that the router routes it to the node
+        aggregate as an attacker would have it."""
+        kept = tuple(header for header in headers if header[0] != routing.DELIVERED_HEADER)
+        return Hostile("replayed-decision", "decisions", key, value, None, headers=kept)
 
     def garbage_output(self) -> Hostile:
         topic = self.rng.choice(["acks", "actuation-acks", "quotastatus", "deadletters"])

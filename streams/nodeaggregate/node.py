@@ -170,8 +170,9 @@ def _replace(state: NodeState, sources: Mapping[str, int] | None = None, node: o
 
 
 def _seen(state: NodeState, cause: Causation) -> dict[str, int] | None:
-    """The sources after applying ``cause``; None when it was applied already."""
-    source = f"{cause.source_topic}/{cause.source_partition}"
+    """The sources after applying ``cause``; None when it was applied already (``Causation.seen_key``: per
+    source partition, and per writer for an aggregate's own copies)."""
+    source = cause.seen_key
     if state.sources.get(source, -1) >= cause.source_offset:
         return None
     return {**state.sources, source: cause.source_offset}

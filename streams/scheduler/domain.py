@@ -141,7 +141,7 @@ class SchedulingDomain(Persistence, PodScheduling, ObjectPodEvents, Descheduling
     def handle(self, event: InboxEvent) -> list[tuple[str, dict]]:
         """Apply one event; return the (schema name, record) outputs it causes."""
         cause = event.causation
-        source = f"{cause.source_topic}/{cause.source_partition}"
+        source = cause.seen_key
         if self.source_offsets.get(source, -1) >= cause.source_offset:
             return []
         self.source_offsets[source] = cause.source_offset

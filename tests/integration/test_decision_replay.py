@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from streams import kafka
+from streams import kafka, routing
 from streams.bench.hostile import read_topic
 from streams.schemas import codec
 from tests.integration.manifests import COLOCATION_CONFIG
@@ -107,10 +107,14 @@ async def _placing_decision(bootstrap: str, topic: str, timeout_s: float = 30):
 
 
 async def _send_again(bootstrap: str, message) -> int:
-    """``message`` written again, byte for byte, to its topic and partition; its new offset."""
+    """``message`` written again, byte for byte, to its topic and partition, without the unsigned header that
+    makes the router pass over an output its aggregate delivered itself (``routing.DELIVERED_HEADER``), as an
+    attacker would send it for the router to route; its new offset."""
+    headers = [header for header in message.headers if header[0] != routing.DELIVERED_HEADER]
+    assert len(headers) < len(message.headers), "the scheduling domain marks the decision it delivered itself"
     async with kafka.producer(bootstrap) as client:
         placed = await client.send_and_wait(message.topic, key=message.key, value=message.value,
-                                            partition=message.partition, headers=list(message.headers) or None)
+                                            partition=message.partition, headers=headers or None)
     return placed.offset
 
 

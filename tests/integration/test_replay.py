@@ -10,12 +10,14 @@ import asyncio
 import json
 import pickle
 import time
+from collections import Counter
 
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from streams import kafka
+from streams import kafka, routing
 from streams.replay.reader import read_topic
+from streams.schemas import codec
 
 pytestmark = pytest.mark.integration
 
@@ -151,6 +153,44 @@ def test_replay_routing_reproduces_every_route(cluster, recorded):
     report = replay_json(cluster, "routing")
     assert report["ok"], report
     assert report["domains"]["default"]["reproduced"] >= PODS + NODES
+
+
+def test_each_output_the_pipeline_reads_again_enters_its_inbox_once(cluster, recorded):
+    """Every NodeUsage and NodeResource, and every decision that binds a pod, its aggregate marked delivered is
+    in its inbox exactly once, named by its own position: written there by the aggregate, not again by the
+    router (``streams.outputs.WRITTEN_TO_INBOXES``)."""
+    name = cluster.topology.name
+
+    def delivered(topic_id: str) -> set[tuple[str, int, int]]:
+        found = set()
+        for record in asyncio.run(read_topic(cluster.bootstrap, name(topic_id))):
+            if not any(header == routing.DELIVERED_HEADER for header, _ in record.headers or ()):
+                continue
+            if topic_id == "decisions":
+                _, decision = codec.decode(record.value)
+                if decision["result"] not in routing.BINDING_RESULTS or not decision.get("nodeName"):
+                    continue
+            found.add((record.topic, record.partition, record.offset))
+        return found
+
+    def copies(inbox_id: str, sources: set) -> Counter:
+        counted = Counter()
+        for record in asyncio.run(read_topic(cluster.bootstrap, name(inbox_id))):
+            try:
+                schema, envelope = codec.decode(record.value)
+            except codec.CodecError:
+                continue
+            source = (envelope["sourceTopic"], envelope["sourcePartition"], envelope["sourceOffset"]) \
+                if schema == "InboxEvent" else None
+            if source in sources:
+                counted[source] += 1
+        return counted
+
+    for inbox_id, topic_ids in (("inbox-routing", ("nodeusages", "noderesources")), ("inbox-node", ("decisions",))):
+        sources = set().union(*(delivered(topic_id) for topic_id in topic_ids))
+        assert len(sources) >= NODES, f"outputs to {inbox_id}"
+        counted = copies(inbox_id, sources)
+        assert set(counted) == sources and set(counted.values()) == {1}, inbox_id
 
 
 def test_replay_node_reproduces_every_node_resource(cluster, recorded):

@@ -1,6 +1,7 @@
 import pytest
 
-from streams.routing import Route, routes
+from streams.outputs import WRITTEN_TO_INBOXES
+from streams.routing import COPIED_BY_AGGREGATES, KIND_BY_SOURCE, ROUTED_SOURCES, Route, routes
 
 
 R = "inbox-routing"
@@ -72,3 +73,12 @@ def test_a_quota_is_acknowledged_once_per_routing_partition_by_the_router_or_a_d
     from streams.routing import ACKED_AS
     assert [r.inbox for r in routes("quotas", "ns/q", "ElasticQuota", {}, PARTITIONS)] == [R, R]
     assert ACKED_AS[R] == (R, "inbox-scheduling")
+
+
+def test_the_router_reads_no_topic_whose_every_kind_its_aggregate_copies_to_the_inboxes_itself():
+    """The node aggregate's resources and usages reach their inboxes only as its own copies; every other source
+    (the decisions too: ``koord bench nodes`` writes pre-bound ones, Evictions are validated there) is read."""
+    assert set(ROUTED_SOURCES) == set(KIND_BY_SOURCE) - set(COPIED_BY_AGGREGATES)
+    assert "decisions" in ROUTED_SOURCES
+    for source in COPIED_BY_AGGREGATES:
+        assert set(KIND_BY_SOURCE[source]) <= set(WRITTEN_TO_INBOXES), source
