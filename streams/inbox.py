@@ -108,7 +108,6 @@ class InboxReader:
             raise Rejected(future)
         return inbox_key, event
 
-
     def _writer(self, writer: dict | None) -> str:
         """The ``<inbox id>/<partition>`` an aggregate's copy names as its writer ("" for a router's forward),
         refused unless it is an inbox partition of this topology: the writer keys the dedupe

@@ -12,8 +12,8 @@ of event time apart so every event trains the node profile and predicts ProdRecl
 from the first send to the moment the worker's committed offsets of the node inbox reach its fetch high
 watermark; events/s counts NodeMetrics, so it covers the router's forwarding and the node aggregate
 (profile, batch and mid, NodeResource outputs, changelog writes) on one worker. A second clock runs to the
-moment the scheduling domain has also taken every NodeUsage the node aggregate sent of them (the router has
-committed ``koord.nodeusages``, then the worker the scheduling inbox): NodeMetrics/s through both aggregates,
+moment the scheduling domain has also taken every NodeUsage the node aggregate sent of them (the domain router
+has committed the copies in its inbox, then the scheduling domain its inbox): NodeMetrics/s through both aggregates,
 what load-aware scheduling waits for.
 
 Restart: the worker is replaced (stopped, a new one started) and one NodeMetric of a next round is sent per

@@ -16,7 +16,7 @@ Two causes, both seen while a worker worked off 200,000 decisions:
 1. The router reads every source topic in one stream (``streams.agents.router``), in the order the consumer
    hands the records over (aiokafka drains its buffered fetch results in arrival order, Faust goes round
    the topics within each batch); during a backlog of one topic (decisions), another's partitions
-   (``koord.nodeusages``) wait behind it for longer than 300 s while the stream takes events all along. The detector looks at one partition
+   (``koord.nodes``) wait behind it for longer than 300 s while the stream takes events all along. The detector looks at one partition
    and cannot tell that from a stuck agent. :func:`install_catch_up_warnings` asks the question it cannot:
    did the stream reading this partition take an event of *any* of its topics within the timeout
    (``Monitor.stream_inbound_time`` of the partitions of every topic the channels reading this one read,
