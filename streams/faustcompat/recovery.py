@@ -21,8 +21,11 @@ complete") and the rest of its recovery (the seek, ``on_recovery_completed`` dro
 longer assigned, standbys) runs as before. The worker logs ``bulk recovery read N changelog records in S s``.
 
 A read that has not reached a highwater by :data:`BUDGET_SHARE` of ``broker_request_timeout`` (Faust
-stops its recovery service when the seek outlasts that timeout) stops there: Faust's own recovery reads the
-rest from the offsets reached, and so it does after a bulk read that failed (logged). A rebalance during
+stops its recovery service when the seek outlasts that timeout), or that took no record for
+:data:`STALL_S`, stops there: Faust's own recovery reads the rest from the offsets reached, and so it does
+after a bulk read that failed (logged). Tansu sometimes stops answering this reader's fetches of one
+partition part way (seen on the scheduling state of 10,000 nodes: 44,000 of 63,000 records read, then
+nothing until the budget ran out, while Faust's own consumer read the rest in seconds). A rebalance during
 the read cancels it the same way Faust cancels the seek; what was applied stays with its offsets, as
 Faust's recovery keeps what it applied. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 """
@@ -39,6 +42,8 @@ log = logging.getLogger(__name__)
 
 BUDGET_SHARE = 0.5
 """The share of Faust's ``broker_request_timeout`` (its bound on the seek) the bulk read may take."""
+STALL_S = 5.0
+"""How long the read may take no record of a partition it still reads before it leaves the rest to Faust."""
 FETCH_TIMEOUT_MS = 1000
 """How long one ``getmany`` waits for records."""
 FETCHER_STEPS = 3
@@ -96,13 +101,13 @@ async def read_changelogs(app, consumer, tables: dict, tps, offsets, highwaters)
         return
     started = time.monotonic()
     deadline = started + app.conf.broker_request_timeout * BUDGET_SHARE
-    records = 0
+    records, progressed = 0, started
     try:
         await consumer.start()
         consumer.assign(sorted(pending))
         for partition, tp in pending.items():
             consumer.seek(partition, _last(offsets, tp) + 1)
-        while pending and time.monotonic() < deadline:
+        while pending and time.monotonic() < min(deadline, progressed + STALL_S):
             fetched = await consumer.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)
             for _ in range(FETCHER_STEPS):
                 await asyncio.sleep(0)
@@ -111,6 +116,7 @@ async def read_changelogs(app, consumer, tables: dict, tps, offsets, highwaters)
                 chunk = [record for record in chunk if record.offset <= highwaters[tp]]
                 if chunk:
                     records += len(chunk)
+                    progressed = time.monotonic()
                     await _apply(tables[tp], chunk)
                     offsets[tp] = chunk[-1].offset
             for partition, tp in list(pending.items()):

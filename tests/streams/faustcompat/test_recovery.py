@@ -5,12 +5,15 @@ leave the table as every record would (``streams.faustcompat.recovery``; on a re
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import NamedTuple
 
 import faust
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from faust.types import TP
 
 from streams.faustcompat.changelogs import SKIPPED, install_skip_undecodable
 from streams.faustcompat.recovery import ChangelogEvent, _decoded, _deciding, _json_values
@@ -122,3 +125,55 @@ def test_a_failed_bulk_read_leaves_the_changelogs_to_fausts_recovery(caplog):
     asyncio.run(StandIn()._seek_offsets(None, {("t", 0)}, {("t", 0): -1}, "active"))
     assert seeks == [("active", {("t", 0): -1})]
     assert "bulk recovery failed" in caplog.text
+
+
+def test_a_read_that_stalls_leaves_the_rest_to_fausts_recovery(tables, monkeypatch, caplog):
+    """The broker answers the first fetch and then nothing for a partition not yet at its highwater: after
+    ``STALL_S`` without a record the read stops, the offset reached stays, and the log names what Faust reads."""
+    from streams.faustcompat import recovery
+
+    caplog.set_level(logging.INFO, logger=recovery.__name__)
+    monkeypatch.setattr(recovery, "STALL_S", 0.3)
+    monkeypatch.setattr(recovery, "FETCH_TIMEOUT_MS", 50)
+    json_table, _ = tables
+    tp = json_table.changelog_topic.get_topic_name(), 0
+
+    class Stalling:
+        """An aiokafka consumer that has records 0-2 of a partition whose highwater is 9."""
+
+        def __init__(self):
+            self.fetches, self.at = 0, 0
+
+        async def start(self):
+            pass
+
+        async def stop(self):
+            pass
+
+        def assign(self, partitions):
+            self.partition = partitions[0]
+
+        def seek(self, partition, offset):
+            self.at = offset
+
+        async def getmany(self, *partitions, timeout_ms):
+            self.fetches += 1
+            if self.fetches > 1:
+                await asyncio.sleep(timeout_ms / 1000)
+                return {}
+            chunk = [record(b'"k%d"' % i, b'{"v":%d}' % i, i) for i in range(3)]
+            self.at = 3
+            return {self.partition: chunk}
+
+        async def position(self, partition):
+            return self.at
+
+    changelog_tp = TP(*tp)
+    offsets = {changelog_tp: -1}
+    app = type("App", (), {"conf": type("Conf", (), {"broker_request_timeout": 90.0})()})()
+    asyncio.run(recovery.read_changelogs(app, Stalling(), {changelog_tp: json_table}, [changelog_tp], offsets,
+                                         {changelog_tp: 9}))
+    assert offsets == {changelog_tp: 2}
+    assert {key: json_table.data.data[key] for key in ("k0", "k1", "k2")} == {"k0": {"v": 0}, "k1": {"v": 1},
+                                                                          "k2": {"v": 2}}
+    assert "Faust's recovery reads the rest" in caplog.text
