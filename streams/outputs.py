@@ -65,7 +65,7 @@ WRITTEN_TO_INBOXES = ("SchedulingDecision", "NodeResource", "NodeUsage")
 transaction under exactly-once), both to its topic and to the inboxes the router's rules name for it
 (:func:`inbox_routes`), as the router's copy would be: the envelope names the output's own topic, partition
 and offset, so the inbox readers' checks, dedupe by source offset and the replay see what they saw of the
-router's copy. The output carries ``routing.DELIVERED_HEADER`` and the router passes over it.
+router's copy. The router does not read their topics (``routing.COPIED_BY_AGGREGATES``).
 
 The copy names its writer, the aggregate inbox partition whose event made the output, and the inbox readers'
 dedupe keeps the highest source offset per (source partition, writer) for such copies: decisions are keyed by

@@ -20,12 +20,6 @@ ACK_HEADER = "koord-ack"
 """Header ``koord apply`` sets on what it produces: the aggregates acknowledge those records."""
 ACK_HEADERS = [(ACK_HEADER, b"1")]
 """The headers of a record that asks for acknowledgement."""
-DELIVERED_HEADER = "koord-delivered"
-"""Header of a decision its scheduling domain wrote to the inboxes ``routes`` names for it itself, in the batch
-that made it (``streams.outputs.WRITTEN_TO_INBOXES``): the router, which still reads the decisions topic,
-passes over it. A decision without it (one ``koord bench nodes`` writes for a pod already bound) is routed as
-any source record."""
-DELIVERED_HEADERS = [(DELIVERED_HEADER, b"1")]
 
 DEFAULT_DOMAIN = "default"
 """The scheduling domain of everything no ElasticQuotaProfile's tree holds."""
@@ -76,17 +70,19 @@ descheduling; the domain writes the jobs' status back to their topic and ignores
 PersistentVolumes, PersistentVolumeClaims and StorageClasses go to every scheduling domain, CSINodes (keyed by
 node name) to their node's domain: the volume plugins read them."""
 
-COPIED_BY_AGGREGATES = ("noderesources", "nodeusages")
-"""Source topics only the node aggregate writes, and every record of which it copies to the inboxes ``routes``
-names for it itself (``streams.outputs.WRITTEN_TO_INBOXES``): the router does not read them. The decisions
-topic, whose binding decisions the scheduling domains copy the same way, is still read by the router: ``koord
-bench nodes`` writes the decisions of pods already bound there for the router to route, and an Eviction there
-must be validated (``NOT_ROUTED``)."""
+COPIED_BY_AGGREGATES = ("decisions", "noderesources", "nodeusages")
+"""Source topics only the pipeline writes (signed, ``streams.signing.PIPELINE_SOURCES``), every record of which
+that ``routes`` sends anywhere its aggregate copies to those inboxes itself (``streams.outputs.WRITTEN_TO_INBOXES``:
+the scheduling domains their binding decisions, the node aggregate its node resources and usages): the router
+does not read them. A record anyone else writes there is read by no aggregate (the bridge and the read model
+refuse an unsigned one; on Kafka the ACLs refuse the write). The Evictions on the decisions topic are routed
+nowhere (``NOT_ROUTED``); the pipeline's scheduling domains and node aggregate write them, and the bridge
+(signature checked) carries them out, with no router validation in between."""
 ROUTED_SOURCES = tuple(source for source in KIND_BY_SOURCE if source not in COPIED_BY_AGGREGATES)
 """The source topics (topology ids) the router reads."""
 
 NOT_ROUTED = ("Eviction",)
-"""Kinds the routers validate and send to no inbox (see KIND_BY_SOURCE)."""
+"""Kinds sent to no inbox (see KIND_BY_SOURCE)."""
 
 BINDING_RESULTS = ("Scheduled", "Bound", "Released", "Preempted")
 """Decision results that change which pods run on a node."""

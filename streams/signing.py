@@ -34,7 +34,8 @@ HEADER = "koord-mac"
 NO_KEY = b"\xff\xff\xff\xff"
 KEY_FILE = "record.key"
 PIPELINE_SOURCES = ("decisions", "noderesources", "nodeusages")
-"""Source topics (topology ids) that only the worker writes: the router forwards only signed records of them."""
+"""Source topics (topology ids) that only the worker writes: their readers (the bridge, the read model) take only
+signed records of them, and the router reads none (``routing.COPIED_BY_AGGREGATES``)."""
 SIGNED_OUTPUTS = (*PIPELINE_SOURCES, "quotastatus", "reservations", "podmigrationjobs", "podgroups")
 """Topics (topology ids) whose records the pipeline signs: those only it writes, and the statuses the bridge
 writes back to the cluster (on the reservations, jobs and podgroups topics, which users and the bridge write too, the

@@ -78,8 +78,6 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
             if signer is not None and OUTPUT_TOPICS[schema] in SIGNED_OUTPUTS:
                 headers.append(signer.header(OUTPUT_TOPICS[schema], key, value))
             copied = inboxes is not None and signer is not None and schema in WRITTEN_TO_INBOXES
-            if copied:
-                headers += routing.DELIVERED_HEADERS
             place = batches.add(topics[schema], key, value, source, headers=headers or None, timestamp_ms=now_ms)
             if copied:
                 copies.append(_Copy(place, topics[schema].get_topic_name(), source,

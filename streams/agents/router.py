@@ -19,11 +19,9 @@ that after rebalances; ``streams.faustcompat.seek`` is what restores it.
 
 Every forward is signed (``streams.signing``): the aggregates act on what a forward claims, its source
 offset and domain, so they take only signed ones. The pipeline's outputs do not go through the router a
-second time: the node aggregate copies its node resources and usages to their inboxes itself, so the router
-does not read those topics (``routing.ROUTED_SOURCES``), and a decision its scheduling domain copied
-(``routing.DELIVERED_HEADER``, ``streams.agents.outputs``) is passed over unread. A decision without that
-header (``koord bench nodes`` writes those of pods already bound) is forwarded only if its own signature
-verifies.
+second time: the aggregate that makes a decision, node resource or usage copies it to its inboxes itself, so
+the router does not read those topics (``routing.ROUTED_SOURCES``), nor the Evictions on the decisions topic,
+which go to no inbox.
 
 Under exactly-once the forwards of a source record join the transaction its
 offset commits in (``streams.agents.transactions``), so a crash re-forwards
@@ -44,7 +42,7 @@ from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.events import MAX_AHEAD_MS, bounded_time
 from streams.metrics import FUTURE_TIMES
-from streams.signing import PIPELINE_SOURCES, signer
+from streams.signing import signer
 from streams.topology import Topology
 
 STAGE = "router"
@@ -71,13 +69,8 @@ def register(app: faust.App, topology: Topology) -> None:
         for event in events:
             message = event.message
             source_id = ids[message.topic]
-            if source_id in PIPELINE_SOURCES and _has(message.headers, routing.DELIVERED_HEADER):
-                continue
             try:
-                reason = (sign.problem(source_id, message.key, message.value, message.headers)
-                          if source_id in PIPELINE_SOURCES else None)
-                if reason is None:
-                    key, kind, record, reason = validation.check_source(source_id, message, now_ms)
+                key, kind, record, reason = validation.check_source(source_id, message, now_ms)
                 targets = [] if reason else routing.routes(source_id, key, kind, record, partitions)
             except Exception as error:
                 log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,

@@ -236,10 +236,13 @@ PRODUCED = ("ticks",)
 
 
 def _path(harness: Harness) -> list[str]:
-    """The topics an input passes on its way into the scheduling domain, in that order: the router's sources
-    (the decisions included, which the benchmarks write for pods already bound), the node inbox, the domain
-    router's inbox (the node aggregate copies its usages and resources there itself) and the scheduling
-    inbox."""
+    """The topics an input passes on its way into the scheduling domain, in that order: the router's sources,
+    the node inbox, the domain router's inbox (the node aggregate copies its usages and resources there itself)
+    and the scheduling inbox. The outputs' topics are not on it (no group commits them): the aggregates copy
+    what they write there to the inboxes on it, the scheduling domain its bindings to the node inbox, upstream
+    of it here. One poll finds the whole path committed only when nothing is in flight on it in either direction
+    (``wait_caught_up`` reads the committed offsets before the high watermarks, and an aggregate commits an
+    event after its copies are delivered), so a pre-bound pod's decision is through the node inbox too."""
     name = harness.topology.name
     sources = [name(topic_id) for topic_id in sorted(routing.ROUTED_SOURCES) if topic_id not in PRODUCED]
     return [*sources, name("inbox-node"), name("inbox-routing"), name("inbox-scheduling")]

@@ -8,7 +8,9 @@ far past the end, an invalid payload, no key), pods with negative requests, deci
 do not exist, a KubeSchedulerConfiguration whose plugin args are invalid, a Pod whose manifest is not
 JSON, records just above the size limit of a record; and the classes of issue 37: a forged pod InboxEvent
 claiming an offset below its partition's end (``run`` aims it at the valid pods' burst), an unsigned
-SchedulingDecision, a Node record timed ahead (``FUTURE_AHEAD_MS``), and valid objects just under the
+SchedulingDecision (written to the decisions topic, which only the pipeline writes and no aggregate reads:
+the read model and the bridge take only signed records of it, and on Kafka the ACLs refuse the write), a Node
+record timed ahead (``FUTURE_AHEAD_MS``), and valid objects just under the
 record limit (``oversized-valid``: a Pod of ~400,000 ``"`` in a container argument, a ~790 KB PodGroup), which
 the state once stored too big to write and now keeps within its budget. Each ``Hostile`` says whether its class calls for a dead letter (``dead_letter``: True,
 False, or None when either is acceptable).
@@ -163,7 +165,7 @@ _MANIFESTS: dict[str, Callable[[str], dict]] = {
                               "spec": {"drivers": [{"name": "hostile.csi", "nodeID": name}]}},
 }
 """A valid manifest per source topic that carries applied objects (a migration names a pod that does not exist)."""
-GENERATED = ("ticks", "decisions", "yarnnodes")
+GENERATED = ("ticks", "yarnnodes")
 """Source topics the workers or the YARN bridge write rather than ``koord apply``; ``Generator.valid`` builds
 their records."""
 
@@ -194,9 +196,10 @@ class Generator:
         return f"{prefix}-{self.serial:06d}"
 
     def _source(self) -> str:
-        """Any source topic the router reads. The node aggregate's own outputs (``routing.COPIED_BY_AGGREGATES``)
-        are read by no aggregate, so a record written there by anyone else is neither applied nor dead-lettered
-        (on Kafka the ACLs refuse it); the projection and the bridge check their signatures."""
+        """Any source topic the router reads. The pipeline's own outputs (``routing.COPIED_BY_AGGREGATES``) are
+        read by no aggregate, so a record written there by anyone else is neither applied nor dead-lettered on
+        the topic (on Kafka the ACLs refuse it); the projection and the bridge check their signatures, which the
+        decision classes (``forged-decision``, ``decision-for-ghost-node``, ``replayed-decision``) aim at."""
         return self.rng.choice(list(routing.ROUTED_SOURCES))
 
     def _valid_source(self) -> str:
@@ -209,9 +212,6 @@ class Generator:
         name = self._name("hostile-valid")
         if source_id == "ticks":
             return b"tick", codec.encode("Tick", {"timestamp": self.now_ms})
-        if source_id == "decisions":
-            decision = self._decision(name, "Unschedulable", None)
-            return f"{NAMESPACE}/{name}".encode(), codec.encode("SchedulingDecision", decision)
         if source_id == "yarnnodes":
             return name.encode(), codec.encode("YarnNode", {
                 "nodeName": name, "nodeId": f"{name}:8041", "cluster": "http://127.0.0.1:8088", "state": "RUNNING",
@@ -356,11 +356,12 @@ class Generator:
 
     def forged_decision(self, pod: str | None = None, node: str | None = None) -> Hostile:
         """An unsigned decision placing ``pod`` (default: one nobody applied) on ``node`` (default: one of the
-        nodes ``run`` applies): the router forwards only signed decisions (issue 37, failure 9)."""
+        nodes ``run`` applies) (issue 37, failure 9): no aggregate reads the decisions topic, and the read model
+        takes only signed decisions (it records this one in its own dead-letter table, not on the topic)."""
         name = pod or self._name("hostile-forged-pod")
         node = node or f"hostile-node-{self.rng.randrange(NODES)}"
         value = codec.encode("SchedulingDecision", self._decision(name, "Scheduled", node))
-        return Hostile("forged-decision", "decisions", f"{NAMESPACE}/{name}".encode(), value, True)
+        return Hostile("forged-decision", "decisions", f"{NAMESPACE}/{name}".encode(), value, False)
 
     def future_timestamp(self) -> Hostile:
         """A valid Node record timed ``FUTURE_AHEAD_MS`` ahead (a node with a bad clock): the router forwards it
@@ -383,12 +384,10 @@ class Generator:
         return Hostile("oversized-valid", topic, key.encode(), value, False)
 
     def replayed_decision(self, key: bytes, value: bytes, headers: tuple[tuple[str, bytes], ...]) -> Hostile:
-        """A real decision sent again, byte for byte with its signature, after its pod was deleted: it verifies,
-        so only the readers' dedupe by decision id keeps it from reviving the pod (issue 37, failure 7). Sent
-        without ``routing.DELIVERED_HEADER`` (which is not signed), so that the router routes it to the node
-        aggregate as an attacker would have it."""
-        kept = tuple(header for header in headers if header[0] != routing.DELIVERED_HEADER)
-        return Hostile("replayed-decision", "decisions", key, value, None, headers=kept)
+        """A real decision sent again, byte for byte with its signature, after its pod was deleted (issue 37,
+        failure 7): it verifies, so only the read model's dedupe by decision id keeps it from reviving the pod;
+        no aggregate reads the decisions topic."""
+        return Hostile("replayed-decision", "decisions", key, value, None, headers=headers)
 
     def garbage_output(self) -> Hostile:
         topic = self.rng.choice(["acks", "actuation-acks", "quotastatus", "deadletters"])

@@ -1,10 +1,12 @@
 """``koord bench nodes``: NodeMetric events/s through the node aggregate and bytes of state per node.
 
 Setup (not timed): the slo-controller-config (co-location enabled, Koordinator's defaults but for
-:data:`DEGRADE_TIME_MINUTES`), ``nodes`` Nodes (32 cores, 128Gi) and ``pods`` pods per node as ``Bound``
-SchedulingDecisions on the decisions topic (60 % koord-prod LS, 40 % koord-batch BE), as the scheduler
-publishes them; then the harness waits until their whole path into the scheduling domain is committed
-(``harness.wait_through_scheduling``).
+:data:`DEGRADE_TIME_MINUTES`), ``nodes`` Nodes (32 cores, 128Gi) and ``pods`` Pods per node already bound
+(``spec.nodeName`` set; 60 % koord-prod LS, 40 % koord-batch BE, each requesting 1 cpu and 2Gi), as the
+bridge mirrors a cluster's running pods; the scheduling domain decides each ``Bound`` and copies the decision
+to the node inbox, the path every binding takes. Then the harness waits until all of it is committed
+(``harness.wait_through_scheduling``: the pods through the scheduling domain, their decisions through the
+node inbox).
 
 Measured: ``rounds`` NodeMetrics per node, each with ``pods`` pod metrics, produced as the node agent
 would (``node_agent.report`` manifests through ``koord apply``'s record builder, pre-encoded), one minute
@@ -41,14 +43,15 @@ from datetime import datetime, timezone
 from streams import kafka
 from streams.bench.harness import Harness, cpu_figures, cpu_reading, wait_through_scheduling
 from streams.koordinator.classes import PRIORITY_BATCH, PRIORITY_PROD, QOS_BE, QOS_LS
+from streams.koordinator.labels import LABEL_POD_QOS
 from streams.objects import Document, to_record
 from streams.partitioning import partition_for
 from streams.replay.reader import read_topic
 from streams.schemas import codec
-from streams.signing import PIPELINE_SOURCES, signer
 from streams.sloconfig.document import CONFIG_NAME, CONFIG_NAMESPACE
 
 GI = 1 << 30
+NAMESPACE = "bench"
 MINUTE_MS = 60_000
 PROD_SHARE = 0.6
 DEGRADE_TIME_MINUTES = 24 * 60
@@ -73,8 +76,19 @@ def _pod_names(node: int, pods: int) -> list[str]:
     return [f"bench-pod-{node:05d}-{index:02d}" for index in range(pods)]
 
 
+def pod_manifest(node: str, pod: str, prod: bool) -> dict:
+    """A pod bound to ``node``: koord-prod (priority 9100) with QoS LS, or koord-batch (5100) with QoS BE."""
+    priority, priority_class, qos = (9100, PRIORITY_PROD, QOS_LS) if prod else (5100, PRIORITY_BATCH, QOS_BE)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": NAMESPACE, "labels": {LABEL_POD_QOS: qos}},
+            "spec": {"nodeName": node, "priority": priority, "priorityClassName": priority_class,
+                     "containers": [{"name": "main", "image": "bench",
+                                     "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}]},
+            "status": {"phase": "Running"}}
+
+
 def setup_records(nodes: int, pods: int, start_ms: int, names: dict[str, str]) -> list[tuple[str, str, bytes, int]]:
-    """(topic, key, value, timestamp ms) of the config, the Nodes and the pods' Bound decisions."""
+    """(topic, key, value, timestamp ms) of the config, the Nodes and the bound Pods."""
     config = _record({"apiVersion": "v1", "kind": "ConfigMap",
                       "metadata": {"name": CONFIG_NAME, "namespace": CONFIG_NAMESPACE},
                       "data": {"colocation-config": json.dumps({"enable": True,
@@ -88,17 +102,8 @@ def setup_records(nodes: int, pods: int, start_ms: int, names: dict[str, str]) -
                           "status": {"capacity": resources, "allocatable": resources}})
         out.append((names[record.topic], record.key, codec.encode(record.schema, record.record), start_ms))
         for index, pod in enumerate(_pod_names(node, pods)):
-            prod = index < prod_count
-            decision = {
-                "decisionId": f"bench-{node}-{index}", "domain": "default",
-                "pod": {"namespace": "bench", "name": pod, "uid": None}, "result": "Bound", "nodeName": name,
-                "reason": None, "message": "", "filterResults": [], "scores": [],
-                "causation": {"inboxTopic": "bench", "inboxPartition": 0, "inboxOffset": 0,
-                              "sourceTopic": "bench", "sourcePartition": 0, "sourceOffset": 0},
-                "timestamp": start_ms, "requests": {"cpu": 1000, "memory": 2 * GI}, "limits": {},
-                "priority": 9100 if prod else 5100, "priorityClass": PRIORITY_PROD if prod else PRIORITY_BATCH,
-                "qosClass": QOS_LS if prod else QOS_BE}
-            out.append((names["decisions"], f"bench/{pod}", codec.encode("SchedulingDecision", decision), start_ms))
+            bound = _record(pod_manifest(name, pod, index < prod_count))
+            out.append((names[bound.topic], bound.key, codec.encode(bound.schema, bound.record), start_ms))
     return out
 
 
@@ -160,16 +165,10 @@ async def _producer(bootstrap: str):
         await asyncio.wait_for(context.__aexit__(None, None, None), PRODUCER_STOP_S)
 
 
-async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]], names: dict[str, str],
-                progress: Progress, what: str) -> None:
-    """Send the records (``what`` names them in ``progress``); the decisions signed as the worker signs them
-    (``streams.signing``), for they stand for decisions the worker made."""
-    sign, ids = signer(), {name: topic_id for topic_id, name in names.items()}
+async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]], progress: Progress, what: str) -> None:
+    """Send the records (``what`` names them in ``progress``)."""
     topics = sorted({topic for topic, _, _, _ in records})
     progress.wait(f"the broker to take {what} ({', '.join(topics)})", len(records))
-
-    def headers(topic: str, key: bytes, value: bytes) -> list | None:
-        return [sign.header(ids[topic], key, value)] if ids.get(topic) in PIPELINE_SOURCES else None
 
     def acknowledged(_) -> None:
         progress.acknowledged += 1
@@ -177,8 +176,7 @@ async def _send(bootstrap: str, records: list[tuple[str, str, bytes, int]], name
     async with _producer(bootstrap) as producer:
         futures = []
         for topic, key, value, ts in records:
-            futures.append(await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts,
-                                               headers=headers(topic, key.encode(), value)))
+            futures.append(await producer.send(topic, key=key.encode(), value=value, timestamp_ms=ts))
             futures[-1].add_done_callback(acknowledged)
             progress.sent += 1
         for future in futures:
@@ -203,7 +201,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, 
     names = harness.topology.names()
     start_ms = (int(time.time() * 1000) // MINUTE_MS) * MINUTE_MS - (rounds + 1) * MINUTE_MS
     setup = setup_records(nodes, pods, start_ms, names)
-    await _send(harness.bootstrap, setup, names, progress, f"the setup's {len(setup)} records")
+    await _send(harness.bootstrap, setup, progress, f"the setup's {len(setup)} records")
     setup_started = time.monotonic()
     setup_timeout_s = 600 + nodes * pods / 100
     progress.wait("the worker to commit the setup through the scheduling domain")
@@ -214,7 +212,7 @@ async def _run(harness: Harness, nodes: int, pods: int, rounds: int, seed: int, 
     size = sum(len(value) for _, _, value, _ in metrics) / len(metrics)
     cpu_before = cpu_reading(harness)
     started = time.monotonic()
-    await _send(harness.bootstrap, metrics, names, progress, f"{len(metrics)} NodeMetrics")
+    await _send(harness.bootstrap, metrics, progress, f"{len(metrics)} NodeMetrics")
     produced_s = time.monotonic() - started
     progress.wait(f"the worker to commit the {len(metrics)} NodeMetrics through the node inbox and the scheduling "
                   "domain")
@@ -257,7 +255,7 @@ async def _restart(harness: Harness, probes: list[tuple[str, str, bytes, int]], 
     each node-inbox partition) through both aggregates: its tables of every node recovered first."""
     progress.wait("the replaced worker to start")
     started = await asyncio.to_thread(harness.replace_worker, timeout_s)
-    await _send(harness.bootstrap, probes, harness.topology.names(), progress, f"{len(probes)} restart probes")
+    await _send(harness.bootstrap, probes, progress, f"{len(probes)} restart probes")
     progress.wait("the restarted worker to commit the restart probes through both aggregates")
     _, scheduled = await wait_through_scheduling(harness, timeout_s=timeout_s)
     return scheduled - started

@@ -12,8 +12,11 @@ a 40-CPU pod bound to a colocation node, sent again after the pod's deletion.
 
 Every valid pod, from before and after, must be decided exactly once (one Scheduled decision on the
 decisions topic, not counting what the test wrote there); every record whose class calls for a dead letter
-must have one; no record the router rejected may show in the read model, nor a forged decision, nor a pod
-deleted before its decision's replay, which must not lower its node's batch CPU either; ``koord get`` must
+must have one; the decisions topic is read by no aggregate (the scheduling domains copy their bindings to the
+node inbox themselves), so a forged decision there has no dead letter on the topic and is refused by the read
+model, which records it in its own dead-letter table; no record the router rejected may show in the read
+model, nor a forged decision, nor a pod deleted before its decision's replay, which must not lower its node's
+batch CPU either; ``koord get`` must
 still work; the router must clamp the times ahead; and the worker and the projection must still run. A node agent's actuator loop, on the same broker, gets
 undecodable actuations, a memory limit of -5 and a replayed actuation. Last, oversized-but-valid objects (a
 Pod of 400,000 ``"``, a 790 KB PodGroup) must be dead letters with the reason, and must not stop the worker.
@@ -38,6 +41,7 @@ from streams import kafka, routing, supervision
 from streams.bench import hostile
 from streams.partitioning import partition_for
 from streams.schemas import codec
+from streams.signing import HEADER
 from streams.topology import load_topology
 from tests.integration.conftest import Cluster, _wait_worker_ready, start_broker
 from tests.integration.manifests import COLOCATION_CONFIG, pre_bound_node
@@ -238,13 +242,28 @@ def test_each_hostile_record_that_calls_for_a_dead_letter_has_one(fed, kind):
     assert missing == []
 
 
-@pytest.mark.parametrize("kind", ["inbox-forged-offset-below-end", "forged-decision", "inbox-huge-source-offset"])
+@pytest.mark.parametrize("kind", ["inbox-forged-offset-below-end", "inbox-huge-source-offset"])
 def test_each_forged_record_of_the_fuzz_is_a_dead_letter(fed, kind):
     owed = [s for s in fed["sent"] + fed["fuzz_sent"] if s.hostile.kind == kind and s.error is None]
     missing = [(s.topic, s.partition, s.offset) for s in owed if (s.topic, s.partition, s.offset) not in
                fed["dead_letters"]]
     assert len(owed) > 100
     assert missing == []
+
+
+def test_each_forged_decision_of_the_fuzz_is_read_by_no_aggregate_and_refused_by_the_read_model(fed):
+    """No aggregate reads the decisions topic, so nothing writes a dead letter of a forged decision to the
+    topic; the read model takes only signed decisions and keeps each refused one in its dead-letter table."""
+    owed = [s for s in fed["sent"] + fed["fuzz_sent"] if s.hostile.kind == "forged-decision" and s.error is None]
+    assert len(owed) > 100
+    positions = {(s.topic, s.partition, s.offset) for s in owed}
+    assert sorted(positions & set(fed["dead_letters"])) == []
+    refused = {(letter["sourceTopic"], letter["sourcePartition"], letter["sourceOffset"]): letter
+               for letter in fed["cluster"].koord_json("get", "deadletters")["items"]
+               if letter["stage"] == "projection"}
+    assert sorted(positions - set(refused)) == []
+    assert {refused[position]["reason"] for position in positions} == {
+        f"the record has no {HEADER} header: only the pipeline writes decisions"}
 
 
 def test_records_the_router_rejected_are_not_in_the_read_model(fed):

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from streams import kafka, routing
 from streams.replay.reader import read_topic
 from streams.schemas import codec
+from streams.signing import KEY_FILE, Signer
 
 pytestmark = pytest.mark.integration
 
@@ -156,15 +157,16 @@ def test_replay_routing_reproduces_every_route(cluster, recorded):
 
 
 def test_each_output_the_pipeline_reads_again_enters_its_inbox_once(cluster, recorded):
-    """Every NodeUsage and NodeResource, and every decision that binds a pod, its aggregate marked delivered is
-    in its inbox exactly once, named by its own position: written there by the aggregate, not again by the
-    router (``streams.outputs.WRITTEN_TO_INBOXES``)."""
+    """Every NodeUsage and NodeResource, and every decision that binds a pod, that the pipeline wrote (signed) is
+    in its inbox exactly once, named by its own position: written there by its aggregate; the router reads none
+    of their topics (``streams.outputs.WRITTEN_TO_INBOXES``, ``routing.COPIED_BY_AGGREGATES``)."""
     name = cluster.topology.name
+    sign = Signer((cluster.home / KEY_FILE).read_bytes(), "the cluster's record key")
 
     def delivered(topic_id: str) -> set[tuple[str, int, int]]:
         found = set()
         for record in asyncio.run(read_topic(cluster.bootstrap, name(topic_id))):
-            if not any(header == routing.DELIVERED_HEADER for header, _ in record.headers or ()):
+            if sign.problem(topic_id, record.key, record.value, record.headers) is not None:
                 continue
             if topic_id == "decisions":
                 _, decision = codec.decode(record.value)

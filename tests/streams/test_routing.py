@@ -1,7 +1,8 @@
 import pytest
 
 from streams.outputs import WRITTEN_TO_INBOXES
-from streams.routing import COPIED_BY_AGGREGATES, KIND_BY_SOURCE, ROUTED_SOURCES, Route, routes
+from streams.routing import COPIED_BY_AGGREGATES, KIND_BY_SOURCE, NOT_ROUTED, ROUTED_SOURCES, Route, routes
+from streams.signing import PIPELINE_SOURCES
 
 
 R = "inbox-routing"
@@ -75,10 +76,12 @@ def test_a_quota_is_acknowledged_once_per_routing_partition_by_the_router_or_a_d
     assert ACKED_AS[R] == (R, "inbox-scheduling")
 
 
-def test_the_router_reads_no_topic_whose_every_kind_its_aggregate_copies_to_the_inboxes_itself():
-    """The node aggregate's resources and usages reach their inboxes only as its own copies; every other source
-    (the decisions too: ``koord bench nodes`` writes pre-bound ones, Evictions are validated there) is read."""
+def test_the_router_reads_no_topic_only_the_pipeline_writes():
+    """The scheduling domains' binding decisions and the node aggregate's resources and usages reach their
+    inboxes only as their aggregate's own copies, and Evictions go to no inbox, so the router reads none of the
+    topics only the pipeline writes (signed); every other source is read."""
     assert set(ROUTED_SOURCES) == set(KIND_BY_SOURCE) - set(COPIED_BY_AGGREGATES)
-    assert "decisions" in ROUTED_SOURCES
+    assert set(COPIED_BY_AGGREGATES) == set(PIPELINE_SOURCES)
     for source in COPIED_BY_AGGREGATES:
-        assert set(KIND_BY_SOURCE[source]) <= set(WRITTEN_TO_INBOXES), source
+        assert set(KIND_BY_SOURCE[source]) <= set(WRITTEN_TO_INBOXES) | set(NOT_ROUTED), source
+    assert routes("decisions", "ns/p", "Eviction", {"nodeName": "n1"}, PARTITIONS) == []

@@ -14,10 +14,10 @@ from streams.inbox import InboxReader
 from streams.nodeaggregate.usage import summary
 from streams.outputs import OUTPUT_TOPICS, ack
 from streams.partitioning import partition_for
-from streams.routing import ACK_HEADERS, DELIVERED_HEADERS
+from streams.routing import ACK_HEADER, ACK_HEADERS
 from streams.routing import INBOXES as INBOX_IDS
 from streams.schemas import codec
-from streams.signing import Signer
+from streams.signing import HEADER, Signer
 from streams.topology import load_topology
 
 CAUSE = Causation("koord.inbox.node", 2, 40, "koord.nodemetrics", 1, 7)
@@ -140,7 +140,7 @@ def test_the_outputs_the_pipeline_reads_again_are_copied_to_their_inboxes_as_the
     """A NodeUsage and a NodeResource go to the domain router's inbox keyed by node, a binding decision to the node
     inbox keyed by node, each naming the output's own topic, partition and offset as its source, signed for the
     inbox and read back by the inbox reader; the NodeUsage asked for carries the Ack request; the outputs carry
-    the header the router passes them over by; each copy names its writer, the inbox partition of the event that
+    their signature and nothing else; each copy names its writer, the inbox partition of the event that
     made it; a decision that binds nothing is copied nowhere."""
     batches = Batches()
     topics = {schema: Topic(TOPOLOGY.name(topic_id)) for schema, topic_id in OUTPUT_TOPICS.items()}
@@ -154,8 +154,9 @@ def test_the_outputs_the_pipeline_reads_again_are_copied_to_their_inboxes_as_the
 
     assert batches.deliveries == 2, "the outputs delivered before their copies name their offsets"
     outputs = {schema: headers for (_, _, schema, _), headers in zip(batches.sent[:5], batches.headers)}
-    assert all(DELIVERED_HEADERS[0] in outputs[s] for s in ("NodeUsage", "NodeResource", "SchedulingDecision"))
-    assert DELIVERED_HEADERS[0] not in (outputs["Ack"] or [])
+    assert {s: sorted(name for name, _ in outputs[s]) for s in ("NodeUsage", "NodeResource", "SchedulingDecision")} \
+        == {"NodeUsage": [ACK_HEADER, HEADER], "NodeResource": [HEADER], "SchedulingDecision": [HEADER]}, \
+        "signed (the usage asked for an Ack), and nothing more: no reader of their topics routes them"
     routed = _read_copies(batches, "inbox-routing")
     assert [(e.kind, e.key, e.ack) for _, e in routed] == [("NodeUsage", "n1", True), ("NodeResource", "n1", False)]
     assert [(e.causation.source_topic, e.causation.source_offset) for _, e in routed] == [

@@ -24,16 +24,18 @@ def test_the_same_seed_draws_the_same_records_and_another_seed_others():
 
 
 def test_every_class_is_drawn_and_every_source_inbox_output_and_actuation_topic_is_hit():
-    """Every topic the router reads; not the node aggregate's outputs, which no aggregate reads (it copies them
-    to their inboxes itself), so nothing there could refuse a hostile record."""
+    """Every topic the router reads, and the decisions topic, whose readers (the read model, the bridge) check
+    signatures; not the node aggregate's outputs, which no aggregate reads (it copies them to their inboxes
+    itself), so nothing there could refuse a hostile record."""
     drawn = _draw(1, 3000)
     assert len(drawn) == 3000
     assert set(collections.Counter(h.kind for h in drawn)) == set(CLASSES)
     assert sum(h.kind in ("oversized", "oversized-valid") for h in drawn) <= 3
     wanted = {*routing.ROUTED_SOURCES, "inbox-node", "inbox-scheduling", "actuations", "acks", "actuation-acks",
-              "quotastatus", "deadletters"}
+              "quotastatus", "deadletters", "decisions"}
     topics = {h.topic_id for h in drawn}
-    assert wanted <= topics and not topics & set(routing.COPIED_BY_AGGREGATES)
+    assert wanted <= topics and not topics & {"noderesources", "nodeusages"}
+    assert {h.kind for h in drawn if h.topic_id == "decisions"} == {"decision-for-ghost-node", "forged-decision"}
 
 
 def _decodes(value: bytes | None) -> tuple[str, dict] | None:
@@ -82,6 +84,7 @@ def test_issue_37_classes_are_hostile_the_way_they_say():
     for _ in range(10):
         forged = generator.draw("forged-decision")
         assert _decodes(forged.value)[1]["result"] == "Scheduled" and HEADER not in dict(forged.headers)
+        assert forged.topic_id == "decisions" and forged.dead_letter is False
         ahead = generator.draw("future-timestamp")
         assert ahead.topic_id == "nodes" and ahead.timestamp_ms - 1_000 in FUTURE_AHEAD_MS
         assert validation.problems("nodes", ahead.key.decode(), *_decodes(ahead.value)) == []

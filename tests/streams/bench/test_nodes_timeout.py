@@ -22,5 +22,5 @@ def test_a_broker_that_takes_nothing_fails_the_bench_at_its_timeout_naming_what_
     assert done.returncode == 1, done.stderr[-3000:]
     assert (f"Error: on KOORD_BROKER 127.0.0.1:{port} (tansu): koord bench nodes (5 nodes, 2 pods per node, 1 rounds) "
             "did not finish within 3 s (--timeout); it was waiting for the broker to take the setup's 16 records "
-            "(koord.configs, koord.decisions, koord.nodes): 0 of 16 sent, 0 acknowledged") in done.stderr, \
+            "(koord.configs, koord.nodes, koord.pods): 0 of 16 sent, 0 acknowledged") in done.stderr, \
         done.stderr[-3000:]
