@@ -54,13 +54,15 @@ PROJECTED = ("pods", "nodes", "configs", "quotas", "reservations", "devices", "n
              "persistentvolumeclaims", "storageclasses", "csinodes", "decisions", "noderesources", "quotastatus", "acks",
              "actuations", "actuation-acks", "deadletters")
 VALIDATED = frozenset(PROJECTED) & frozenset(routing.KIND_BY_SOURCE)
-"""The projected topics the router reads too: their records must pass its validation."""
+"""The projected source topics (``routing.KIND_BY_SOURCE``): their records must pass the router's validation, which
+the router applies to those it reads; the decisions and node resources, which only the pipeline writes and the
+router no longer reads, are checked here the same way (their signature first)."""
 
 
 def to_projected(message, source_id: str | None = None, sign: Signer | None = None) -> ProjectedRecord:
     """The record of a consumed `message`, with the problem that makes it a dead letter, if any.
 
-    `source_id` is the topology id of a topic the router validates (see VALIDATED), else None: its
+    `source_id` is the topology id of a source topic (see VALIDATED), else None: its
     record is checked exactly as the router checks it (its signature first, on the topics only the worker
     writes, with ``sign``: ``streams.signing``; then ``validation.check_source``: key, size, schema,
     contents), so a record the router dead-letters never becomes an object, and a decision nobody in the
