@@ -39,10 +39,10 @@ from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.integration.conftest import require_kafka
-from tests.integration.crash_support import CrashCluster, in_its_domain, profile_yaml, tree_id
+from tests.integration.crash_support import CrashCluster, profile_yaml, tree_id
 from tests.integration.test_crash import (
-    AFTER_KILL, AFTER_RESTART, DECIDED_TIMEOUT_S, KILL_AFTER_DECISIONS, NAMESPACE, NODE_CPU_M, NODES, OUTPUT_TOPICS,
-    POD_CPU_M, PODS, copies, manifests, scheduling_outputs, stream_pods, wait_for)
+    AFTER_KILL, AFTER_RESTART, DECIDED_TIMEOUT_S, KILL_AFTER_DECISIONS, NAMESPACE, OUTPUT_TOPICS, PODS,
+    check_placements, copies, manifests, scheduling_outputs, stream_pods, wait_for)
 
 pytestmark = pytest.mark.integration
 
@@ -101,12 +101,7 @@ def role_crash(tmp_path_factory):
 
 
 def test_every_pod_is_placed_in_its_domain_and_no_node_is_overbooked(role_crash):
-    pods = role_crash["pods"]
-    assert len(pods) == PODS
-    per_node = collections.Counter(p["spec"]["nodeName"] for p in pods)
-    assert max(per_node.values()) * POD_CPU_M <= NODE_CPU_M
-    assert len(per_node) == NODES
-    assert [p["metadata"]["name"] for p in pods if not in_its_domain(p)] == []
+    check_placements(role_crash["pods"])
 
 
 def test_each_pod_is_scheduled_by_one_decision_and_the_read_model_holds_each_once(role_crash):
