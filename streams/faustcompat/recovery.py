@@ -98,6 +98,7 @@ async def read_changelogs(app, consumer, tables: dict, tps, offsets, highwaters)
     pending = {TopicPartition(tp.topic, tp.partition): tp for tp in tps
                if tp in tables and highwaters.get(tp) is not None and highwaters[tp] > _last(offsets, tp)}
     if not pending:
+        await consumer.stop()  # never started, but aiokafka logs an ERROR for a consumer it collects unstopped
         return
     started = time.monotonic()
     deadline = started + app.conf.broker_request_timeout * BUDGET_SHARE

@@ -169,8 +169,9 @@ def test_each_output_the_pipeline_reads_again_enters_its_inbox_once(cluster, rec
             if sign.problem(topic_id, record.key, record.value, record.headers) is not None:
                 continue
             if topic_id == "decisions":
-                _, decision = codec.decode(record.value)
-                if decision["result"] not in routing.BINDING_RESULTS or not decision.get("nodeName"):
+                schema, decision = codec.decode(record.value)
+                if (schema != "SchedulingDecision" or decision["result"] not in routing.BINDING_RESULTS
+                        or not decision.get("nodeName")):
                     continue
             found.add((record.topic, record.partition, record.offset))
         return found
