@@ -141,11 +141,14 @@ class Actuator:
         return ack
 
     def target_exists(self, record: dict) -> bool:
-        """Whether the cgroup of a pod or container actuation's target exists now."""
+        """Whether a pod or container actuation's target exists now: its cgroup, or for tc the pod's address."""
+        uid, _, cid = str(record.get("targetId", "")).partition("/")
+        if record.get("mechanism") == contract.MECHANISM_TC:
+            tc = self.backends.get(contract.MECHANISM_TC)
+            return tc is not None and tc.addressed(uid)
         backend = self.backends.get(contract.MECHANISM_CGROUP)
         if backend is None:
             return False
-        uid, _, cid = str(record.get("targetId", "")).partition("/")
         try:
             found = backend.paths.container_dir(uid, cid) if cid else backend.paths.pod_dir(uid)
         except PathProblem:

@@ -34,8 +34,12 @@ Pod targets classify by the pod's address (``status.podIP``), as
 terway-qos keys pods by address (its eBPF maps; this host has no net_cls
 hierarchy, so no classid per cgroup): the actuation's ``address`` when it
 carries one, else ``address_of(pod uid)``, the agent's pod directory
-(``node_agent/pods.py``, fed by the pods topic); with neither the pod's
-settings are unsupported. A pod owns slot ``s``: the filter
+(``node_agent/pods.py``, fed by the pods topic). A pod the directory has no
+address for yet is refused ``target-not-found``: its actuation waits and is
+applied again once the pods topic brings the address (``waiting.py``; the
+stream does not send an unchanged plan again, and a pod is often planned
+before kubelet has reported its IP). Without a directory the pod's settings
+are unsupported. A pod owns slot ``s``: the filter
 preference ``0x100+s`` on every device and the class minor ``0x1000+s``; its
 slot is found again by the address its egress filter matches, a new pod takes
 the lowest free one. Every pod gets an egress filter to its priority's class
@@ -68,7 +72,7 @@ from collections.abc import Callable, Sequence
 
 from node_agent.actuator import limits
 from node_agent.actuator.backend import Outcome, Plan
-from node_agent.actuator.verify import BAD_VALUE, Rejected, Target
+from node_agent.actuator.verify import BAD_VALUE, TARGET_NOT_FOUND, Rejected, Target
 from streams import actuation as contract
 from streams.actuation import (LIMIT_BPS_SUFFIX, NET_ADDRESS, NET_CLASSES, NET_EGRESS_LIMIT, NET_INGRESS_LIMIT,
                                NET_PRIORITY, POD_TC_SETTINGS, REQUEST_BPS_SUFFIX, TARGET_POD, TC_SETTINGS, TOTAL_BPS)
@@ -218,6 +222,10 @@ class TcBackend:
         self.ifb = ifb or default_ifb(interface)
         self.runner = runner or (lambda args: subprocess.run(args, capture_output=True, text=True,
                                                              timeout=TIMEOUT_S, check=False))
+
+    def addressed(self, pod_uid: str) -> bool:
+        """Whether the pod directory knows the pod's address (a refused pod actuation waits for it)."""
+        return self.address_of is not None and self.address_of(pod_uid) is not None
 
     def _tc(self, *args: str) -> subprocess.CompletedProcess:
         return self.runner([*self.command, *args])
@@ -385,9 +393,11 @@ class TcBackend:
             except limits.ValueProblem as err:
                 raise Rejected(BAD_VALUE, str(err)) from None
         else:
-            known = self.address_of(target.id) if self.address_of is not None else None
-            if known is None:
+            if self.address_of is None:
                 return Plan(target, (), unsupported={name: REASON_NO_ADDRESS for name in asked})
+            known = self.address_of(target.id)
+            if known is None:
+                raise Rejected(TARGET_NOT_FOUND, f"pod {target.id} has no address yet ({REASON_NO_ADDRESS})")
             try:
                 address = parse_address(known)
             except limits.ValueProblem as err:

@@ -1,11 +1,12 @@
-"""Actuations waiting for their pod's cgroup, applied again as soon as kubelet creates it.
+"""Actuations waiting for their pod's cgroup (or, for tc, its address), applied again as soon as it exists.
 
 A pod's settings (its pinned cpuset, a quota) are planned when the pod is bound, usually before kubelet
 has made the pod's cgroup: the cgroup backend refuses them (``target-not-found``), and the stream does not
 send them again while its plan stays the same. Koordinator applies such settings when the container starts,
 from its runtime hooks (the runtime proxy, or NRI with containerd 1.7+); containerd 1.6 has neither, so the
 agent keeps each refused actuation of a ``pod`` or ``container`` target and applies it again once that
-target's cgroup exists, looking every :data:`POLL_S`. On cgroup v1 a container created after its pod's
+target's cgroup exists, looking every :data:`POLL_S`. A tc actuation of a pod waits the same way for the
+pod's address, which kubelet reports after starting it (``tc.py``). On cgroup v1 a container created after its pod's
 cpuset was written takes the pod's set (runc copies an empty cpuset from the parent).
 
 Bounded: the newest :data:`MAX_WAITING` targets, each for :data:`MAX_AGE_S` at most; a later actuation of

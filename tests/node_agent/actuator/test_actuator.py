@@ -8,11 +8,13 @@ from prometheus_client import REGISTRY
 
 from node_agent.actuator.actuator import Actuator, OffsetStore, handle_record
 from node_agent.actuator.sequences import SequenceStore
-from node_agent.actuator.verify import Verifier
+from node_agent.actuator.tc import TcBackend
+from node_agent.actuator.verify import TARGET_NOT_FOUND, Verifier
 from node_agent.pods import PodDirectory
 from node_agent.settings import AgentSettings
 from streams.schemas import codec
 from tests.node_agent.actuator.conftest import NODE, actuation, make_actuator, snapshot
+from tests.node_agent.actuator.test_tc import POD, CannedHost
 
 
 def latency_count():
@@ -111,3 +113,21 @@ def test_the_tc_backend_is_built_with_the_pod_directorys_addresses(v1_tree, tmp_
     settings = AgentSettings(tc_interface="eth9", state_dir=tmp_path, resctrl_root=tmp_path / "resctrl")
     actuator = Actuator.from_settings(settings, NODE, v1_tree.layout, address_of=pods.address_of)
     assert actuator.backends["tc"].address_of == pods.address_of
+
+
+def test_a_pod_tc_actuation_waits_for_the_pods_address_then_applies(v1_tree):
+    """The pod was planned before kubelet reported its IP: refused, kept waiting, applied once the pods topic
+    brings the address (its sequence was not taken by the refusal)."""
+    addresses, host = {}, CannedHost()
+    actuator = make_actuator(v1_tree, tc=TcBackend("eth0", runner=host, ifb="kifb1", address_of=addresses.get))
+    record = actuation({"priority": "2"}, kind="pod", target=POD.id, mechanism="tc", sequence=4)
+    refused = actuator.apply(record)
+    assert refused["status"] == "rejected" and refused["error"].startswith(f"rejected ({TARGET_NOT_FOUND})")
+    assert actuator.waiting.due(actuator.target_exists) == [] and len(actuator.waiting) == 1
+    assert not any("add" in command for command in host.commands)
+    addresses[POD.id] = "10.9.0.4"
+    due = actuator.waiting.due(actuator.target_exists)
+    assert due == [record]
+    assert actuator.apply(due[0])["status"] != "rejected"
+    assert any("filter add dev eth0" in " ".join(command) and "10.9.0.4/32" in " ".join(command)
+               for command in host.commands), host.commands

@@ -6,7 +6,7 @@ import pytest
 
 from node_agent.actuator.tc import (DESTINATION_OFFSETS, SOURCE_OFFSETS, TcBackend, parse_classes, parse_filters,
                                     parse_rate)
-from node_agent.actuator.verify import BAD_VALUE, Rejected, Target
+from node_agent.actuator.verify import BAD_VALUE, TARGET_NOT_FOUND, Rejected, Target
 
 NODE = Target("node", "fake-node", "tc")
 SHOWN = """class htb 1:1 root rate 100Mbit ceil 100Mbit burst 1600b cburst 1600b 
@@ -245,15 +245,21 @@ def test_a_planned_address_wins_over_the_pod_directory():
                             "flowid 1:12"]
 
 
-@pytest.mark.parametrize("known, why", [
-    (None, "status.podIP) in the actuation or the pods topic"),
-    ("not-an-ip", "status.podIP from the pods topic: address='not-an-ip' is not an IP address"),
-], ids=["directory-has-none", "directory-has-garbage"])
-def test_a_pod_the_directory_cannot_place_is_unsupported(known, why):
+def test_a_pod_the_directory_has_no_address_for_yet_is_not_found():
+    """Refused ``target-not-found`` (not unsupported): its actuation waits for the address (``waiting.py``)."""
     host = CannedHost()
-    plan = TcBackend("eth0", runner=host, address_of=lambda uid: known).plan(POD, {"priority": "1"})
-    assert plan.requested == () and plan.unsupported == {"priority": plan.unsupported["priority"]}
-    assert why in plan.unsupported["priority"]
+    backend = TcBackend("eth0", runner=host, address_of=lambda uid: None)
+    with pytest.raises(Rejected) as rejected:
+        backend.plan(POD, {"priority": "1"})
+    assert rejected.value.reason == TARGET_NOT_FOUND and "status.podIP" in rejected.value.detail
+    assert not backend.addressed(POD.id) and not host.commands
+
+
+def test_a_pod_the_directory_gives_garbage_for_is_unsupported():
+    host = CannedHost()
+    plan = TcBackend("eth0", runner=host, address_of=lambda uid: "not-an-ip").plan(POD, {"priority": "1"})
+    assert plan.requested == () and set(plan.unsupported) == {"priority"}
+    assert "status.podIP from the pods topic: address='not-an-ip' is not an IP address" in plan.unsupported["priority"]
     assert not any(verb in command for command in host.commands for verb in ("add", "replace", "del"))
 
 
