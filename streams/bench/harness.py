@@ -64,7 +64,7 @@ class Harness:
         the group of the role that reads it."""
         if self.workers_cpu_by_role is None:
             return self.topology.app_id
-        topic_id = {name: topic_id for topic_id, name in self.topology.names().items()}[topic]
+        [topic_id] = [topic_id for topic_id, name in self.topology.names().items() if name == topic]
         return roles.role(roles.reader(topic_id)).app_id(self.topology)
 
     def describe(self) -> str:
@@ -139,13 +139,6 @@ def process_cpu_s(pid: int) -> float:
     return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_us_per_event(harness: "Harness", before_s: float | None, events: int) -> float | None:
-    """The workers' CPU microseconds per event since ``before_s`` (a ``workers_cpu_s()`` reading)."""
-    if harness.workers_cpu_s is None or before_s is None or not events:
-        return None
-    return round((harness.workers_cpu_s() - before_s) * 1e6 / events, 1)
-
-
 def cpu_reading(harness: "Harness") -> tuple[float | None, dict[str, float]]:
     """The workers' CPU seconds so far: all of them, and per role when the harness runs one worker per role."""
     return (harness.workers_cpu_s() if harness.workers_cpu_s else None,
@@ -156,8 +149,9 @@ def cpu_figures(harness: "Harness", before: tuple[float | None, dict[str, float]
     """``worker_cpu_us_per_event`` since ``before`` (a ``cpu_reading``) and, per role, ``by_role``: where the
     CPU of an event goes, and what one role alone would need of a core."""
     total_before, roles_before = before
-    by_role = harness.workers_cpu_by_role() if harness.workers_cpu_by_role else {}
-    return {"worker_cpu_us_per_event": cpu_us_per_event(harness, total_before, events),
+    total, by_role = cpu_reading(harness)
+    return {"worker_cpu_us_per_event": round((total - total_before) * 1e6 / events, 1)
+            if None not in (total, total_before) and events else None,
             "by_role": {name: round((seconds - roles_before.get(name, 0.0)) * 1e6 / events, 1)
                         for name, seconds in by_role.items()} if events else {}}
 

@@ -130,7 +130,9 @@ async def read_changelogs(app, consumer, tables: dict, tps, offsets, highwaters)
         raise
     await consumer.stop()
     log.info("bulk recovery read %d changelog records in %.2f s%s", records, time.monotonic() - started,
-             f"; Faust's recovery reads the rest of {sorted(pending.values())}" if pending else "")
+             "; Faust's recovery reads the rest of " + ", ".join(
+                 f"{tp.topic}[{tp.partition}] from offset {_last(offsets, tp) + 1} to {highwaters[tp]}"
+                 for tp in sorted(pending.values())) if pending else "")
 
 
 def _last(offsets, tp) -> int:

@@ -96,6 +96,19 @@ def stream_pods(bootstrap: str, records: list[tuple[str, str, bytes]]) -> None:
         time.sleep(CHUNK_INTERVAL_S)
 
 
+def start_scenario(cluster: CrashCluster, name: str) -> tuple[str, list[tuple[str, str, bytes]], threading.Thread]:
+    """Apply a new tree's profile and the nodes, then stream the pods before the kill from a thread:
+    (the tree, every pod record, the running producer)."""
+    tree = tree_id(name)
+    nodes, pods = manifests(tree)
+    for objects in (profile_yaml(NAMESPACE, tree), nodes):
+        applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
+        assert applied.returncode == 0, applied.stderr
+    producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:AFTER_KILL]))
+    producer.start()
+    return tree, pods, producer
+
+
 def scheduling_outputs(cluster: CrashCluster, name: str) -> float:
     return cluster.metric(name, "koord_outputs_total", aggregate="scheduling", schema="SchedulingDecision")
 
@@ -141,13 +154,7 @@ def crash_run(request, tmp_path_factory):
     try:
         cluster.start_worker("worker-a")
         cluster.start_worker("worker-b")
-        tree = tree_id("crash")
-        nodes, pods = manifests(tree)
-        for objects in (profile_yaml(NAMESPACE, tree), nodes):
-            applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
-            assert applied.returncode == 0, applied.stderr
-        producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:AFTER_KILL]))
-        producer.start()
+        tree, pods, producer = start_scenario(cluster, "crash")
         decided = {}
 
         def enough_decided() -> bool:

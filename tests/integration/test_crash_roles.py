@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import threading
 import time
 
 import pytest
@@ -39,10 +38,10 @@ from streams.routing import DEFAULT_DOMAIN
 from streams.schemas import codec
 from streams.topology import load_topology
 from tests.integration.conftest import require_kafka
-from tests.integration.crash_support import CrashCluster, profile_yaml, tree_id
+from tests.integration.crash_support import CrashCluster
 from tests.integration.test_crash import (
     AFTER_KILL, AFTER_RESTART, DECIDED_TIMEOUT_S, KILL_AFTER_DECISIONS, NAMESPACE, OUTPUT_TOPICS, PODS,
-    check_placements, copies, manifests, scheduling_outputs, stream_pods, wait_for)
+    check_placements, copies, scheduling_outputs, start_scenario, stream_pods, wait_for)
 
 pytestmark = pytest.mark.integration
 
@@ -60,13 +59,7 @@ def role_crash(tmp_path_factory):
             applied = cluster.koord("topics", "apply", "--role", role)
             assert applied.returncode == 0, applied.stderr
             cluster.start_worker(role, role)
-        tree = tree_id("rolecrash")
-        nodes, pods = manifests(tree)
-        for objects in (profile_yaml(NAMESPACE, tree), nodes):
-            applied = cluster.koord("apply", "-f", "-", "--wait", "--timeout", "60", input=objects)
-            assert applied.returncode == 0, applied.stderr
-        producer = threading.Thread(target=stream_pods, args=(cluster.bootstrap, pods[:AFTER_KILL]))
-        producer.start()
+        tree, pods, producer = start_scenario(cluster, "rolecrash")
         wait_for(lambda: scheduling_outputs(cluster, "scheduling") >= KILL_AFTER_DECISIONS, 60,
                  f"{KILL_AFTER_DECISIONS} decisions")
         decided_before = scheduling_outputs(cluster, "scheduling")
