@@ -26,7 +26,7 @@ import gc
 import faust
 from aiokafka import AIOKafkaConsumer
 
-from streams import faustcompat, kafka
+from streams import faustcompat
 from streams.agents.supervisor import StopTheWorker
 from streams.agents.transactions import EXACTLY_ONCE_COMMIT_INTERVAL_S, batch_gate
 from streams.broker.connection import client_settings
@@ -107,9 +107,10 @@ aiokafka's 1 MiB default makes a restart of 10,000 nodes a few hundred round tri
 
 def changelog_reader(app: faust.App) -> AIOKafkaConsumer:
     """A consumer without a group for ``app``'s broker, reading as the workers read (isolation level,
-    TLS/SASL, Tansu's fetch wait), for table recovery."""
+    TLS/SASL), for table recovery; with aiokafka's fetch wait on Tansu too, which serves a short one nothing
+    of a large partition (``tansu_workarounds``)."""
     bootstrap = ",".join(f"{url.host}:{url.port}" for url in app.conf.broker)
-    return AIOKafkaConsumer(**client_settings(bootstrap), **kafka.consumer_settings(), group_id=None,
+    return AIOKafkaConsumer(**client_settings(bootstrap), group_id=None,
                             enable_auto_commit=False, isolation_level=Settings.from_env().isolation_level,
                             max_partition_fetch_bytes=CHANGELOG_FETCH_BYTES, fetch_max_bytes=4 * CHANGELOG_FETCH_BYTES)
 

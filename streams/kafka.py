@@ -56,7 +56,7 @@ async def produce(bootstrap: str, records: Sequence[tuple[str, str, bytes | None
 
 
 def consumer_settings() -> dict:
-    """For the short-lived readers (replay, benchmarks): on Tansu a short fetch wait (``tansu_workarounds``:
+    """For the short-lived readers of live outputs (benchmarks): on Tansu a short fetch wait (``tansu_workarounds``:
     a waiting fetch is not woken by new records); on Kafka aiokafka's defaults, since Kafka answers a
     waiting fetch as soon as records arrive."""
     return {"fetch_max_wait_ms": FETCH_MAX_WAIT_MS} if Settings.from_env().tansu else {}

@@ -44,13 +44,14 @@ async def read_topic(bootstrap: str, topic: str, partitions: list[int] | None = 
                      isolation_level: str | None = None, idle_timeout_s: float = IDLE_TIMEOUT_S) -> list[ConsumerRecord]:
     """Every record of ``topic`` (or of the given partitions), in partition then offset order, read with
     ``isolation_level`` (default: :func:`default_isolation_level`); gives up after ``idle_timeout_s`` without
-    a fetch answer."""
+    a fetch answer. aiokafka's fetch wait on both brokers: Tansu serves a short one nothing of a large
+    partition (``streams.broker.tansu_workarounds``)."""
     isolation_level = isolation_level or default_isolation_level()
     if isolation_level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, not {isolation_level!r}")
     committed = isolation_level == "read_committed"
-    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), **kafka.consumer_settings(), enable_auto_commit=False,
-                                group_id=None, auto_offset_reset="earliest", isolation_level=isolation_level)
+    consumer = AIOKafkaConsumer(**kafka.client_settings(bootstrap), enable_auto_commit=False, group_id=None,
+                                auto_offset_reset="earliest", isolation_level=isolation_level)
     await consumer.start()
     try:
         if partitions is None:

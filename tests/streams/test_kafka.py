@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import types
 
 import pytest
 
 from streams import kafka
+from streams.app import changelog_reader
 from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS
 
 BOOTSTRAP = "127.0.0.1:9"
@@ -42,3 +44,16 @@ def test_long_running_consumer_is_paced_only_on_tansu(broker_kind, kind, paced):
 
     consumer = asyncio.run(make())
     assert ("start" in vars(consumer)) == paced  # pace_fetches wraps the instance's start()
+
+
+def test_the_readers_of_history_keep_aiokafkas_fetch_wait_on_tansu(broker_kind):
+    """Tansu serves a 10 ms fetch nothing of a large partition (``tansu_workarounds``): table recovery reads
+    with aiokafka's wait."""
+    broker_kind("tansu")
+    app = types.SimpleNamespace(conf=types.SimpleNamespace(broker=[types.SimpleNamespace(host="127.0.0.1", port=9)]))
+
+    async def wait_ms() -> int:
+        reader = changelog_reader(app)
+        await reader.stop()
+        return reader._fetch_max_wait_ms
+    assert asyncio.run(wait_ms()) == 500 > FETCH_MAX_WAIT_MS
