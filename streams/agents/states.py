@@ -4,11 +4,17 @@ Every aggregate agent keeps one core per key (a scheduling domain; a routing or 
 and writes each batch's changes to one Faust table behind a journal per key
 (``streams.agents.journal``). A core is restored from the table on first use and forgotten when its
 inbox partition moves at a rebalance, since the table may have moved under it.
+
+A restore runs with Python's cyclic garbage collector paused: it makes a core's objects by the hundred
+thousand, all long-lived, and the collector's passes over them were waste, 37 % of the CPU of restoring a
+domain of 10,000 nodes and 20,000 pods (1.9 s, 1.2 s paused).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Hashable, Iterable, TypeVar
+import contextlib
+import gc
+from typing import Callable, Generic, Hashable, Iterable, Iterator, TypeVar
 
 from streams.agents.inbox import forget_moved
 from streams.agents.journal import JSON_PARTS, RAW_PARTS, Journal, Keys
@@ -45,8 +51,21 @@ class JournaledStates(Generic[K, S]):
         """The core of ``key`` and the journal its changes are written behind."""
         if key not in self._loaded:
             journal = Journal(self.table, self._keys(key), self._parts)
-            self._loaded[key] = (self._restore(key, journal.restore()), journal)
+            with collector_paused():
+                self._loaded[key] = (self._restore(key, journal.restore()), journal)
         return self._loaded[key]
 
     def cores(self) -> Iterable[S]:
         return [core for core, _ in self._loaded.values()]
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (reference counting still frees), then as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

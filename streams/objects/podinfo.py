@@ -203,8 +203,9 @@ def _qos_class(labels: Mapping[str, str], kube_qos: str) -> str:
     return QOS_BY_KUBE_QOS.get(kube_qos, QOS_NONE)
 
 
-def from_record(key: str, record: Mapping) -> PodInfo:
-    """The PodInfo of a Pod record (``Pod.avsc``)."""
+def from_record(key: str, record: Mapping, stored: bool = False) -> PodInfo:
+    """The PodInfo of a Pod record (``Pod.avsc``); ``stored``: one :func:`stored_record` made (a restore
+    reads those back), kept as it is since reducing it again gives it back."""
     meta = record["metadata"]
     manifest = _json(record.get("manifest"))
     spec = manifest.get("spec") if isinstance(manifest.get("spec"), dict) else {}
@@ -250,7 +251,7 @@ def from_record(key: str, record: Mapping) -> PodInfo:
         preemption_policy=spec.get("preemptionPolicy") if isinstance(spec.get("preemptionPolicy"), str) else None,
         images=_images(spec),
         claims=_claims(spec, meta["name"]),
-        record=_stored(record, manifest),
+        record=dict(record) if stored else _stored(record, manifest),
     )
 
 

@@ -118,7 +118,7 @@ class Persistence:
             cluster.objects.setdefault(kind, {})[name] = value
         for key in sorted(groups.get("pod", {})):
             value = groups["pod"][key]
-            info = podinfo.from_record(key, value["record"])
+            info = podinfo.from_record(key, value["record"], stored=True)
             cluster.pods[key] = info
             state.pods[key] = PodState(value["seq"], value["node"], value["assigned_at"], value["last_result"],
                                        value["last_message"])

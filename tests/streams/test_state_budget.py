@@ -90,6 +90,8 @@ def test_the_reduced_record_reads_as_the_whole_one_and_reducing_it_again_changes
     stored = podinfo.stored_record(record)
     assert podinfo.stored_record(stored) == stored
     assert podinfo.from_record("default/kept", stored) == podinfo.from_record("default/kept", record)
+    restored = podinfo.from_record("default/kept", stored, stored=True)
+    assert restored == podinfo.from_record("default/kept", record) and restored.record == stored
     manifest = json.loads(stored["manifest"])
     assert set(manifest["spec"]) == {"affinity", "tolerations", "topologySpreadConstraints", "volumes", "overhead",
                                      "containers"}
