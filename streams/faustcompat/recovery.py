@@ -23,9 +23,10 @@ longer assigned, standbys) runs as before. The worker logs ``bulk recovery read 
 A read that has not reached a highwater by :data:`BUDGET_SHARE` of ``broker_request_timeout`` (Faust
 stops its recovery service when the seek outlasts that timeout), or that took no record for
 :data:`STALL_S`, stops there: Faust's own recovery reads the rest from the offsets reached, and so it does
-after a bulk read that failed (logged). Tansu sometimes stops answering this reader's fetches of one
-partition part way (seen on the scheduling state of 10,000 nodes: 44,000 of 63,000 records read, then
-nothing until the budget ran out, while Faust's own consumer read the rest in seconds). A rebalance during
+after a bulk read that failed (logged). The reader waits for a fetch as aiokafka does by default, on Tansu
+too: Tansu serves a fetch whose wait is too short for the records asked for nothing of them, and the 10 ms
+wait of the live readers left a large scheduling-state partition unread until the stall rule gave it to
+Faust (``streams.broker.tansu_workarounds``). A rebalance during
 the read cancels it the same way Faust cancels the seek; what was applied stays with its offsets, as
 Faust's recovery keeps what it applied. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 """
