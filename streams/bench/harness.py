@@ -64,7 +64,7 @@ class Harness:
         the group of the role that reads it."""
         if self.workers_cpu_by_role is None:
             return self.topology.app_id
-        [topic_id] = [topic_id for topic_id, name in self.topology.names().items() if name == topic]
+        [topic_id] = [spec.id for spec in self.topology.topics if spec.name == topic]
         return roles.role(roles.reader(topic_id)).app_id(self.topology)
 
     def describe(self) -> str:

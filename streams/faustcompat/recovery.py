@@ -24,9 +24,8 @@ A read that has not reached a highwater by :data:`BUDGET_SHARE` of ``broker_requ
 stops its recovery service when the seek outlasts that timeout), or that took no record for
 :data:`STALL_S`, stops there: Faust's own recovery reads the rest from the offsets reached, and so it does
 after a bulk read that failed (logged). The reader waits for a fetch as aiokafka does by default, on Tansu
-too: Tansu serves a fetch whose wait is too short for the records asked for nothing of them, and the 10 ms
-wait of the live readers left a large scheduling-state partition unread until the stall rule gave it to
-Faust (``streams.broker.tansu_workarounds``). A rebalance during
+too: Tansu serves a fetch whose wait is too short for the records asked for nothing of them
+(``streams.broker.tansu_workarounds``). A rebalance during
 the read cancels it the same way Faust cancels the seek; what was applied stays with its offsets, as
 Faust's recovery keeps what it applied. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 """

@@ -3,14 +3,11 @@ the restored entries are those before the batch or those after it."""
 
 from __future__ import annotations
 
-import gc
-
 import pytest
 
 import streams.agents.journal as journal_module
 from streams import limits
 from streams.agents.journal import Journal, Prefixed
-from streams.agents.states import collector_paused
 from streams.metrics import STATE_ENTRIES_REFUSED
 
 PREFIX = "default|"
@@ -187,13 +184,3 @@ def test_raw_parts_that_do_not_decode_are_ignored():
     table = {KEYS.journal_key(0): b"not json\n", PREFIX + "n1": b"x"}
     assert Journal(table, KEYS, journal_module.RAW_PARTS).restore() == {"n1": b"x"}
 
-
-def test_a_restore_runs_with_the_collector_paused_and_leaves_it_as_it_was():
-    seen = []
-    for before in (True, False):
-        (gc.enable if before else gc.disable)()
-        with collector_paused():
-            seen.append(gc.isenabled())
-        assert gc.isenabled() is before
-    gc.enable()
-    assert seen == [False, False]
