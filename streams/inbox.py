@@ -32,8 +32,10 @@ class Rejected(ValueError):
 class InboxReader:
     """Reads one aggregate's inbox records back into events, checking that each is one the router wrote: signed
     with the deployment's record key (``streams.signing``; without a ``signer``, as a replay of a recording
-    from another home reads, unverified), then as the router checks a source record (``streams.validation``),
-    and its source topic, partition and route. A record that fails raises :class:`Rejected`.
+    from another home reads, unverified), then its source topic, partition and route. A record that fails raises
+    :class:`Rejected`. An unverified record is also checked as the router checks a source record
+    (``streams.validation``); a verified one is not checked again: the pipeline wrote it, the router after that
+    very check, an aggregate as its own output.
 
     The signature is what makes a forward's claims safe to act on: its source offset moves the aggregate's
     dedupe (the highest source offset seen per source partition, and per writer for an aggregate's own copies,
@@ -94,7 +96,7 @@ class InboxReader:
                 kind, record = codec.decode(envelope["payload"])
             except codec.CodecError as error:
                 raise Rejected(f"undecodable forwarded record: {error}") from None
-        found = [] if record is None else validation.problems(source_id, key, kind, record)
+        found = [] if record is None or self.signer is not None else validation.problems(source_id, key, kind, record)
         found = found or validation.route_problems(self.inbox_id, inbox_key, message.partition, source_id, key, kind,
                                                    record, self.inbox_partitions)
         if found:

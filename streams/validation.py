@@ -5,9 +5,10 @@ source topics (node agents, other tools). A record that decodes yet is not a
 valid object (wrong kind for the topic, negative quantity, no name, key that
 does not name it, over the size limit: ``check_source``) is sent to the
 dead-letter topic instead, and the read model never shows it. The aggregates
-check what they read from their inboxes the same way, and also that each
-inbox record is one the router would have written (``route_problems``), once
-its signature showed the router did (``streams.signing``).
+check that each inbox record is one the router would have written
+(``route_problems``), once its signature showed the pipeline did
+(``streams.signing``); a record read without verifying its signature (a
+replay of a recording from another home) is also checked as a source record.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import types
 import pytest
 
 from streams.inbox import InboxReader, Rejected
+from streams.schemas import codec
 from streams.settings import Settings
 from streams.signing import HEADER, Signer, signer
 from streams.topology import load_topology
@@ -66,3 +67,17 @@ def test_a_home_gets_one_private_key_and_a_replay_makes_none(tmp_path):
 
 def test_no_key_and_an_empty_key_sign_differently():
     assert SIGNER.mac("decisions", None, b"v") != SIGNER.mac("decisions", b"", b"v")
+
+
+def test_a_verified_record_is_not_validated_again_an_unverified_one_is():
+    """The router checked what it signed; a replay of a recording from another home (no key) checks it all."""
+    record = records(SCHEDULING_INBOX, "default", pod("a"))[0]
+    _, envelope = codec.decode(record.value)
+    kind, pod_record = codec.decode(envelope["payload"])
+    pod_record["requests"]["cpu"] = -1
+    value = codec.encode("InboxEvent", {**envelope, "payload": codec.encode(kind, pod_record)})
+    header = SIGNER.header("inbox-scheduling", record.key, value)
+    bad = types.SimpleNamespace(**{**vars(record), "value": value, "headers": [header]})
+    assert InboxReader.of(load_topology(), "inbox-scheduling", "inc-1", SIGNER).read(bad)[1].record == pod_record
+    with pytest.raises(Rejected, match="requests.cpu: quantity must not be negative"):
+        InboxReader.of(load_topology(), "inbox-scheduling", "inc-1").read(bad)
