@@ -12,8 +12,8 @@ An aggregate (the domain router, the scheduling domains, the node partitions) is
    together as record batches (``streams.agents.outputs.send_outputs``), all delivered, then the outputs
    the pipeline reads again (decisions, node resources and usages) copied to their inboxes and delivered;
 4. the changes of each core the batch touched written behind its journal (``streams.agents.journal``),
-   with one of that core's events current: Faust sends a table write to the changelog partition of the
-   current event.
+   their changelog records sent as record batches (``streams.agents.states.BatchedTable``) and delivered
+   before the batch is acknowledged.
 
 Outputs are delivered before the table is written: after a crash the events are processed again and
 re-emit the same outputs (same ids), which readers deduplicate. The cores of one batch are written as the
@@ -28,7 +28,7 @@ from typing import Callable, Generic, Hashable, Iterable, NamedTuple, Sequence, 
 
 import faust
 
-from streams.agents.inbox import inbox_batches, write_as
+from streams.agents.inbox import inbox_batches
 from streams.agents.journal import Keys
 from streams.agents.outputs import Inboxes, send_outputs
 from streams.agents.states import JournaledStates
@@ -120,10 +120,10 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
                     batches.add(forward, forward_key, value, (message.topic, message.partition),
                                 headers=[sign.header(aggregate.forward_to, forward_key, value)])
                 caused.append((handled.event, handled.outputs))
-                touched[key] = (core, journal, faust_event)
+                touched[key] = (core, journal)
             await send_outputs(batches, outputs, aggregate.stage, aggregate.inbox, caused, sign, inboxes)
-            for core, journal, faust_event in touched.values():
-                write_as(faust_event)
+            for core, journal in touched.values():
                 journal.write(core.take_changes())
+            await batches.deliver()
 
     return states

@@ -1,8 +1,8 @@
 """Reading an inbox in a Faust agent: batches of checked events, acknowledged only once processed.
 
 The records are read and checked by ``streams.inbox`` (the Faust-free contract the replay reads with
-too); what is Faust's is here: taking the stream in batches, the consumer's high watermarks, the event
-a table write goes with, and forgetting the in-memory cores of partitions that moved.
+too); what is Faust's is here: taking the stream in batches, the consumer's high watermarks, and
+forgetting the in-memory cores of partitions that moved.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import contextlib
 from typing import AsyncIterator, Callable, Hashable, Iterator
 
 from streams.agents.deadletters import send_dead_letter
-from streams.faustcompat.events import make_current, mark_acked
+from streams.faustcompat.events import mark_acked
 from streams.events import InboxEvent
 from streams.inbox import DeliveryOrder, InboxReader, Rejected, inbox_incarnation
 from streams.signing import signer
@@ -71,17 +71,6 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
                 batch.append((inbox_key, event, faust_event))
             if batch:
                 yield batch
-
-
-def write_as(faust_event) -> None:
-    """Make ``faust_event`` the current event for the table writes that follow.
-
-    Faust sends a table write to the changelog partition of the current event.
-    After a batch, the writes of each partition are made with one of that
-    partition's events current, set so that the stream buffering the next batch
-    loses no event (``streams.faustcompat.events.make_current``).
-    """
-    make_current(faust_event)
 
 
 def forget_moved(app, topic: str, cores: dict, partition_of: Callable[[Hashable], int]) -> None:

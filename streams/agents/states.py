@@ -5,6 +5,11 @@ and writes each batch's changes to one Faust table behind a journal per key
 (``streams.agents.journal``). A core is restored from the table on first use and forgotten when its
 inbox partition moves at a rebalance, since the table may have moved under it.
 
+A core's journal writes through a :class:`BatchedTable`: each write changes the table in memory and
+queues its changelog record with the batch's other records (``streams.agents.transactions.Batches``), to
+the changelog partition of the core's inbox partition, sent as record batches when the aggregate delivers
+them, instead of one Faust send and delivery future per write.
+
 A restore runs with Python's cyclic garbage collector paused: it makes a core's objects by the hundred
 thousand, all long-lived, and the collector's passes over them find nothing. With the worker's thresholds
 (``streams.app.GC_THRESHOLDS``) they took about a tenth of restoring a domain of 10,000 nodes and 20,000
@@ -15,11 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Callable, Generic, Hashable, Iterable, Iterator, TypeVar
+from collections.abc import MutableMapping
+from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, TypeVar
 
 from streams.agents.inbox import forget_moved
 from streams.agents.journal import JSON_PARTS, RAW_PARTS, Journal, Keys
-from streams.faustcompat.tables import raw_changelog
+from streams.faustcompat.tables import raw_changelog, store_quietly
 from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 
 K = TypeVar("K", bound=Hashable)
@@ -38,7 +44,7 @@ class JournaledStates(Generic[K, S]):
         self.table = app.Table(name, partitions=partitions)
         if raw_values:
             raw_changelog(self.table)
-        batches.track_changelog(self.table)
+        self._batches, self._topic, self._partition_of = batches, topic, partition_of
         self._keys, self._restore = keys, restore
         self._parts = RAW_PARTS if raw_values else JSON_PARTS
         self._loaded: dict[K, tuple[S, Journal]] = {}
@@ -51,13 +57,50 @@ class JournaledStates(Generic[K, S]):
     def load(self, key: K) -> tuple[S, Journal]:
         """The core of ``key`` and the journal its changes are written behind."""
         if key not in self._loaded:
-            journal = Journal(self.table, self._keys(key), self._parts)
+            table = BatchedTable(self.table, self._batches, (self._topic, self._partition_of(key)))
+            journal = Journal(table, self._keys(key), self._parts)
             with collector_paused():
                 self._loaded[key] = (self._restore(key, journal.restore()), journal)
         return self._loaded[key]
 
     def cores(self) -> Iterable[S]:
         return [core for core, _ in self._loaded.values()]
+
+
+class BatchedTable(MutableMapping):
+    """A Faust table as one core writes it: read as it is; a write changes it in memory and queues its
+    changelog record in ``batches`` (``Batches.add``) to the partition of ``source`` (the core's inbox topic
+    and partition, whose transaction it joins under exactly-once), for the aggregate to deliver."""
+
+    def __init__(self, table, batches, source: tuple[str, int]) -> None:
+        self.table, self.batches, self.source = table, batches, source
+
+    def __getitem__(self, key: str) -> Any:
+        return self.table[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._send(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self.table:
+            raise KeyError(key)
+        self._send(key, None)
+
+    def _send(self, key: str, value: Any) -> None:
+        key_bytes, value_bytes = store_quietly(self.table, key, value)
+        self.batches.add(self.table.changelog_topic, key_bytes, value_bytes, self.source, partition=self.source[1])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.table
+
+    def items(self):
+        return self.table.items()
 
 
 @contextlib.contextmanager

@@ -19,8 +19,8 @@ partitions. Three things in it do not fit agents that batch and send with ``forc
    no batch of any agent is between its first send and its acknowledgement while offsets are chosen
    and committed, and batches wait while a commit runs.
 3. Table writes reach the producer through Faust's send buffer, after the commit has been decided:
-   a changelog write could land in the next transaction. Here a batch waits until its table writes
-   are delivered before it acknowledges its events (:meth:`Batches.track_changelog`).
+   a changelog write could land in the next transaction. Here table writes are records of the batch
+   like its outputs (``streams.agents.states.BatchedTable``), delivered before it acknowledges its events.
 4. Table recovery takes a changelog's highwater from ``last_stable_offset``, which aiokafka knows only
    once it has fetched from the partition: a worker starting or taking over read -1 and restored
    nothing (found by the kill -9 test: the restarted worker had forgotten every node).
@@ -55,7 +55,6 @@ from faust.types.enums import ProcessingGuarantee
 
 from streams.agents.inbox import uncommitted_on_failure
 from streams.faustcompat.produce import Outgoing, send_all
-from streams.faustcompat.tables import on_changelog_send
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +142,6 @@ class Batches:
         self.app = app
         self.exactly_once = exactly_once(app)
         self.gate = batch_gate(app) if self.exactly_once else None
-        self._changelog: list[asyncio.Future] = []
         self._outgoing: list[Outgoing] = []
 
     @contextlib.asynccontextmanager
@@ -151,7 +149,7 @@ class Batches:
         """Around one batch of Faust events, from before its first send until it is acknowledged.
 
         A batch that fails stays unacknowledged (:func:`uncommitted_on_failure`). Under exactly-once
-        the batch holds the gate, waits for its table writes and acknowledges its events itself,
+        the batch holds the gate, delivers its records (table writes too) and acknowledges its events itself,
         inside the gate, so that a commit sees either all of the batch or none of it; ``take_events``'s
         own acknowledgement afterwards finds them acknowledged and only updates its sensors."""
         if not self.exactly_once:
@@ -159,12 +157,9 @@ class Batches:
                 yield
             return
         async with self.gate.batch():
-            self._changelog.clear()
             try:
                 with uncommitted_on_failure(events):
                     yield
-                    if self._changelog:
-                        await asyncio.gather(*self._changelog)
             except BaseException as error:
                 self.gate.broken = True
                 if isinstance(error, Exception):
@@ -190,11 +185,6 @@ class Batches:
         delivered and return the (partition, offset) of each, in the order they were queued."""
         outgoing, self._outgoing = self._outgoing, []
         return await send_all(self.app, outgoing)
-
-    def track_changelog(self, table: faust.Table) -> None:
-        """Make the batch wait, under exactly-once, for the changelog writes of ``table`` it made."""
-        if self.exactly_once:
-            on_changelog_send(table, self._changelog.append)
 
 
 async def send_outside_transactions(app: faust.App, topic: faust.TopicT, key: bytes, value: bytes) -> None:
