@@ -29,9 +29,21 @@ summing to S per resource, where T < S each child's min becomes
 ``int(T * min / S)`` (float arithmetic, truncated), else stays.
 
 Koordinator computes runtimes lazily along the path of the quota a pod asks
-for, so a sibling's scaled min may lag until it is itself refreshed; here the
-whole tree is recomputed when anything changed, which gives the values
-Koordinator converges to (and is independent of the order of questions).
+for, so a sibling's scaled min may lag until it is itself refreshed; here a
+refresh leaves every quota with the values of a recomputation of the whole
+tree, which Koordinator converges to (independent of the order of questions).
+What is recomputed depends on what changed since the last refresh:
+
+* a quota object, the total, or a pod of the system or default quota (whose
+  used lowers the root's total): the whole tree (``dirty``);
+* a pod of any other quota (added, removed, assigned or unassigned): the sums
+  of that quota (only used and np_used for an assignment), then of its
+  ancestors up to the first whose limited, used, np_request and np_used stayed
+  the same (all that its parent reads of it). A distribution reads the
+  parent's runtime and its children's limited (mins, weights and lending are
+  specs), so runtimes are redistributed only under the highest parents one of
+  whose children's limited changed, descending only into children whose
+  runtime changed or below which a limited changed; nothing else moves.
 """
 
 from __future__ import annotations
@@ -57,8 +69,13 @@ def _add_signed(target: dict[str, int], values: dict[str, int], sign: int) -> di
     return out
 
 
-def _nonnegative(values: dict[str, int]) -> dict[str, int]:
-    return {name: max(value, 0) for name, value in values.items()}
+def _nonnegative_sum(own: Mapping[str, int], children: list[Mapping[str, int]]) -> dict[str, int]:
+    """``own`` plus every child's values, per name, negative sums as 0."""
+    out = dict(own)
+    for values in children:
+        for name, value in values.items():
+            out[name] = out.get(name, 0) + value
+    return {name: value if value > 0 else 0 for name, value in out.items()}
 
 
 @dataclasses.dataclass
@@ -129,13 +146,17 @@ class QuotaTree:
         """Bumped by every refresh that recomputed something (statuses may have changed)."""
         self._children: dict[str, list[QuotaInfo]] | None = None
         self._keys: dict[str, list[str]] | None = None
-        self._used_dirty: set[str] = set()
+        self._depth: dict[str, int] | None = None
+        self._touched: dict[str, bool] = {}
+        """Quotas whose pods changed since the last refresh (when not ``dirty``): whether their requests did
+        too (else only their used)."""
 
     # -- objects -------------------------------------------------------------
 
     def upsert(self, spec: QuotaSpec) -> None:
         self._children = None
         self._keys = None
+        self._depth = None
         info = self.quotas.get(spec.name)
         if info is None:
             self.quotas[spec.name] = QuotaInfo(spec)
@@ -153,6 +174,7 @@ class QuotaTree:
         info = self.quotas.pop(name, None)
         self._children = None
         self._keys = None
+        self._depth = None
         self.dirty = True
         return dict(info.pods) if info else {}
 
@@ -170,6 +192,20 @@ class QuotaTree:
                     children.setdefault(quota.spec.parent, []).append(quota)
             self._children = children
         return self._children.get(name, [])
+
+    def _depths(self) -> dict[str, int]:
+        """The depth below the root of every quota of the root's tree (not the system and default quotas, nor the
+        quotas under them or under a missing parent)."""
+        if self._depth is None:
+            depth = {ROOT: 0}
+            stack = [ROOT]
+            while stack:
+                name = stack.pop()
+                for child in self.children(name):
+                    depth[child.name] = depth[name] + 1
+                    stack.append(child.name)
+            self._depth = depth
+        return self._depth
 
     def path(self, name: str) -> list[QuotaInfo]:
         """``name`` and its ancestors up to and including the root."""
@@ -192,7 +228,7 @@ class QuotaTree:
             info._charge(old, -1)
         info.pods[key] = charge
         info._charge(charge, 1)
-        self.dirty = True
+        self._touch(quota, requests=True)
 
     def remove_pod(self, quota: str, key: str) -> PodCharge | None:
         info = self.quotas.get(quota)
@@ -200,7 +236,7 @@ class QuotaTree:
             return None
         charge = info.pods.pop(key)
         info._charge(charge, -1)
-        self.dirty = True
+        self._touch(quota, requests=True)
         return charge
 
     def set_assigned(self, quota: str, key: str, assigned: bool) -> None:
@@ -216,21 +252,32 @@ class QuotaTree:
         else:
             info._charge(new, 1, used_only=True)
         info.pods[key] = new
-        if quota in (SYSTEM, DEFAULT):
-            self.dirty = True
+        self._touch(quota, requests=False)
+
+    def _touch(self, quota: str, requests: bool) -> None:
+        """The pods of ``quota`` changed (their requests too, or only their used). A quota outside the root's tree
+        (the system and default quotas, whose used lowers the root's total; one whose parent is missing) needs
+        the whole tree recomputed."""
+        if self.dirty:
+            return
+        if quota in self._depths():
+            self._touched[quota] = requests or self._touched.get(quota, False)
         else:
-            self._used_dirty.add(quota)
+            self.dirty = True
 
     # -- refresh -------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Recompute request, used and runtime of every quota when anything changed."""
-        if self._used_dirty and not self.dirty:
-            self._refresh_used()
-        if not self.dirty:
-            return
+        """Bring request, used and runtime of every quota up to date (see the module docstring for what)."""
+        if self.dirty:
+            self._refresh_all()
+        elif self._touched:
+            self._refresh_touched()
+
+    def _refresh_all(self) -> None:
+        """Recompute every quota: the sums bottom-up, the root's runtime, then every distribution top-down."""
         self.dirty = False
-        self._used_dirty.clear()
+        self._touched.clear()
         self.version += 1
         self._accumulate(ROOT)
         for name in (SYSTEM, DEFAULT):
@@ -245,45 +292,65 @@ class QuotaTree:
                 self.quotas[name].runtime = dict(self.quotas[name].spec.max)
         self._distribute(root)
 
-    def _refresh_used(self) -> None:
-        """Recompute used along the paths of the quotas whose pods were (un)assigned."""
+    def _refresh_touched(self) -> None:
+        """Re-sum the touched quotas and, deepest first, their ancestors up to where nothing the parent reads
+        changed; then redistribute under the highest parents one of whose children's limited changed."""
         self.version += 1
-        done: set[str] = set()
-        for name in sorted(self._used_dirty):
-            for info in self.path(name):
-                if info.name in done:
-                    break
-                done.add(info.name)
-                children = self.children(info.name)
-                if children:
-                    info.used = _nonnegative(_sum(info.self_used, *(c.used for c in children)))
-                    info.np_used = _nonnegative(_sum(info.self_np_used, *(c.np_used for c in children)))
-                else:
-                    info.used = info.self_used
-                    info.np_used = info.self_np_used
-        self._used_dirty.clear()
+        depth = self._depths()
+        levels: dict[int, dict[str, bool]] = {}  # per depth, the quotas to re-sum: whether requests too, or used only
+        for name, requests in self._touched.items():
+            levels.setdefault(depth[name], {})[name] = requests
+        self._touched = {}
+        changed_parents: set[str] = set()
+        for level in range(max(levels), -1, -1):
+            for name, requests in levels.get(level, {}).items():
+                info = self.quotas[name]
+                limited, np_request, used, np_used = info.limited, info.np_request, info.used, info.np_used
+                self._sum_up(info, requests)
+                if level == 0:
+                    continue  # the root: no quota above reads its sums
+                if info.limited != limited:
+                    changed_parents.add(info.spec.parent)
+                requests_changed = info.limited != limited or info.np_request != np_request
+                if requests_changed or info.used != used or info.np_used != np_used:
+                    parents = levels.setdefault(level - 1, {})
+                    parents[info.spec.parent] = requests_changed or parents.get(info.spec.parent, False)
+        below_a_change = {info.name for name in changed_parents for info in self.path(name)}
+        for name in changed_parents:
+            if not any(info.name in changed_parents for info in self.path(name)[1:]):
+                self._distribute(self.quotas[name], below_a_change)
 
-    def _accumulate(self, name: str) -> QuotaInfo:
-        info = self.quotas[name]
-        children = [self._accumulate(child.name) for child in self.children(name)]
+    def _accumulate(self, name: str) -> None:
+        """Sum up quota ``name``'s subtree."""
+        for child in self.children(name):
+            self._accumulate(child.name)
+        self._sum_up(self.quotas[name])
+
+    def _sum_up(self, info: QuotaInfo, requests: bool = True) -> None:
+        """Set ``info``'s used and np_used, and (with ``requests``) its child_request, np_request, request and
+        limited, from its own pods and its children's current values."""
+        children = self.children(info.name)
         if children:
-            info.child_request = _nonnegative(_sum(info.self_request, *(c.limited for c in children)))
-            info.used = _nonnegative(_sum(info.self_used, *(c.used for c in children)))
-            info.np_request = _nonnegative(_sum(info.self_np_request, *(c.np_request for c in children)))
-            info.np_used = _nonnegative(_sum(info.self_np_used, *(c.np_used for c in children)))
+            info.used = _nonnegative_sum(info.self_used, [c.used for c in children])
+            info.np_used = _nonnegative_sum(info.self_np_used, [c.np_used for c in children])
+        else:
+            info.used = info.self_used
+            info.np_used = info.self_np_used
+        if not requests:
+            return
+        if children:
+            info.child_request = _nonnegative_sum(info.self_request, [c.limited for c in children])
+            info.np_request = _nonnegative_sum(info.self_np_request, [c.np_request for c in children])
         else:
             info.child_request = info.self_request
-            info.used = info.self_used
             info.np_request = info.self_np_request
-            info.np_used = info.self_np_used
         request = dict(info.child_request)
-        if not info.spec.allow_lent and name != ROOT:
+        if not info.spec.allow_lent and info.name != ROOT:
             for resource, minimum in info.spec.min.items():
                 request[resource] = max(request.get(resource, 0), minimum)
         info.request = request
         maximum = info.spec.max
         info.limited = {k: min(v, maximum[k]) if k in maximum else v for k, v in request.items()}
-        return info
 
     def used(self, name: str, non_preemptible: bool = False) -> dict[str, int]:
         """A quota's used (or non-preemptible used). The system and default quotas are leaves whose used is
@@ -292,7 +359,7 @@ class QuotaTree:
         info = self.quotas[name]
         if name in (SYSTEM, DEFAULT) and not self.children(name):
             return dict(info.self_np_used if non_preemptible else info.self_used)
-        if self.dirty or self._used_dirty:
+        if self.dirty or self._touched:
             self.refresh()
         return dict(info.np_used if non_preemptible else info.used)
 
@@ -314,7 +381,9 @@ class QuotaTree:
             return sorted(keys)
         return sorted(parent.spec.max)
 
-    def _distribute(self, parent: QuotaInfo) -> None:
+    def _distribute(self, parent: QuotaInfo, below_a_change: set[str] | None = None) -> None:
+        """Split ``parent``'s runtime over its children, and theirs over their children: over the whole subtree,
+        or (given ``below_a_change``) only into children whose runtime changed or that are in that set."""
         children = self.children(parent.name)
         if not children:
             return
@@ -332,9 +401,11 @@ class QuotaTree:
             for runtime, node in zip(runtimes, nodes):
                 runtime[key] = node.runtime
         for child, runtime in zip(children, runtimes):
+            descend = bool(self.children(child.name)) and (
+                below_a_change is None or runtime != child.runtime or child.name in below_a_change)
             child.runtime = runtime
-            if self.children(child.name):
-                self._distribute(child)
+            if descend:
+                self._distribute(child, below_a_change)
 
     @staticmethod
     def _scale_mins(children: list[QuotaInfo], total: Mapping[str, int]) -> None:
@@ -360,7 +431,7 @@ class QuotaTree:
         info = self.quotas[name]
         if not enable_runtime or name in (SYSTEM, DEFAULT):
             return dict(info.spec.max)
-        if self.dirty or self._used_dirty:
+        if self.dirty or self._touched:
             self.refresh()
         if name == ROOT:
             return dict(info.runtime)
