@@ -13,8 +13,9 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``fetchwait``      the worker consumer's fetch wait paced on Tansu
 ``assignor``       the worker consumer assigns with Faust's assignor, also without tables
 ``flush``          the flush before a commit waits until the producer buffer is empty
-``events``         the current event (table writes) and a message's ``acked`` flag
-``tables``         a table with raw values; the delivery futures of its changelog writes
+``drain``          the delivery loop hands a record over without four tasks per record
+``events``         a message's ``acked`` flag
+``tables``         a table with raw values; a table write whose changelog record the caller sends
 ``changelogs``     table recovery skips a changelog record it cannot decode
 ``recovery``       table recovery reads the active changelogs in bulk, not record by record
 ``tablestart``     the table manager starts without its fixed one-second wait
@@ -32,6 +33,7 @@ from streams.faustcompat.assignor import install_own_assignor
 from streams.faustcompat.changelogs import install_skip_undecodable
 from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
                                          install_committed_offsets)
+from streams.faustcompat.drain import install_lean_drain
 from streams.faustcompat.fetchwait import install_fetch_pacing
 from streams.faustcompat.flush import install_full_flush
 from streams.faustcompat.highwaters import install_committed_highwaters, install_true_highwaters
@@ -55,6 +57,7 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate], changelog_rea
     install_own_assignor()
     install_faust_seek_fix()
     install_faust_take_fix()
+    install_lean_drain()
     install_full_flush()
     install_commit_gate(commit_gate)
     install_commit_on_revocation()

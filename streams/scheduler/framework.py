@@ -98,7 +98,11 @@ class Code(enum.IntEnum):
     @property
     def label(self) -> str:
         """kube-scheduler's name of the code ("UnschedulableAndUnresolvable")."""
-        return "".join(part.title() for part in self.name.split("_"))
+        return _LABELS[self]
+
+
+_LABELS = {code: "".join(part.title() for part in code.name.split("_")) for code in Code}
+"""``Code.label`` of every code, made once: the cycle labels each plugin call it counts."""
 
 
 @dataclasses.dataclass(frozen=True)
