@@ -270,6 +270,20 @@ def _pids_in(directory_name: str) -> list[int]:
     return pids
 
 
+def _moved(directory_name: str, procs: Path) -> bool:
+    """Move a YARN container's processes into a cgroup; true once every one still running is in it. A process
+    of the launch script may end between the listing and the move (ESRCH): it has nothing left to move."""
+    pids = _pids_in(directory_name)
+    for pid in pids:
+        try:
+            procs.write_text(str(pid))
+        except ProcessLookupError:
+            continue
+    inside = {int(line) for line in procs.read_text().split()}
+    running = set(_pids_in(directory_name))
+    return bool(running) and running <= inside
+
+
 @pytest.mark.real_cgroups
 def test_memory_eviction_kills_a_running_yarn_container_and_yarn_frees_it(yarn, tmp_path):
     """Two containers of a YARN application run ``sleep`` under their NodeManagers; the test moves each one's
@@ -297,7 +311,7 @@ def test_memory_eviction_kills_a_running_yarn_container_and_yarn_frees_it(yarn, 
         allocated_before = {n.node_id: n.allocated_vcores for n in list_node_managers(yarn["rm"])}
         try:
             for cid in (first, newest):
-                pids = _wait(lambda: _pids_in(cid), f"the processes of {cid}")
+                _wait(lambda: _pids_in(cid), f"the processes of {cid}")
                 for hierarchy in hierarchies:
                     path = hierarchy
                     for part in (kubepods, "besteffort", "hadoop-yarn", cid):
@@ -305,8 +319,7 @@ def test_memory_eviction_kills_a_running_yarn_container_and_yarn_frees_it(yarn, 
                         if not path.exists():
                             path.mkdir()
                             created.append(path)
-                    for pid in pids:
-                        (path / "cgroup.procs").write_text(str(pid))
+                    _wait(lambda: _moved(cid, path / "cgroup.procs"), f"{cid}'s running processes in {path}")
             proc = tmp_path / "proc"
             proc.mkdir()
             (proc / "meminfo").write_text(f"MemTotal: {16 << 20} kB\nMemFree: {2 << 20} kB\n"
