@@ -71,11 +71,7 @@ def _add_signed(target: dict[str, int], values: dict[str, int], sign: int) -> di
 
 def _nonnegative_sum(own: Mapping[str, int], children: list[Mapping[str, int]]) -> dict[str, int]:
     """``own`` plus every child's values, per name, negative sums as 0."""
-    out = dict(own)
-    for values in children:
-        for name, value in values.items():
-            out[name] = out.get(name, 0) + value
-    return {name: value if value > 0 else 0 for name, value in out.items()}
+    return {name: max(value, 0) for name, value in _sum(own, *children).items()}
 
 
 @dataclasses.dataclass
