@@ -30,7 +30,7 @@ class Envelope:
         if ack == self.ack and not deleted:
             return self.value
         fields = codec.decode(self.value)[1]
-        return codec.encode("InboxEvent", {**fields, "ack": ack, "payload": None if deleted else fields["payload"]})
+        return codec.encode_own("InboxEvent", {**fields, "ack": ack, "payload": None if deleted else fields["payload"]})
 
     def stored(self) -> dict:
         """The envelope without its Ack request as ``DomainTable`` keeps every-domain objects: its fields with

@@ -138,11 +138,11 @@ def envelope(source_topic: str, source_partition: int, source_offset: int, times
     unchanged, its key, its time (as the router bounds it, ``streams.events.bounded_time``), whether it
     asks for an Ack and, for an aggregate's copy of its own output, its writer (inbox id, partition): the
     inbox partition whose consumer wrote it (``streams.events.Causation.seen_key``)."""
-    return codec.encode("InboxEvent", {"sourceTopic": source_topic, "sourcePartition": source_partition,
-                                       "sourceOffset": source_offset, "timestamp": timestamp_ms, "key": key,
-                                       "payload": payload, "ack": ack,
-                                       "writer": None if writer is None else {"inbox": writer[0],
-                                                                              "partition": writer[1]}})
+    return codec.encode_own("InboxEvent", {"sourceTopic": source_topic, "sourcePartition": source_partition,
+                                           "sourceOffset": source_offset, "timestamp": timestamp_ms, "key": key,
+                                           "payload": payload, "ack": ack,
+                                           "writer": None if writer is None else {"inbox": writer[0],
+                                                                                  "partition": writer[1]}})
 
 
 def _every_partition(inbox: str, key: str, partitions: dict[str, int]) -> list[Route]:

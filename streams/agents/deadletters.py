@@ -13,6 +13,6 @@ async def send_dead_letter(batches, topic, stage: str, message, reason: str) -> 
     wrong with it."""
     record = dead_letter(stage, message.topic, message.partition, message.offset, message.key,
                          message.value, reason, int(message.timestamp * 1000))
-    batches.add(topic, reference_key(record).encode(), codec.encode("DeadLetter", record),
+    batches.add(topic, reference_key(record).encode(), codec.encode_own("DeadLetter", record),
                 (message.topic, message.partition))
     await batches.deliver()

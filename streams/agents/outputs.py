@@ -72,7 +72,7 @@ async def send_outputs(batches, topics: dict, aggregate: str, inbox: str,
         source = (event.causation.inbox_topic, event.causation.inbox_partition)
         for schema, record in outputs:
             key = output_key(schema, record).encode()
-            value = None if DELETES in record else codec.encode(schema, record)
+            value = None if DELETES in record else codec.encode_own(schema, record)
             asks_ack = event.ack and schema in FORWARDED
             headers = list(routing.ACK_HEADERS) if asks_ack else []
             if signer is not None and OUTPUT_TOPICS[schema] in SIGNED_OUTPUTS:

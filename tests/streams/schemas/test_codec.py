@@ -5,7 +5,7 @@ from fastavro.schema import fingerprint as fastavro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
 from streams.schemas import codec
-from streams.schemas.codec import SCHEMAS, CodecError, decode, encode, fingerprint, schema_path
+from streams.schemas.codec import SCHEMAS, CodecError, decode, encode, encode_own, fingerprint, schema_path
 
 SCHEMA_FILES = sorted(codec.SCHEMA_DIR.glob("*.avsc"))
 
@@ -132,6 +132,34 @@ OBJECT = {"metadata": {"name": "x"}, "manifest": "{}"}  # the fields every objec
 def test_encode_rejects_and_names_the_field(name, record, message):
     with pytest.raises(CodecError, match=message):
         encode(name, record)
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_encode_own_writes_what_encode_writes(name, plain_avro, make_sample):
+    record = make_sample(plain_avro.current(name), full=True)
+    assert encode_own(name, record) == encode(name, record)
+
+
+@pytest.mark.parametrize(
+    "name, record, message",
+    [
+        pytest.param("Pod", {**OBJECT, "priority": "high"}, "Pod.priority", id="union"),
+        pytest.param("Node", {**OBJECT, "metadata": {"name": 5}}, "ObjectMeta.name", id="nested-record"),
+        pytest.param("Node", {"metadata": {"name": "n"}}, "Node.manifest is missing", id="missing-field"),
+        pytest.param("Node", ["not", "a", "record"], "record is", id="not-a-mapping"),
+        pytest.param("Node", {**OBJECT, "capacity": {"cpu": 2**70}}, "Node.capacity", id="long-overflow"),
+    ],
+)
+def test_encode_own_refuses_what_the_writer_cannot_write_with_the_validations_explanation(name, record, message):
+    with pytest.raises(CodecError, match=message):
+        encode_own(name, record)
+
+
+@pytest.mark.parametrize("value", [True, 1.5], ids=["bool", "float"])
+def test_encode_own_converts_what_only_the_validation_refuses(value):
+    with pytest.raises(CodecError, match="Node.capacity"):
+        encode("Node", {**OBJECT, "capacity": {"cpu": value}})
+    assert decode(encode_own("Node", {**OBJECT, "capacity": {"cpu": value}}))[1]["capacity"] == {"cpu": 1}
 
 
 def test_unknown_names_raise_codec_error():
