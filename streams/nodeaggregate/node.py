@@ -233,6 +233,17 @@ PLANNING_KINDS = frozenset({"NodeMetric", "Tick"})
 input; a Node or NodeResourceTopology event calculates but does not plan QoS, so the next Tick must."""
 
 
+def inputs_changed(before: NodeState, after: NodeState) -> bool:
+    """Whether ``after`` differs from ``before`` in what a calculation or plan reads: any field but the sources,
+    the decision marks and the due time. By identity: a transition keeps the objects of the fields it does not
+    change (``_replace``), so a SchedulingDecision that only updated its pod's mark changed no input."""
+    return not (after.node is before.node and after.zones is before.zones and after.pods is before.pods
+                and after.metric is before.metric and after.profile is before.profile
+                and after.published is before.published and after.qos is before.qos
+                and after.usage_sent is before.usage_sent and after.yarn is before.yarn
+                and after.device is before.device)
+
+
 def tick_due_ms(state: NodeState, config: SloConfig, calculated_ms: int, settings: NodeAggregateSettings) -> float:
     """The earliest event time after ``calculated_ms`` (when the node was last calculated and planned) at which
     a Tick can change the node's outcome: its NodeResource expiring (``updateTimeThresholdSeconds``), its

@@ -166,14 +166,18 @@ class NodePartition:
 
     def _on_node(self, name: str, step, planned_ms: int | None, tick: bool = False) -> list[tuple[str, dict]]:
         """Run ``step`` on the node's state; ``planned_ms``: the event time when ``step`` recalculates and
-        plans the node (then its next due tick is known), None when it only changed an input (due at once).
+        plans the node (then its next due tick is known), None when it does not (due at once when it changed an
+        input, ``node.inputs_changed``; a decision that only moved its pod's mark leaves the due time).
         An event other than a Tick that left the state as it was (it was seen already) leaves its due time
         too; a Tick is not recorded among the sources, and one that changed nothing still moves it on."""
         state = self._state(name)
         applied, outputs = step(state)
         if applied is state and not tick:
             return outputs
-        due = 0 if planned_ms is None else node.tick_due_ms(applied, self.config, planned_ms, self.settings)
+        if planned_ms is not None:
+            due = node.tick_due_ms(applied, self.config, planned_ms, self.settings)
+        else:
+            due = 0 if node.inputs_changed(state, applied) else state.due_ms
         if applied is not state or due != state.due_ms:
             applied = dataclasses.replace(applied, due_ms=due)
             self._changes[name] = applied

@@ -240,3 +240,24 @@ def test_a_restart_at_any_event_publishes_what_the_uninterrupted_run_does(histor
         assert shell.apply(events[cut - 1]) == [], f"event {cut - 1} delivered again"
         assert [shell.apply(ev) for ev in events[cut:]] == expected[cut:], f"restarted after event {cut - 1}"
         assert shell.table == reference.table
+
+
+def test_a_decision_that_changes_no_pod_leaves_the_node_due_when_it_was():
+    """The same pod bound again only moves its decision mark: no input of the calculation or the plan changed,
+    so no Tick before the node's due time is needed. A pod bound anew makes the node due at once."""
+    shell = Shell()
+    for ev in (event("ConfigMap", CONFIG_OBJECT_KEY, configmap(COLOCATION), ts=NOW),
+               event("Node", "n1", node_record(name="n1"), ts=NOW),
+               event("SchedulingDecision", "test/podA", decision("podA", node_name="n1", cpu=20_000), ts=NOW),
+               event("NodeMetric", "n1", _metric("n1", NOW), ts=NOW)):
+        shell.apply(ev)
+    due = statecodec.due_ms(shell.table["n1"])
+    mark = statecodec.load_state(shell.table["n1"]).decided["test/podA"]
+    assert due == NOW + 5 * MINUTE + 1
+
+    shell.apply(event("SchedulingDecision", "test/podA", decision("podA", node_name="n1", cpu=20_000), ts=NOW + 1))
+    assert statecodec.load_state(shell.table["n1"]).decided["test/podA"].offset > mark.offset
+    assert statecodec.due_ms(shell.table["n1"]) == due
+
+    shell.apply(event("SchedulingDecision", "test/podB", decision("podB", node_name="n1"), ts=NOW + 2))
+    assert statecodec.due_ms(shell.table["n1"]) == 0
