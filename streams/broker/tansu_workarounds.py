@@ -40,10 +40,17 @@ recovery, ``streams.faustcompat.recovery``; replay, ``streams.replay.reader``)
 therefore keep aiokafka's default wait of 500 ms, as on Kafka: there are
 records to read, so the wait is not spent. How long Tansu needs grows with
 the partition, at its end too: at 300,000 records (300 MB) a 10 ms fetch of
-its last 50 got 15 records in 2.2 s, a 100 ms one all 50 in 0.02 s. The
-paced consumers get records again once empty fetches have lengthened their
-wait, then shorten it and starve again: on partitions that large they read
-in bursts (not solved; Tansu keeps every record).
+its last 50 got 15 records in 2.2 s, a 100 ms one all 50 in 0.02 s. A
+paced consumer that shortened its wait on such a partition would starve
+again and read in bursts, so it tells a starved fetch from an idle one: a
+fetch that found nothing although the response's high watermark says
+records wait past the offset it asked for is taken as too short, and the
+consumer's wait doubles at once and never again drops below that
+(:class:`FetchPacer`), since Tansu partitions only grow. One such fetch is
+weak evidence, so the kept wait can overshoot: on a busy machine (a load
+of 5 on two cores) a partition of 20,000 to 40,000 records starved most
+10 ms fetches, and a consumer of it raised its wait to 640 ms within three
+minutes although 80 ms fetches were served.
 
 Everything else the project needs from the broker avoids end offsets on its
 own: "caught up" for ``koord apply --wait`` is read from the read model
@@ -67,8 +74,9 @@ class FetchPacing:
     """How long a fetch that finds nothing waits on Tansu, by how recently its consumer saw records."""
 
     active_wait_ms: int = 10
-    """Fetch wait while records flow, and so what one busy consumer hop adds at most. Lower costs more
-    requests per second under load for little gain; Python's own per-hop cost is of this order."""
+    """Fetch wait while records flow, and so what one busy consumer hop adds at most, until a starved
+    fetch raises it (:class:`FetchPacer`). Lower costs more requests per second under load for little
+    gain; Python's own per-hop cost is of this order."""
 
     idle_after_s: float = 0.2
     """Seconds without records after which a consumer counts as idle and its wait starts doubling per
@@ -96,32 +104,60 @@ FETCH_MAX_WAIT_MS = FETCH_PACING.active_wait_ms
 
 
 class FetchPacer:
-    """The fetch wait of one consumer: :attr:`wait_ms` after each fetch, from whether it found records."""
+    """The fetch wait of one consumer: :attr:`wait_ms` after each fetch, from whether it found records
+    and whether records it did not get were waiting (a starved fetch).
+
+    A starved fetch doubles the wait at once (up to ``idle_wait_ms``) and raises :attr:`floor_ms`, the
+    wait after a fetch with records, to it: the wait was too short for Tansu to read the records, and
+    since a Tansu partition only grows it stays too short. The price: a record that finds the
+    consumer's fetch waiting waits up to ``floor_ms`` there instead of up to ``active_wait_ms``, the
+    first record after a quiet spell and, in a steady trickle, most records.
+    """
 
     def __init__(self, pacing: FetchPacing = FETCH_PACING, clock: Callable[[], float] = time.monotonic) -> None:
         pacing.validate()
         self.pacing = pacing
         self.clock = clock
         self.wait_ms = pacing.active_wait_ms
+        self.floor_ms = pacing.active_wait_ms
         self.last_records = clock()
 
-    def observe(self, found_records: bool) -> int:
-        """Record one completed fetch; return the wait for the next one."""
+    def observe(self, found_records: bool, starved: bool = False) -> int:
+        """Record one completed fetch; return the wait for the next one. A starved fetch is not idle:
+        records were there."""
         now = self.clock()
-        if found_records:
+        if found_records or starved:
             self.last_records = now
-            self.wait_ms = self.pacing.active_wait_ms
+        if starved:
+            self.wait_ms = self.floor_ms = min(self.wait_ms * 2, self.pacing.idle_wait_ms)
+        elif found_records:
+            self.wait_ms = self.floor_ms
         elif now - self.last_records >= self.pacing.idle_after_s:
             self.wait_ms = min(self.wait_ms * 2, self.pacing.idle_wait_ms)
         return self.wait_ms
+
+
+def fetch_starved(assignment, request) -> bool:
+    """Whether a fetch that found nothing left records waiting: for some partition it asked for, the
+    high watermark its response set (aiokafka keeps it in the partition's state) is past the offset
+    it asked from. False when the assignment changed during the fetch."""
+    if not assignment.active:
+        return False
+    for topic, partitions in request.topics:
+        for partition, offset, _ in partitions:
+            state = assignment.state_value(TopicPartition(topic, partition))
+            if state is not None and state.highwater is not None and state.highwater > offset:
+                return True
+    return False
 
 
 def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING) -> AIOKafkaConsumer:
     """Make ``consumer`` (not yet started) pace its fetch wait with a :class:`FetchPacer`.
 
     aiokafka builds its Fetcher in ``start()`` and reads ``_fetch_max_wait_ms`` afresh for every
-    FetchRequest; ``_proc_fetch_request`` handles one response and returns whether it added records.
-    Both are instance lookups, so wrapping them on the one Fetcher changes nothing else (aiokafka 0.14).
+    FetchRequest; ``_proc_fetch_request`` handles one response, returns whether it added records and
+    leaves the response's high watermarks in the assignment (:func:`fetch_starved`). Both are instance
+    lookups, so wrapping them on the one Fetcher changes nothing else (aiokafka 0.14).
     """
     start = consumer.start
 
@@ -133,7 +169,7 @@ def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING)
 
         async def _proc_fetch_request(assignment, node_id, request):
             found = await process(assignment, node_id, request)
-            fetcher._fetch_max_wait_ms = pacer.observe(found)
+            fetcher._fetch_max_wait_ms = pacer.observe(found, not found and fetch_starved(assignment, request))
             return found
 
         fetcher._fetch_max_wait_ms = pacer.wait_ms
@@ -143,7 +179,8 @@ def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING)
     return consumer
 
 
-async def true_highwaters(consumer: AIOKafkaConsumer, reported: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+async def true_highwaters(consumer: AIOKafkaConsumer,
+                          reported: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
     """Correct reported end offsets with Fetch high watermarks.
 
     ``consumer`` is a started consumer without a group, used only here.
