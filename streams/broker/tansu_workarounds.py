@@ -40,17 +40,18 @@ recovery, ``streams.faustcompat.recovery``; replay, ``streams.replay.reader``)
 therefore keep aiokafka's default wait of 500 ms, as on Kafka: there are
 records to read, so the wait is not spent. How long Tansu needs grows with
 the partition, at its end too: at 300,000 records (300 MB) a 10 ms fetch of
-its last 50 got 15 records in 2.2 s, a 100 ms one all 50 in 0.02 s. A
-paced consumer that shortened its wait on such a partition would starve
-again and read in bursts, so it tells a starved fetch from an idle one: a
-fetch that found nothing although the response's high watermark says
-records wait past the offset it asked for is taken as too short, and the
-consumer's wait doubles at once and never again drops below that
-(:class:`FetchPacer`), since Tansu partitions only grow. One such fetch is
-weak evidence, so the kept wait can overshoot: on a busy machine (a load
-of 5 on two cores) a partition of 20,000 to 40,000 records starved most
-10 ms fetches, and a consumer of it raised its wait to 640 ms within three
-minutes although 80 ms fetches were served.
+its last 50 got 15 records in 2.2 s, a 100 ms one all 50 in 0.02 s. A paced
+consumer that shortened its wait on such a partition would starve again and
+read in bursts, so it tells a starved fetch from an idle one: a fetch that
+found nothing although the response's high watermark says records wait past
+the offset it asked for. On a busy machine Tansu now and then misses a wait
+it usually meets, so one starved fetch is weak evidence; two in a row at the
+same offsets double the consumer's wait and make it a floor that fetches
+with records return to. The wait that suffices changes with the partition
+and the machine's load, so the floor is probed down: the first fetch with
+records ``FetchPacing.floor_decay_s`` after the floor last moved halves it
+(not below ``active_wait_ms``), and two starved fetches raise it again
+(:class:`FetchPacer`).
 
 Everything else the project needs from the broker avoids end offsets on its
 own: "caught up" for ``koord apply --wait`` is read from the read model
@@ -62,7 +63,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Callable, Mapping
+from typing import Callable, Hashable, Mapping
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -91,11 +92,19 @@ class FetchPacing:
     worker's or the projection's forty-odd partitions, records or not. An idle ``koord up --nodes 0``
     measured 4.3 % of a core in total with 1000 ms, 5.7 % with 500 ms (``koord bench idle``)."""
 
+    floor_decay_s: float = 10.0
+    """Seconds a raised floor (:class:`FetchPacer`) holds before the next fetch with records halves it.
+    A halving that goes too far costs two starved fetches at the halved wait before the floor is back,
+    once per this interval; longer keeps an overshot floor longer (from 640 ms down to 10 ms takes six
+    intervals)."""
+
     def validate(self) -> None:
         if not 0 < self.active_wait_ms <= self.idle_wait_ms:
             raise ValueError("FetchPacing needs 0 < active_wait_ms <= idle_wait_ms")
         if self.idle_after_s < 0:
             raise ValueError("FetchPacing.idle_after_s must not be negative")
+        if self.floor_decay_s <= 0:
+            raise ValueError("FetchPacing.floor_decay_s must be positive")
 
 
 FETCH_PACING = FetchPacing()
@@ -105,13 +114,24 @@ FETCH_MAX_WAIT_MS = FETCH_PACING.active_wait_ms
 
 class FetchPacer:
     """The fetch wait of one consumer: :attr:`wait_ms` after each fetch, from whether it found records
-    and whether records it did not get were waiting (a starved fetch).
+    and, if not, whether records it did not get were waiting (a starved fetch, known by the offsets it
+    asked for).
 
-    A starved fetch doubles the wait at once (up to ``idle_wait_ms``) and raises :attr:`floor_ms`, the
-    wait after a fetch with records, to it: the wait was too short for Tansu to read the records, and
-    since a Tansu partition only grows it stays too short. The price: a record that finds the
-    consumer's fetch waiting waits up to ``floor_ms`` there instead of up to ``active_wait_ms``, the
-    first record after a quiet spell and, in a steady trickle, most records.
+    - A fetch with records sets the wait to :attr:`floor_ms` (``active_wait_ms`` at first).
+    - An empty fetch that is not starved is idle: once the consumer has seen neither records nor a
+      starved fetch for ``idle_after_s``, each one doubles the wait, up to ``idle_wait_ms``.
+    - A starved fetch right after a starved fetch at the same offsets (no fetch between them) doubles
+      the wait at once (up to ``idle_wait_ms``) and raises the floor to it: the wait was too short for
+      Tansu to read the records, twice. The pair is then used up; the next raise needs two more. A
+      single starved fetch changes no wait, since a busy machine makes Tansu miss a wait it usually
+      meets now and then.
+    - A fetch with records at least ``floor_decay_s`` after the floor last moved halves the floor
+      (not below ``active_wait_ms``) before the wait is set to it: a smaller wait may suffice now, and
+      if it does not, two starved fetches raise it back.
+
+    The price of a raised floor: a record that finds the consumer's fetch waiting waits up to
+    ``floor_ms`` there instead of up to ``active_wait_ms``, the first record after a quiet spell and,
+    in a steady trickle, most records.
     """
 
     def __init__(self, pacing: FetchPacing = FETCH_PACING, clock: Callable[[], float] = time.monotonic) -> None:
@@ -120,21 +140,39 @@ class FetchPacer:
         self.clock = clock
         self.wait_ms = pacing.active_wait_ms
         self.floor_ms = pacing.active_wait_ms
-        self.last_records = clock()
+        self.last_records = self.floor_moved = clock()
+        self.starved_at: Hashable | None = None
+        """The offsets of the last fetch if it starved and did not raise the floor."""
 
-    def observe(self, found_records: bool, starved: bool = False) -> int:
-        """Record one completed fetch; return the wait for the next one. A starved fetch is not idle:
-        records were there."""
+    def observe(self, found_records: bool, starved_at: Hashable | None = None) -> int:
+        """Record one completed fetch; return the wait for the next one. ``starved_at`` is the offsets it
+        asked for (:func:`fetched_offsets`) if it found nothing although records waited, else None."""
         now = self.clock()
-        if found_records or starved:
+        if found_records or starved_at is not None:
             self.last_records = now
-        if starved:
-            self.wait_ms = self.floor_ms = min(self.wait_ms * 2, self.pacing.idle_wait_ms)
-        elif found_records:
+        if starved_at is not None:
+            if starved_at == self.starved_at:
+                self.wait_ms = self.floor_ms = min(self.wait_ms * 2, self.pacing.idle_wait_ms)
+                self.floor_moved = now
+                self.starved_at = None
+            else:
+                self.starved_at = starved_at
+            return self.wait_ms
+        self.starved_at = None
+        if found_records:
+            if self.floor_ms > self.pacing.active_wait_ms and now - self.floor_moved >= self.pacing.floor_decay_s:
+                self.floor_ms = max(self.floor_ms // 2, self.pacing.active_wait_ms)
+                self.floor_moved = now
             self.wait_ms = self.floor_ms
         elif now - self.last_records >= self.pacing.idle_after_s:
             self.wait_ms = min(self.wait_ms * 2, self.pacing.idle_wait_ms)
         return self.wait_ms
+
+
+def fetched_offsets(request) -> frozenset[tuple[str, int, int]]:
+    """The (topic, partition, offset) set a FetchRequest asked for."""
+    return frozenset((topic, partition, offset) for topic, partitions in request.topics
+                     for partition, offset, _ in partitions)
 
 
 def fetch_starved(assignment, request) -> bool:
@@ -169,7 +207,8 @@ def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING)
 
         async def _proc_fetch_request(assignment, node_id, request):
             found = await process(assignment, node_id, request)
-            fetcher._fetch_max_wait_ms = pacer.observe(found, not found and fetch_starved(assignment, request))
+            starved = not found and fetch_starved(assignment, request)
+            fetcher._fetch_max_wait_ms = pacer.observe(found, fetched_offsets(request) if starved else None)
             return found
 
         fetcher._fetch_max_wait_ms = pacer.wait_ms
