@@ -151,7 +151,7 @@ class Outputs:
         payload = None
         if self.event.record is not None:
             try:
-                payload = codec.encode_own(self.event.kind, self.event.record)
+                payload = codec.encode(self.event.kind, self.event.record)
             except codec.CodecError:
                 payload = None
         self.items.append(("DeadLetter", dead_letter_record(

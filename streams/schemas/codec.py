@@ -178,12 +178,14 @@ def fingerprint(name: str) -> bytes:
 def encode(name: str, record: dict) -> bytes:
     """`record` single-object encoded with the current schema `name`; fields with defaults may be left out."""
     header, schema = _current(name)
-    # raise_errors=False is ~3x faster: failing union branches then cost no exceptions.
-    if not validate(record, schema, raise_errors=False):
-        try:
+    try:
+        # raise_errors=False is ~3x faster: failing union branches then cost no exceptions.
+        if not validate(record, schema, raise_errors=False):
             validate(record, schema, raise_errors=True)
-        except ValidationError as exc:
-            raise CodecError(f"cannot encode {name}: {_explain(exc)}") from exc
+    except ValidationError as exc:
+        raise CodecError(f"cannot encode {name}: {_explain(exc)}") from exc
+    except Exception as exc:
+        raise CodecError(f"cannot encode {name}: {exc!r}") from exc
     return _write(name, header, schema, record)
 
 

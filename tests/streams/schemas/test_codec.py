@@ -134,6 +134,18 @@ def test_encode_rejects_and_names_the_field(name, record, message):
         encode(name, record)
 
 
+def test_a_record_that_fails_inside_the_validation_is_a_codec_error():
+    class Failing(dict):
+        def get(self, *args):
+            raise RuntimeError("boom")
+
+        def __getitem__(self, key):
+            raise RuntimeError("boom")
+
+    with pytest.raises(CodecError, match="cannot encode Node: RuntimeError"):
+        encode("Node", Failing(OBJECT))
+
+
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_encode_own_writes_what_encode_writes(name, plain_avro, make_sample):
     record = make_sample(plain_avro.current(name), full=True)
