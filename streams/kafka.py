@@ -16,6 +16,7 @@ from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.structs import RecordMetadata
 
 from streams import limits
+from streams.broker import fetchcancel
 from streams.broker.connection import admin_client, client_settings
 from streams.broker.tansu_workarounds import FETCH_MAX_WAIT_MS, pace_fetches
 from streams.settings import Settings
@@ -65,7 +66,9 @@ def consumer_settings() -> dict:
 def consumer(bootstrap: str, topics: Sequence[str], group_id: str | None, from_beginning: bool) -> AIOKafkaConsumer:
     """A consumer for the long-running loops (projection, decision stream, node agents, bridge), reading with
     the processing guarantee's isolation level (``Settings.isolation_level``); on Tansu its fetch wait is
-    paced (``tansu_workarounds.pace_fetches``): short while records flow, longer when idle."""
+    paced (``tansu_workarounds.pace_fetches``): short while records flow, longer when idle. It stops while its
+    broker is down (``fetchcancel``)."""
+    fetchcancel.install()
     settings = Settings.from_env()
     client = AIOKafkaConsumer(
         *topics, **client_settings(bootstrap), **consumer_settings(), group_id=group_id, enable_auto_commit=False,

@@ -140,7 +140,7 @@ async def run_projection(bootstrap: str, topology: Topology, database_url: str, 
                 for letter in applied.dead_letters:
                     deadletter.count(letter)
                 await consumer.commit()
-            for tp in batches:
+            for tp in consumer.assignment():
                 highwater = consumer.highwater(tp)
                 if highwater is not None:
                     CONSUMER_LAG.labels(GROUP_ID, tp.topic, str(tp.partition)).set(highwater - await consumer.position(tp))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from streams.broker import fetchcancel
 from streams.faustcompat.assignor import install_own_assignor
 from streams.faustcompat.changelogs import install_skip_undecodable
 from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
@@ -52,7 +53,9 @@ FAUST_VERSION = "0.15.3"
 def install(tansu: bool, commit_gate: Callable[[Any], CommitGate], changelog_reader: Callable[[Any], Any]) -> None:
     """Install every patch (idempotent); the Tansu ones only when ``tansu``. ``commit_gate(app)`` is the
     gate commits wait for under exactly-once; ``changelog_reader(app)`` a new consumer without a group that
-    table recovery reads changelogs with. The Tansu highwater fix goes first: the exactly-once one wraps it."""
+    table recovery reads changelogs with. The Tansu highwater fix goes first: the exactly-once one wraps it.
+    aiokafka's own fix (``streams.broker.fetchcancel``) goes too: a worker whose broker is gone must still stop."""
+    fetchcancel.install()
     if tansu:
         install_true_highwaters()
         install_fetch_pacing()

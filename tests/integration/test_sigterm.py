@@ -125,3 +125,30 @@ def test_a_command_signalled_while_it_starts_stops_quietly(broker_env, tmp_path,
     stderr = _stopped(proc, log, signum)
     assert "Traceback" not in stderr, stderr[-3000:]
     assert proc.returncode == 0, stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", ["worker", "project"])
+def test_a_command_whose_broker_was_killed_stops_quietly(tmp_path, command):
+    """A SIGKILLed broker, then SIGTERM: the consumer's fetches failing against a broker that is gone must not
+    keep the command from stopping (``streams.broker.fetchcancel``: before it the worker never stopped)."""
+    broker = start_broker("tansu", tmp_path / "broker")
+    try:
+        args, ready_metrics = COMMANDS[command]
+        port = embedded.free_loopback_port()
+        proc, log = _start(broker.env(), tmp_path, args, port)
+        if ready_metrics is None:
+            _wait_running(proc, log, lambda: "Worker ready" in (log.seek(0) or log.read()))
+        else:
+            _wait_running(proc, log, lambda: ready_metrics(_metrics(port)))
+        for broker_proc in broker.processes:
+            broker_proc.kill()
+            broker_proc.wait()
+        deadline = time.monotonic() + 20
+        while "Failed fetch messages" not in (log.seek(0) or log.read()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        stderr = _stopped(proc, log, signal.SIGTERM)
+    finally:
+        broker.stop()
+    assert "Failed fetch messages" in stderr, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert proc.returncode == 0, stderr[-3000:]
