@@ -43,10 +43,15 @@ def parse_cpu_list(text: str) -> frozenset[int]:
     return frozenset(cpus)
 
 
+_NOT_PINNED: tuple[frozenset[int], None] = (frozenset(), None)
+
+
 def pinned_cpus(cpuset: str) -> tuple[frozenset[int], str | None]:
     """(CPUs, None) of a pod's ``PodView.cpuset``; (empty, None) when the pod is not pinned; (empty, reason)
     when its resource status or cpuset does not parse (koordlet then writes nothing for the pod and leaves its
     CPUs in the shared pools)."""
+    if not cpuset:
+        return _NOT_PINNED
     if cpuset == BAD_RESOURCE_STATUS:
         return frozenset(), REASON_BAD_STATUS
     try:

@@ -153,6 +153,7 @@ _DEFAULT_CLASSES = MappingProxyType({
     QOS_SYSTEM: ClassQoS(CPUQoS(False, 0, 0, False), ResctrlQoS()),
 })
 """``DefaultResourceQOSStrategy()``: ``DefaultCPUQOS`` and ``DefaultResctrlQOS`` per class, all disabled."""
+_DISABLED = ClassQoS()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +169,7 @@ class ResourceQoSStrategy:
 
     def of(self, qos: str) -> ClassQoS:
         """The settings of a pod's QoS class (LSE as LSR; None and unknown classes get the disabled defaults)."""
-        return self.classes.get(QOS_LSR if qos == QOS_LSE else qos, ClassQoS())
+        return self.classes.get(QOS_LSR if qos == QOS_LSE else qos, _DISABLED)
 
     def group_identity(self, qos: str) -> int:
         """The class's bvt under the groupIdentity policy: its value when enabled, else 0."""

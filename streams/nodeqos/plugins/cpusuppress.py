@@ -210,12 +210,15 @@ class CPUSuppress:
 
     def plan(self, snapshot: Snapshot) -> Plan:
         previous = snapshot.previous.get(BE_TARGET, {})
+        threshold = snapshot.strategy.threshold
+        enabled = self.enabled and threshold.enable
+        if not enabled and not previous:
+            return NOTHING
         pinned = pinned_classes(snapshot)
         full = format_cpuset(p[0] for p in node_processors(snapshot) if pinned.get(p[0]) != QOS_LSE)
         recover_quota = {CPU_QUOTA: "-1"} if CPU_QUOTA in previous else {}
         recover_cpuset = {CPUSET_CPUS: full} if CPUSET_CPUS in previous and full else {}
-        threshold = snapshot.strategy.threshold
-        if not (self.enabled and threshold.enable):
+        if not enabled:
             values = {**recover_quota, **recover_cpuset}
             return Plan((Setting(*BE_TARGET, values),)) if values else NOTHING
         suppress = suppress_milli(snapshot)
