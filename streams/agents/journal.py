@@ -20,6 +20,10 @@ neither journaled nor written but logged and counted (``koord_state_entries_refu
 enter the pipeline are checked against that budget where they enter (``streams.objects.size.state_problem``),
 so this is the last guard, not the way an object is refused.
 
+Each change is serialised once (:attr:`Parts.form`): its size, its journal part and its entry are written from
+that one form, where the table takes the bytes it sends (``streams.agents.states.BatchedTable.put``); a part
+of JSON changes is their texts joined, the bytes Faust's JSON serialiser would write for the part.
+
 Where a core's entries and journal sit in the table is its :class:`Keys`: under a common prefix
 (:class:`Prefixed`, the scheduling domains and the routing partitions) or another layout the table
 already had (the node aggregate's). A table whose values are raw bytes keeps its journal as bytes too
@@ -79,13 +83,17 @@ class Prefixed:
 
 @dataclasses.dataclass(frozen=True)
 class Parts:
-    """How journal parts are kept in the table: ``encode`` a part (a dict) into a table value, ``decode``
-    it back, ``size`` the bytes one change takes in a part, ``cut`` a change into pieces of at most
+    """How journal parts and entries are kept in the table. ``form`` is a change (or a piece of one) serialised
+    as it is written, once; ``size`` the bytes a form takes in a part; ``data`` an entry's changelog bytes from
+    its form; ``encode`` a part (a dict whose changes are values) with its changes' forms into (table value,
+    changelog bytes); ``decode`` a table value back into the part; ``cut`` a form into pieces of at most
     ``PART_BYTES`` and ``join`` the pieces back into the change."""
 
-    encode: Callable[[dict], Any]
-    decode: Callable[[Any], dict]
+    form: Callable[[Any], Any]
     size: Callable[[Any], int]
+    data: Callable[[Any], bytes]
+    encode: Callable[[dict, Mapping[str, Any]], tuple[Any, bytes]]
+    decode: Callable[[Any], dict]
     cut: Callable[[Any], list]
     join: Callable[[list], Any]
 
@@ -99,17 +107,27 @@ def _pieces(value):
     return [value[at:at + PART_BYTES] for at in range(0, len(value), PART_BYTES)]
 
 
-JSON_PARTS = Parts(lambda part: part, lambda value: value, lambda value: len(_json_text(value)),
-                   lambda value: _pieces(_json_text(value)), lambda pieces: json.loads("".join(pieces)))
-"""Parts as they are, for a table of JSON values (Faust's table default); a piece is a slice of the change's
+def _json_encode(part: dict, forms: Mapping[str, str]) -> tuple[dict, bytes]:
+    """The part as a dict, and its JSON text spliced from its changes' texts, fields and changes in order."""
+    fields = (f'"{name}":{{{",".join(f"{_json_text(key)}:{forms[key]}" for key in value)}}}' if name == "changes"
+              else f'"{name}":{_json_text(value)}' for name, value in part.items())
+    return part, f'{{{",".join(fields)}}}'.encode()
+
+
+JSON_PARTS = Parts(_json_text, len, str.encode, _json_encode, lambda value: value, _pieces,
+                   lambda pieces: json.loads("".join(pieces)))
+"""Parts as dicts, for a table of JSON values (Faust's table default); a piece is a slice of the change's
 JSON text."""
 
 
-def _raw_encode(part: dict) -> bytes:
+def _raw_header(part: dict) -> bytes:
     values = part["changes"]
     header = {**part, "changes": [[key, -1 if value is None else len(value)] for key, value in values.items()]}
-    return (json.dumps(header, separators=(",", ":")).encode() + b"\n"
-            + b"".join(value for value in values.values() if value is not None))
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n"
+
+
+def _raw_encode(part: dict) -> bytes:
+    return _raw_header(part) + b"".join(value for value in part["changes"].values() if value is not None)
 
 
 def _raw_decode(value: bytes) -> dict:
@@ -122,7 +140,13 @@ def _raw_decode(value: bytes) -> dict:
     return part
 
 
-RAW_PARTS = Parts(_raw_encode, _raw_decode, lambda value: 4 if value is None else len(value), _pieces, b"".join)
+def _raw_written(part: dict, forms: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    data = _raw_encode(part)
+    return data, data
+
+
+RAW_PARTS = Parts(lambda value: value, lambda value: 4 if value is None else len(value), lambda value: value,
+                  _raw_written, _raw_decode, _pieces, b"".join)
 """Parts as bytes, for a table of raw bytes values (its changelog takes bytes only): a JSON line with each
 change's key and length (-1: removed), then the values one after the other."""
 
@@ -195,17 +219,17 @@ class Journal:
         """Write ``changes`` (None = removed), with the entries the restore completed: the journal first,
         then each entry."""
         changes, self.repaired = {**self.repaired, **changes}, {}
-        sizes = self._sizes_within_budget(changes)
-        changes = {key: changes[key] for key in sizes}
-        if not changes:
+        forms = self._forms_within_budget(changes)
+        if not forms:
             return
-        table, keys, entries = self.table, self.keys, self.entries
-        parts = _split(changes, sizes, self.codec.cut)
+        changes = {key: changes[key] for key in forms}
+        table, keys, entries, codec = self.table, self.keys, self.entries, self.codec
+        parts = _split(changes, forms, codec)
         self.seq += 1
-        for index, (part, pieces) in enumerate(parts):
+        for index, (part, part_forms, pieces) in enumerate(parts):
             header = {"seq": self.seq, "part": index, "parts": len(parts)}
-            table[keys.journal_key(index)] = self.codec.encode(
-                {**header, "changes": part, **({"pieces": pieces} if pieces else {})})
+            _put(table, keys.journal_key(index),
+                 *codec.encode({**header, "changes": part, **({"pieces": pieces} if pieces else {})}, part_forms))
         for index in range(len(parts), self.parts):
             table.pop(keys.journal_key(index), None)
         self.parts = len(parts)
@@ -214,41 +238,53 @@ class Journal:
                 table.pop(keys.table_key(key), None)
                 entries.pop(key, None)
             else:
-                table[keys.table_key(key)] = value
+                _put(table, keys.table_key(key), value, codec.data(forms[key]))
                 entries[key] = value
 
-    def _sizes_within_budget(self, changes: Mapping[str, Any]) -> dict[str, int]:
-        """The bytes each change takes in a part, for the changes within the state budget; one over it is
-        logged and counted, and left out."""
-        sizes = {}
+    def _forms_within_budget(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Each change's form, for the changes within the state budget; one over it is logged and counted, and
+        left out."""
+        forms = {}
         for key, value in changes.items():
-            size = self.codec.size(value)
+            form = self.codec.form(value)
+            size = self.codec.size(form)
             if size > STATE_ENTRY_MAX_BYTES:
                 log.error("state entry %s is %d bytes, over the %d-byte budget of an entry: not written",
                           self.keys.table_key(key), size, STATE_ENTRY_MAX_BYTES)
                 STATE_ENTRIES_REFUSED.inc()
             else:
-                sizes[key] = size
-        return sizes
+                forms[key] = form
+        return forms
 
 
-def _split(changes: Mapping[str, Any], sizes: Mapping[str, int],
-           cut: Callable[[Any], list]) -> list[tuple[dict[str, Any], int]]:
-    """The journal's parts, each (changes, 0), or ({key: piece}, pieces) for a piece of a change larger than a
-    part."""
-    parts: list[tuple[dict[str, Any], int]] = [({}, 0)]
+def _put(table: MutableMapping[str, Any], key: str, value: Any, data: bytes) -> None:
+    """``table[key] = value``, with ``data`` as its changelog bytes where the table takes them (``put``)."""
+    put = getattr(table, "put", None)
+    if put is None:
+        table[key] = value
+    else:
+        put(key, value, data)
+
+
+def _split(changes: Mapping[str, Any], forms: Mapping[str, Any],
+           codec: Parts) -> list[tuple[dict[str, Any], dict[str, Any], int]]:
+    """The journal's parts, each (changes, their forms, 0), or ({key: piece}, {key: its form}, pieces) for a
+    piece of a change larger than a part."""
+    parts: list[tuple[dict[str, Any], dict[str, Any], int]] = [({}, {}, 0)]
     total = 0
     for key, value in changes.items():
-        length = len(key) + sizes[key]
+        form = forms[key]
+        length = len(key) + codec.size(form)
         if length > PART_BYTES and value is not None:
-            pieces = cut(value)
-            parts.extend(({key: piece}, len(pieces)) for piece in pieces)
-            parts.append(({}, 0))
+            pieces = codec.cut(form)
+            parts.extend(({key: piece}, {key: codec.form(piece)}, len(pieces)) for piece in pieces)
+            parts.append(({}, {}, 0))
             total = 0
             continue
         if parts[-1][0] and total + length > PART_BYTES:
-            parts.append(({}, 0))
+            parts.append(({}, {}, 0))
             total = 0
         parts[-1][0][key] = value
+        parts[-1][1][key] = form
         total += length
-    return [part for part in parts if part[0] or part[1]] or [({}, 0)]
+    return [part for part in parts if part[0] or part[2]] or [({}, {}, 0)]

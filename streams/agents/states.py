@@ -86,8 +86,12 @@ class BatchedTable(MutableMapping):
             raise KeyError(key)
         self._send(key, None)
 
-    def _send(self, key: str, value: Any) -> None:
-        key_bytes, value_bytes = store_quietly(self.table, key, value)
+    def put(self, key: str, value: Any, data: bytes) -> None:
+        """``self[key] = value`` whose changelog value is ``data``, serialised already (the journal's)."""
+        self._send(key, value, data)
+
+    def _send(self, key: str, value: Any, data: bytes | None = None) -> None:
+        key_bytes, value_bytes = store_quietly(self.table, key, value, data)
         self.batches.add(self.table.changelog_topic, key_bytes, value_bytes, self.source, partition=self.source[1])
 
     def __iter__(self) -> Iterator[str]:

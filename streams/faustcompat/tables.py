@@ -24,14 +24,15 @@ def raw_changelog(table) -> None:
     table.changelog_topic = table._new_changelog_topic()
 
 
-def store_quietly(table, key: str, value: Any) -> tuple[bytes, bytes | None]:
+def store_quietly(table, key: str, value: Any, data: bytes | None = None) -> tuple[bytes, bytes | None]:
     """Set ``key`` to ``value`` in ``table``'s store (None: remove it) without Faust's changelog send; the
-    changelog record's (key, value) as bytes, None for a removal's tombstone."""
+    changelog record's (key, value) as bytes, None for a removal's tombstone. ``data``: the value serialised
+    already, as the table's serialiser would (the caller's word), sent as it is."""
     topic = table.changelog_topic
     key_bytes, _ = topic.prepare_key(key, table.key_serializer)
     if value is None:
         table.data.pop(key, None)
         return key_bytes, None
-    value_bytes, _ = topic.prepare_value(value, table.value_serializer)
+    value_bytes = data if data is not None else topic.prepare_value(value, table.value_serializer)[0]
     table.data[key] = value
     return key_bytes, value_bytes
