@@ -88,12 +88,15 @@ def _stopped(proc: subprocess.Popen, log, signum: int) -> str:
 
 
 def _wait_running(proc: subprocess.Popen, log, ready) -> None:
+    """Wait until ``ready()``; a command that is not running by then is killed (no process outlives its test)."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"exited {proc.returncode} before running"
         if ready():
             return
         time.sleep(0.2)
+    proc.kill()
+    proc.wait()
     log.seek(0)
     raise TimeoutError(f"not running within {READY_TIMEOUT_S}s:\n{log.read()[-3000:]}")
 
