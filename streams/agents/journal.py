@@ -120,14 +120,11 @@ JSON_PARTS = Parts(_json_text, len, str.encode, _json_encode, lambda value: valu
 JSON text."""
 
 
-def _raw_header(part: dict) -> bytes:
+def _raw_encode(part: dict) -> bytes:
     values = part["changes"]
     header = {**part, "changes": [[key, -1 if value is None else len(value)] for key, value in values.items()]}
-    return json.dumps(header, separators=(",", ":")).encode() + b"\n"
-
-
-def _raw_encode(part: dict) -> bytes:
-    return _raw_header(part) + b"".join(value for value in part["changes"].values() if value is not None)
+    return (json.dumps(header, separators=(",", ":")).encode() + b"\n"
+            + b"".join(value for value in values.values() if value is not None))
 
 
 def _raw_decode(value: bytes) -> dict:
