@@ -22,6 +22,8 @@ What Faust's own code needed changed is in ``streams.faustcompat``.
 from __future__ import annotations
 
 import gc
+import logging
+import threading
 
 import faust
 from aiokafka import AIOKafkaConsumer
@@ -36,6 +38,8 @@ from streams.limits import PRODUCER_MAX_BYTES
 from streams.roles import ALL, ROLES, Role
 from streams.settings import Settings
 from streams.topology import Topology
+
+log = logging.getLogger(__name__)
 
 SESSION_TIMEOUT_S = 10.0
 """Consumer-group session timeout. Tansu completes every JoinGroup only after
@@ -128,7 +132,19 @@ def faust_credentials(settings: Settings):
 
 
 def run_worker(app: faust.App, loglevel: str) -> None:
-    """Run ``app`` as a Faust worker in this process until it is stopped."""
+    """Run ``app`` as a Faust worker in this process until it is stopped; a thread that dies is logged as one
+    record (:func:`log_thread_death`)."""
     from faust.worker import Worker
 
+    threading.excepthook = log_thread_death
     Worker(app, loglevel=loglevel).execute_from_commandline()
+
+
+def log_thread_death(args: threading.ExceptHookArgs) -> None:
+    """A thread ended by an exception, as one ERROR with its traceback. The worker's stderr goes to its log a
+    write at a time (Faust's worker redirects it), so Python's own report became one WARNING per line, a
+    ``^`` each. ``SystemExit`` ends a thread quietly, as Python's own hook lets it."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    log.error("thread %s died", name, exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
