@@ -16,6 +16,10 @@ as a child process against the control plane's admin kubeconfig.
    create -> decision (bridge in, router, scheduler) and decision -> bound (the bridge's actuator, the
    Binding, the API server's watch).
 
+Pods not bound when the bench stops are named (the first :data:`NAMED_UNBOUND`) and counted by the last
+decision read for them ("none" when no decision was read): a Scheduled one points at the bridge's actuator,
+none at the pipeline before the decisions topic.
+
 With a client rate (``--client-rate``; ``streams.bench.clientrate``) the bridge is started with it.
 
 The bridge's cost per watched object: its RSS (``/proc/<pid>/status`` VmRSS) after phase 3, minus the
@@ -28,6 +32,7 @@ decision and makes every binding, so this is the whole cost of active mode, not 
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import signal
 import subprocess
@@ -47,6 +52,7 @@ from streams.schemas import codec
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 LISTED_TIMEOUT_S = 120
+NAMED_UNBOUND = 5
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -70,6 +76,7 @@ class Bench:
         self.load = ApiLoad(plane, pods)
         self.bridge: subprocess.Popen | None = None
         self.decided: dict[str, float] = {}
+        self.last_result: dict[str, str] = {}
 
     @property
     def log(self) -> Path:
@@ -98,7 +105,8 @@ class Bench:
         raise TimeoutError(f"the bridge did not list every resource in {LISTED_TIMEOUT_S}s")
 
     async def read_decisions(self, stop: asyncio.Event) -> None:
-        """Note when each bench pod's first Scheduled decision is read from the decisions topic."""
+        """Note when each bench pod's first Scheduled decision is read from the decisions topic, and its last
+        decision's result."""
         topic = self.harness.topology.names()["decisions"]
         consumer = AIOKafkaConsumer(**kafka.client_settings(self.harness.bootstrap), **kafka.consumer_settings(),
                                     group_id=None, enable_auto_commit=False)
@@ -113,8 +121,11 @@ class Bench:
                     now = time.monotonic()
                     for message in messages:
                         schema, decision = codec.decode(message.value)
-                        name = decision["pod"]["name"] if schema == "SchedulingDecision" else ""
-                        if decision.get("result") == "Scheduled" and name not in self.decided:
+                        if schema != "SchedulingDecision":
+                            continue
+                        name = decision["pod"]["name"]
+                        self.last_result[name] = decision["result"]
+                        if decision["result"] == "Scheduled" and name not in self.decided:
                             self.decided[name] = now
         finally:
             await consumer.stop()
@@ -189,8 +200,17 @@ class Bench:
                 "alive": self.bridge.poll() is None, "tracebacks": log.count("Traceback"),
                 "client": clientrate.bridge_setting(self.client),
             },
+            "unbound": self.unbound(),
             "loadavg": [round(x, 2) for x in os.getloadavg()],
         }
+
+    def unbound(self) -> dict | None:
+        """The pods created but not seen bound: how many, the first few, and how many by their last decision."""
+        names = sorted(set(self.load.created) - set(self.load.bound))
+        if not names:
+            return None
+        return {"count": len(names), "first": names[:NAMED_UNBOUND],
+                "last_decision": dict(collections.Counter(self.last_result.get(name, "none") for name in names))}
 
     async def close(self) -> None:
         if self.bridge is not None and self.bridge.poll() is None:

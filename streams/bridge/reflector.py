@@ -10,9 +10,11 @@ tombstone on the key), except what koordstream published itself (``convert.PUBLI
 budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
 (``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. Watch
 events are handled in batches: the events that arrived while the last batch was being produced (at most
-``watch_batch``) are sent together and awaited once, then checkpointed in one transaction and shown in the
-view in their order. The checkpoint is written only after the broker acknowledged the batch, so a crash
-re-produces at most that batch (same resourceVersions) and loses nothing. Any API server or broker failure
+``watch_batch``) are shown in the view in their order, sent together and awaited once, then checkpointed in
+one transaction. The view is the watched cluster, so it shows a batch before the batch is produced: a record
+a consumer reads early (the pod's decision can reach the actuator before the broker's acknowledgement reaches
+this reflector) then always finds its object in the view. The checkpoint is written only after the broker
+acknowledged the batch, so a crash re-produces at most that batch (same resourceVersions) and loses nothing. Any API server or broker failure
 is logged and retried with backoff.
 """
 
@@ -91,11 +93,11 @@ class Reflector:
         gone = sorted(set(known) - present)
         sends = [self._record(obj) for obj in changed]
         sends += [(self.topics[convert.topic_id(self.resource)], key, None) for key in gone]
+        self.view.replace(self.resource.kind, objects)
         await self._produce(sends)
         self.checkpoint.commit(self.resource.name, version,
                                {convert.object_key(self.resource, o): o["metadata"]["resourceVersion"] for o in changed},
                                gone)
-        self.view.replace(self.resource.kind, objects)
         OBJECTS.labels(self.resource.name, "listed").inc(len(changed))
         OBJECTS.labels(self.resource.name, "deleted").inc(len(gone))
         log.info("%s: listed %d at resourceVersion %s: %d produced, %d tombstoned", self.resource.name,
@@ -116,13 +118,15 @@ class Reflector:
             else:
                 sends.append(self._record(obj))
                 versions[key] = obj["metadata"].get("resourceVersion")
+        for change, obj in events:
+            if change != BOOKMARK:
+                self.view.observe(self.resource.kind, obj, deleted=change == DELETED)
         await self._produce(sends)
         self.checkpoint.commit(self.resource.name, events[-1][1]["metadata"].get("resourceVersion"),
                                {key: v for key, v in versions.items() if v is not None},
                                [key for key, v in versions.items() if v is None])
-        for change, obj in events:
+        for change, _ in events:
             if change != BOOKMARK:
-                self.view.observe(self.resource.kind, obj, deleted=change == DELETED)
                 OBJECTS.labels(self.resource.name, change.lower()).inc()
 
     def _record(self, obj: dict) -> tuple[str, str, bytes]:

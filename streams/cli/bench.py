@@ -439,12 +439,19 @@ def bridge_cmd(nodes: int, pods: int, rate: float | None, versus: str | None, cl
     for stage in ("create_to_decision", "decision_to_bound"):
         if figures := result[stage]:
             click.echo(f"  {stage.replace('_', ' ')}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms")
+    _echo_unbound(result)
     cost = result["bridge"]
     click.echo(f"bridge: RSS {cost['baseline_rss_mib']} -> {cost['rss_mib']} MiB, {cost['rss_bytes_per_object']} B "
                f"per watched object ({cost['objects']} objects); {cost['cpu_seconds_per_1000_changes']} CPU s per "
                f"1,000 object changes ({cost['object_changes']} changes, active mode); "
                f"{'alive' if cost['alive'] else 'EXITED'}, {cost['tracebacks']} tracebacks; client rate "
                f"{cost['client']}")
+
+
+def _echo_unbound(result: dict) -> None:
+    if unbound := result["unbound"]:
+        click.echo(f"  UNBOUND {unbound['count']} (e.g. {', '.join(unbound['first'])}), by last decision read: "
+                   f"{unbound['last_decision']}")
 
 
 def _versus(nodes: int, pods: int, rate: float | None, clients: tuple, output: str, broker_kind: str) -> None:
@@ -486,6 +493,7 @@ def _print_race(race: dict, pods: int) -> None:
                    f"{side['p50_ms']:>8} "
                    f"{side['p99_ms']:>8} {side['max_ms']:>8} {cpu['cpu_seconds']:>6} "
                    f"{load['before'][0]:>4}->{load['after'][0]:<4}")
+    _echo_unbound(race["koordstream"])
     click.echo(f"{'':<20} koordstream / kube-scheduler: {race['ratio']}x pods/s, {race['p99_ratio']}x p99; "
                f"bridge client rate: {race['koordstream']['bridge']['client']}")
 

@@ -19,6 +19,7 @@ def test_the_bridge_bench_binds_every_pod_and_measures_the_bridge(plane):
     for stage in ("create_to_decision", "decision_to_bound"):
         assert 0 < result[stage]["p50_ms"] <= result[stage]["p99_ms"]
     cost = result["bridge"]
+    assert result["unbound"] is None
     assert cost["alive"] and cost["tracebacks"] == 0
     assert cost["objects"] == 60 and cost["object_changes"] >= 20 + 2 * 40
     assert cost["cpu_seconds"] > 0 and cost["rss_mib"] >= cost["baseline_rss_mib"] > 0

@@ -77,3 +77,41 @@ def test_what_koordstream_published_itself_is_neither_mirrored_nor_tombstoned(tm
     asyncio.run(reflector.apply([("ADDED", published), ("ADDED", _pod("web", "6")), ("DELETED", published)]))
     assert [key for _, key, _ in producer.sent] == [b"default/web"]
     assert reflector.checkpoint.cursor("pods") == "5"
+
+
+class SlowProducer(Producer):
+    """Acknowledges nothing until :attr:`acknowledge` is set, as a broker whose answer is still on its way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acknowledge = asyncio.Event()
+
+    async def send(self, topic, key, value):
+        self.sent.append((topic, key, value))
+        future = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().create_task(self._ack(future))
+        return future
+
+    async def _ack(self, future) -> None:
+        await self.acknowledge.wait()
+        future.set_result(None)
+
+
+def test_a_batch_is_in_the_view_before_the_broker_acknowledges_it(tmp_path):
+    """The pod's decision can reach the actuator before the acknowledgement of the pod's record reaches the
+    reflector; the actuator must then find the pod (it skipped "the pod no longer exists" and left it unbound)."""
+    producer = SlowProducer()
+    reflector = Reflector(PODS, Api(), producer, TOPICS, Checkpoint(tmp_path / "checkpoint.db"), ClusterView(),
+                          BridgeConfig(kubeconfig=None))
+
+    async def run():
+        applying = asyncio.create_task(reflector.apply([("ADDED", _pod("web", "5")), ("ADDED", _pod("db", "6"))]))
+        while len(producer.sent) < 2:
+            await asyncio.sleep(0)
+        in_view, cursor = sorted(reflector.view.pods), reflector.checkpoint.cursor("pods")
+        producer.acknowledge.set()
+        await applying
+        return in_view, cursor
+    in_view, cursor = asyncio.run(run())
+    assert in_view == ["default/db", "default/web"]
+    assert cursor is None and reflector.checkpoint.cursor("pods") == "6"
