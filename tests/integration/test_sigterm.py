@@ -101,6 +101,18 @@ def _wait_running(proc: subprocess.Popen, log, ready) -> None:
     raise TimeoutError(f"not running within {READY_TIMEOUT_S}s:\n{log.read()[-3000:]}")
 
 
+def _start_running(broker_env, tmp_path, command: str) -> tuple[subprocess.Popen, object]:
+    """Start one of :data:`COMMANDS` and wait until it runs (its "Worker ready" line, or its ready metrics)."""
+    args, ready_metrics = COMMANDS[command]
+    port = embedded.free_loopback_port()
+    proc, log = _start(broker_env, tmp_path, args, port)
+    if ready_metrics is None:
+        _wait_running(proc, log, lambda: "Worker ready" in (log.seek(0) or log.read()))
+    else:
+        _wait_running(proc, log, lambda: ready_metrics(_metrics(port)))
+    return proc, log
+
+
 @pytest.mark.parametrize("command, signum", [
     pytest.param("node-agent", signal.SIGTERM, id="node-agent-SIGTERM"),
     pytest.param("node-agent", signal.SIGINT, id="node-agent-SIGINT"),
@@ -109,13 +121,7 @@ def _wait_running(proc: subprocess.Popen, log, ready) -> None:
     pytest.param("worker", signal.SIGTERM, id="worker-SIGTERM"),
 ])
 def test_a_running_command_stops_quietly(broker_env, tmp_path, command, signum):
-    args, ready_metrics = COMMANDS[command]
-    port = embedded.free_loopback_port()
-    proc, log = _start(broker_env, tmp_path, args, port)
-    if ready_metrics is None:
-        _wait_running(proc, log, lambda: "Worker ready" in (log.seek(0) or log.read()))
-    else:
-        _wait_running(proc, log, lambda: ready_metrics(_metrics(port)))
+    proc, log = _start_running(broker_env, tmp_path, command)
     stderr = _stopped(proc, log, signum)
     assert "Traceback" not in stderr, stderr[-3000:]
     assert proc.returncode == 0, stderr[-3000:]
@@ -136,13 +142,7 @@ def test_a_command_whose_broker_was_killed_stops_quietly(tmp_path, command):
     keep the command from stopping (``streams.broker.fetchcancel``: before it the worker never stopped)."""
     broker = start_broker("tansu", tmp_path / "broker")
     try:
-        args, ready_metrics = COMMANDS[command]
-        port = embedded.free_loopback_port()
-        proc, log = _start(broker.env(), tmp_path, args, port)
-        if ready_metrics is None:
-            _wait_running(proc, log, lambda: "Worker ready" in (log.seek(0) or log.read()))
-        else:
-            _wait_running(proc, log, lambda: ready_metrics(_metrics(port)))
+        proc, log = _start_running(broker.env(), tmp_path, command)
         for broker_proc in broker.processes:
             broker_proc.kill()
             broker_proc.wait()
