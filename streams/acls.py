@@ -24,7 +24,9 @@ ACLs are "not applied", which is not an error.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from pathlib import Path
 
 import yaml
@@ -48,6 +50,9 @@ ANY = 1
 """The ANY code of every one of those enums, for a DescribeAcls filter."""
 ANY_HOST = "*"
 AUTHORIZER_CONFIG = "authorizer.class.name"
+VISIBLE_TIMEOUT_S = 30.0
+VISIBLE_POLL_S = 0.1
+"""How long and how often ``apply`` checks that the ACLs it created are shown (``_until_described``)."""
 
 ROLE_FIELDS = {"about", "principals", "read", "write", "groups", "transactional_id_prefixes"}
 
@@ -245,4 +250,18 @@ async def apply(admin: AIOKafkaAdminClient, want: tuple[Binding, ...], dry_run: 
                   for binding, (code, message) in zip(result.create, response.creation_responses) if code]
         if failed:
             raise AclError("could not create ACLs: " + "; ".join(failed))
+        await _until_described(admin, set(result.create))
     return result
+
+
+async def _until_described(admin: AIOKafkaAdminClient, created: set[Binding]) -> None:
+    """Until DescribeAcls shows every binding of ``created``. Kafka answers CreateAcls before its authorizer
+    has applied them from the metadata log, so a principal that connects just after ``apply`` (a worker
+    started next, a second ``apply``) could be refused or find them missing; past
+    :data:`VISIBLE_TIMEOUT_S` an error names how many are still not shown."""
+    deadline = time.monotonic() + VISIBLE_TIMEOUT_S
+    while missing := created - await describe(admin):
+        if time.monotonic() > deadline:
+            raise AclError(f"{len(missing)} created ACLs not shown by the broker after {VISIBLE_TIMEOUT_S:g} s, "
+                           f"e.g. {sorted(missing)[0]}")
+        await asyncio.sleep(VISIBLE_POLL_S)

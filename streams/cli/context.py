@@ -7,15 +7,15 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 
-from state.db import create_all, open_database
 from streams.settings import Settings
 from streams.topology import Topology, load_topology
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 STATE_FILE = "up.json"
 STATE_RESERVE_BYTES = 16384
@@ -76,7 +76,13 @@ def topology(config: Settings | None = None) -> Topology:
 
 def read_model(config: Settings | None = None) -> Engine:
     """The read model, its tables created or checked; a SQLite file that cannot be opened is an error
-    message naming the file and, when its folder cannot be written, the OS error."""
+    message naming the file and, when its folder cannot be written, the OS error. (SQLAlchemy is imported
+    here: the commands without a read model, the worker first, start without it.)"""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import OperationalError
+
+    from state.db import create_all, open_database
+
     config = config or settings()
     url = make_url(config.resolved_database_url)
     try:

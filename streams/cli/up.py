@@ -27,7 +27,6 @@ from streams import roles, stopsignals, supervision
 from streams.stopsignals import stop_on_signals
 from streams.broker import embedded, kraft, local
 from streams.cli import context
-from streams.cli.get import print_decisions
 from streams.cli.options import metrics_options
 from streams.kafka import admin_client
 from streams.maven import MissingPrerequisite
@@ -251,6 +250,8 @@ def _run_until_stopped(bootstrap, topology, brokers, managed, stop, state: dict,
     """Print decisions until a signal; start again a child that exits (``supervision.Child``), recording
     its new pid, restarts and failure in the state file, and which logs cannot be written; stop everything
     if a broker process exits."""
+
+    from streams.cli.get import print_decisions
 
     async def loop() -> int:
         stopped = asyncio.Event()

@@ -56,4 +56,4 @@ def test_the_stack_has_every_part(services):
 def test_every_koord_service_runs_an_existing_command(services):
     for name, svc in services.items():
         if svc.get("image") == "koordstream:dev":
-            assert svc["command"][0] in cli.commands, f"{name}: koord {svc['command'][0]}"
+            assert cli.get_command(None, svc["command"][0]) is not None, f"{name}: koord {svc['command'][0]}"
