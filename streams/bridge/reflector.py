@@ -2,20 +2,24 @@
 
 The loop is client-go's reflector: list (paged) at a resourceVersion, then watch from it; a watch that
 ends is resumed from the last version seen (bookmarks included); a 410 Gone, or a start without a
-checkpoint, relists. Pods and Nodes are also relisted when the bridge starts, since the actuator
-needs them in its view; that relist produces only what changed since the checkpoint, so it is a resume. What a relist produces is decided against the checkpoint (``checkpoint``): objects at
-a new resourceVersion, tombstones for keys that disappeared. Added and modified objects are converted by
-``convert`` and produced as ``koord apply`` produces them; deleted ones as ``koord delete`` does (a
-tombstone on the key), except what koordstream published itself (``convert.PUBLISHED_BY``); one the conversion refuses (invalid, or too big for the record limit or the state
-budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
-(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged. Watch
-events are handled in batches: the events that arrived while the last batch was being produced (at most
-``watch_batch``) are shown in the view in their order, sent together and awaited once, then checkpointed in
-one transaction. The view is the watched cluster, so it shows a batch before the batch is produced: a record
-a consumer reads early (the pod's decision can reach the actuator before the broker's acknowledgement reaches
-this reflector) then always finds its object in the view. The checkpoint is written only after the broker
-acknowledged the batch, so a crash re-produces at most that batch (same resourceVersions) and loses nothing. Any API server or broker failure
-is logged and retried with backoff.
+checkpoint, relists. Pods and Nodes are also relisted when the bridge starts, since the actuator needs
+them in its view; that relist produces only what changed since the checkpoint, so it is a resume. What a
+relist produces is decided against the checkpoint (``checkpoint``): objects at a new resourceVersion,
+tombstones for keys that disappeared.
+
+Added and modified objects are converted by ``convert`` and produced as ``koord apply`` produces them;
+deleted ones as ``koord delete`` does (a tombstone on the key), except what koordstream published itself
+(``convert.PUBLISHED_BY``). One the conversion refuses (invalid, or too big for the record limit or the
+state budget) becomes a dead letter, is counted (``koord_bridge_refused``) and gets a Warning Event
+(``KoordstreamRefused``) once the batch is produced; an Event that cannot be written is logged.
+
+Watch events are handled in batches: the events that arrived while the last batch was being produced (at
+most ``watch_batch``) are shown in the view in their order, sent together and awaited once, then
+checkpointed in one transaction. The view is the watched cluster, so it shows a batch (or a relist) before
+it is produced: a pod's decision can reach the actuator before the broker's acknowledgement of the pod's
+record reaches this reflector, and must find the pod. The checkpoint is written only after the broker
+acknowledged the batch, so a crash re-produces at most that batch (same resourceVersions) and loses
+nothing. Any API server or broker failure is logged and retried with backoff.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ MODULES = {
 
 
 class Koord(click.Group):
+    """A click group whose commands come from :data:`MODULES`, each module imported on first use."""
+
     def list_commands(self, ctx: click.Context | None) -> list[str]:
         return sorted(MODULES)
 

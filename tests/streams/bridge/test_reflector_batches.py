@@ -97,21 +97,37 @@ class SlowProducer(Producer):
         future.set_result(None)
 
 
-def test_a_batch_is_in_the_view_before_the_broker_acknowledges_it(tmp_path):
-    """The pod's decision can reach the actuator before the acknowledgement of the pod's record reaches the
-    reflector; the actuator must then find the pod (it skipped "the pod no longer exists" and left it unbound)."""
+class ListingApi(Api):
+    async def list(self, resource, page):
+        return [_pod("web", "5"), _pod("db", "6")], "6"
+
+
+def _in_view_before_acknowledged(tmp_path, produce) -> tuple[list[str], str | None, str | None]:
+    """(pods in the view, checkpoint cursor) while ``produce(reflector)`` waits for the broker, and the cursor
+    after."""
     producer = SlowProducer()
-    reflector = Reflector(PODS, Api(), producer, TOPICS, Checkpoint(tmp_path / "checkpoint.db"), ClusterView(),
-                          BridgeConfig(kubeconfig=None))
+    reflector = Reflector(PODS, ListingApi(), producer, TOPICS, Checkpoint(tmp_path / "checkpoint.db"),
+                          ClusterView(), BridgeConfig(kubeconfig=None))
 
     async def run():
-        applying = asyncio.create_task(reflector.apply([("ADDED", _pod("web", "5")), ("ADDED", _pod("db", "6"))]))
+        producing = asyncio.create_task(produce(reflector))
         while len(producer.sent) < 2:
             await asyncio.sleep(0)
         in_view, cursor = sorted(reflector.view.pods), reflector.checkpoint.cursor("pods")
         producer.acknowledge.set()
-        await applying
-        return in_view, cursor
-    in_view, cursor = asyncio.run(run())
-    assert in_view == ["default/db", "default/web"]
-    assert cursor is None and reflector.checkpoint.cursor("pods") == "6"
+        await producing
+        return in_view, cursor, reflector.checkpoint.cursor("pods")
+    return asyncio.run(run())
+
+
+def test_a_batch_is_in_the_view_before_the_broker_acknowledges_it(tmp_path):
+    """The pod's decision can reach the actuator before the acknowledgement of the pod's record reaches the
+    reflector; the actuator must then find the pod (it skipped "the pod no longer exists" and left it unbound)."""
+    assert _in_view_before_acknowledged(
+        tmp_path, lambda reflector: reflector.apply([("ADDED", _pod("web", "5")), ("ADDED", _pod("db", "6"))])
+    ) == (["default/db", "default/web"], None, "6")
+
+
+def test_a_relist_is_in_the_view_before_the_broker_acknowledges_it(tmp_path):
+    assert _in_view_before_acknowledged(tmp_path, lambda reflector: reflector.relist()) == (
+        ["default/db", "default/web"], None, "6")
