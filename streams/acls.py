@@ -215,6 +215,11 @@ async def describe(admin: AIOKafkaAdminClient) -> set[Binding]:
     """Every ALLOW binding of the kinds this module writes, or :class:`NoAuthorizer`."""
     if not await authorizer(admin):
         raise NoAuthorizer(f"the broker has no authorizer ({AUTHORIZER_CONFIG} is not set)")
+    return await _bindings(admin)
+
+
+async def _bindings(admin: AIOKafkaAdminClient) -> set[Binding]:
+    """The bindings DescribeAcls answers (the broker known to have an authorizer), or :class:`NoAuthorizer`."""
     request = DescribeAclsRequest(ANY, None, ANY, None, None, ANY, ANY)
     try:
         response = await admin._send_request(request)
@@ -260,7 +265,7 @@ async def _until_described(admin: AIOKafkaAdminClient, created: set[Binding]) ->
     started next, a second ``apply``) could be refused or find them missing; past
     :data:`VISIBLE_TIMEOUT_S` an error names how many are still not shown."""
     deadline = time.monotonic() + VISIBLE_TIMEOUT_S
-    while missing := created - await describe(admin):
+    while missing := created - await _bindings(admin):
         if time.monotonic() > deadline:
             raise AclError(f"{len(missing)} created ACLs not shown by the broker after {VISIBLE_TIMEOUT_S:g} s, "
                            f"e.g. {sorted(missing)[0]}")

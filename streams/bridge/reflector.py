@@ -109,11 +109,15 @@ class Reflector:
         return version
 
     async def apply(self, events: list[tuple[str, dict]]) -> None:
-        """Watch events, in order: produce them, then move the checkpoint past the last in one transaction."""
+        """Watch events, in order: show them in the view and produce them, then move the checkpoint past the
+        last in one transaction."""
         sends: list[tuple[str, str, bytes | None]] = []
         versions: dict[str, str | None] = {}  # key -> version produced; None: tombstoned; a key's last event wins
         for change, obj in events:
-            if change == BOOKMARK or not convert.mirrored(obj):
+            if change == BOOKMARK:
+                continue
+            self.view.observe(self.resource.kind, obj, deleted=change == DELETED)
+            if not convert.mirrored(obj):
                 continue
             key = convert.object_key(self.resource, obj)
             if change == DELETED:
@@ -122,9 +126,6 @@ class Reflector:
             else:
                 sends.append(self._record(obj))
                 versions[key] = obj["metadata"].get("resourceVersion")
-        for change, obj in events:
-            if change != BOOKMARK:
-                self.view.observe(self.resource.kind, obj, deleted=change == DELETED)
         await self._produce(sends)
         self.checkpoint.commit(self.resource.name, events[-1][1]["metadata"].get("resourceVersion"),
                                {key: v for key, v in versions.items() if v is not None},
