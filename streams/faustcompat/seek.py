@@ -30,7 +30,17 @@ never be read again: the fix rewinds such stream partitions to their first
 offset, which is where ``consumer_auto_offset_reset="earliest"`` starts them.
 Found by the kill -9 and ``koord up`` restart tests on both brokers: a worker
 that took over forwarded nothing from the pods partitions that had no
-committed offset yet. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
+committed offset yet.
+
+The rewind sets their positions to offset 0 and asks the broker nothing: a log
+that no longer starts there answers the next fetch with OFFSET_OUT_OF_RANGE,
+and aiokafka moves the position to the log's first offset by the same
+``earliest`` policy. Asking first (``seek_to_beginning``, or a ListOffsets)
+waited behind the fetch in flight on the same connection, which Kafka answers
+only when records come or Faust's 1.5 s fetch wait runs out: a restarted worker
+spent about 1 s there before it was ready. Checked against faust-streaming
+0.15.3 (``FAUST_VERSION``) and aiokafka 0.14, which drops the answer of a fetch
+made for a position moved meanwhile (``Fetcher._proc_fetch_request``).
 """
 
 from __future__ import annotations
@@ -91,13 +101,14 @@ def patch_consumer(cls: type) -> None:
             self.resume_flow()
 
     async def rewind_uncommitted(self) -> None:
-        """Seek to their first offset the stream partitions the seek left alone: those whose committed
-        offset is unknown (Faust then sets their read offset to None)."""
+        """Seek to offset 0, so to their first offset, the stream partitions the seek left alone: those whose
+        committed offset is unknown (Faust then sets their read offset to None)."""
         uncommitted = sorted(tp for tp in self.assignment()
                              if self.app.topics.acks_enabled_for(tp.topic) and self._read_offset.get(tp) is None)
         if uncommitted:
             log.info("rewinding %d partitions without a committed offset to their first offset", len(uncommitted))
-            await self._thread.seek_to_beginning(*(TopicPartition(tp.topic, tp.partition) for tp in uncommitted))
+        for tp in uncommitted:
+            self._thread.seek(TopicPartition(tp.topic, tp.partition), 0)
 
     cls.getmany = getmany
     cls.perform_seek = perform_seek

@@ -23,10 +23,10 @@ class Consumer:
         self._read_offset: dict[TP, int | None] = {}
         self.app = SimpleNamespace(flow_control=SimpleNamespace(clear=lambda: self.log.append("clear buffers")),
                                    topics=SimpleNamespace(acks_enabled_for=lambda topic: not topic.endswith("changelog")))
-        self._thread = SimpleNamespace(seek_to_beginning=self._seek_to_beginning)
+        self._thread = SimpleNamespace(seek=self._seek)
 
-    async def _seek_to_beginning(self, *partitions) -> None:
-        self.log.append("rewind " + ", ".join(f"{tp.topic}/{tp.partition}" for tp in partitions))
+    def _seek(self, tp, offset: int) -> None:
+        self.log.append(f"position {tp.topic}/{tp.partition} {offset}")
 
     def assignment(self) -> set[TP]:
         return set(self.committed)
@@ -81,11 +81,13 @@ def test_a_seek_waits_for_the_record_in_hand_and_stale_records_are_not_handed_ov
 
 def test_stream_partitions_never_committed_are_read_again_from_their_first_offset():
     """aiokafka seeks only partitions with a committed offset; what the fix dropped from the buffers of the
-    others would otherwise never be read."""
+    others would otherwise never be read. Offset 0 is the first offset, or out of range, which aiokafka resets
+    to the first offset (``auto_offset_reset="earliest"``)."""
     consumer = Consumer(fetched=[], committed={TP("pods", 0): 12, TP("pods", 1): None, TP("pods", 2): None,
                                                TP("app-table-changelog", 0): None})
     asyncio.run(consumer.perform_seek())
-    assert consumer.log == ["stop flow", "clear buffers", "seek", "rewind pods/1, pods/2", "resume flow"]
+    assert consumer.log == ["stop flow", "clear buffers", "seek", "position pods/1 0", "position pods/2 0",
+                            "resume flow"]
 
 
 def test_a_seek_with_the_flow_stopped_is_faust_own():
