@@ -70,7 +70,8 @@ async def sample(bootstrap: str, group: str, topology: Topology) -> Offsets:
 
 async def progress(bootstrap: str, groups: list[str], topology: Topology, interval_s: float) -> list[Progress]:
     """Each group's verdict from two samples ``interval_s`` apart (one, when nothing is waiting). The
-    interval must exceed the groups' commit interval (Faust commits every 2.8 s by default)."""
+    interval must exceed the groups' commit interval (a worker's is ``streams.app.COMMIT_INTERVAL_S``, Faust's
+    default 2.8 s)."""
     first = [await sample(bootstrap, group, topology) for group in groups]
     if all(end <= committed for offsets in first for committed, end in offsets.values()):
         return [judge(group, offsets, offsets) for group, offsets in zip(groups, first)]

@@ -85,6 +85,9 @@ class Aggregate(Generic[K, S]):
     """Whether the table's values are raw bytes (else JSON)."""
     stats: Callable[[S], Iterable[PluginStats]] = lambda core: ()
     """The plugin counts a core keeps, exported every ``PLUGIN_STATS_INTERVAL_S``."""
+    held: Callable[[Iterable[str], set[int]], Iterable[K]] = lambda table_keys, partitions: sorted(partitions)
+    """The keys of the cores the table holds of the given inbox partitions, from the table's keys; restored as
+    soon as a rebalance has recovered the table. The default is for cores keyed by their inbox partition."""
 
 
 def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate) -> JournaledStates:
@@ -97,7 +100,7 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
         if set(aggregate.outputs) & set(WRITTEN_TO_INBOXES) else None
     batches = Batches(app)
     states = JournaledStates(app, aggregate.table, inbox.partitions, batches, aggregate.keys, aggregate.restore,
-                             inbox.name, aggregate.partition_of, raw_values=aggregate.raw_values)
+                             inbox.name, aggregate.partition_of, aggregate.held, raw_values=aggregate.raw_values)
 
     @app.timer(interval=PLUGIN_STATS_INTERVAL_S, name=f"{aggregate.table}-plugin-stats")
     async def plugin_stats() -> None:

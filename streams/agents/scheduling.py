@@ -13,6 +13,7 @@ way (``gc.freeze``), which the scheduler's benchmark shows is worth ~15 %.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable
 
 import faust
 
@@ -36,7 +37,15 @@ def register(app: faust.App, topology: Topology) -> None:
         keys=lambda domain: Prefixed(domain + SEPARATOR),
         restore=_restore,
         step=lambda state, event, value: Handled(handle_guarded(STAGE, event, state.handle), event),
-        stats=lambda state: [framework.stats for framework in state.frameworks.values()]))
+        stats=lambda state: [framework.stats for framework in state.frameworks.values()],
+        held=lambda table_keys, held_partitions: sorted(domain for domain in domains_in(table_keys)
+                                                        if partition_for(partitions, domain) in held_partitions)))
+
+
+def domains_in(table_keys: Iterable[str]) -> set[str]:
+    """The domains whose entries are among ``table_keys`` (``domain|entry``; a domain's name, a quota tree's
+    id, is a label value and has no ``|``)."""
+    return {key.partition(SEPARATOR)[0] for key in table_keys if SEPARATOR in key}
 
 
 def _restore(domain: str, entries: dict) -> SchedulingDomain:

@@ -2,8 +2,11 @@
 
 Every aggregate agent keeps one core per key (a scheduling domain; a routing or node-inbox partition)
 and writes each batch's changes to one Faust table behind a journal per key
-(``streams.agents.journal``). A core is restored from the table on first use and forgotten when its
-inbox partition moves at a rebalance, since the table may have moved under it.
+(``streams.agents.journal``). A core is forgotten when its inbox partition moves at a rebalance, since the
+table may have moved under it, and restored from the table as soon as the rebalance has recovered the
+table (Faust's ``on_rebalance_complete``, before the worker says it is ready), or else on first use. Restoring
+them then makes "Worker ready" mean ready: restored on first use, a domain of 10,000 nodes and 50,000 pods
+held up its first event, and every event behind it, by about 2.5 s.
 
 A core's journal writes through a :class:`BatchedTable`: each write changes the table in memory and
 queues its changelog record with the batch's other records (``streams.agents.transactions.Batches``), to
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
+import time
 from collections.abc import MutableMapping
 from typing import Any, Callable, Generic, Hashable, Iterable, Iterator, TypeVar
 
@@ -28,6 +33,8 @@ from streams.agents.journal import JSON_PARTS, RAW_PARTS, Journal, Keys
 from streams.faustcompat.tables import raw_changelog, store_quietly
 from streams.metrics import TABLE_ENTRIES, TABLE_SIZE_INTERVAL_S
 
+log = logging.getLogger(__name__)
+
 K = TypeVar("K", bound=Hashable)
 S = TypeVar("S")
 
@@ -35,12 +42,13 @@ S = TypeVar("S")
 class JournaledStates(Generic[K, S]):
     """The cores of the table ``name`` (``partitions`` changelog partitions, in ``batches``' transactions):
     ``keys(key)`` lays a key's entries out in the table, ``restore(key, entries)`` is its core from its
-    entries and ``partition_of(key)`` its partition of the inbox ``topic``. Values are JSON (Faust's table
+    entries, ``partition_of(key)`` its partition of the inbox ``topic`` and ``held(table_keys, partitions)``
+    the keys of the cores the table holds of those inbox partitions. Values are JSON (Faust's table
     default: internal state, not a public contract), or raw bytes with ``raw_values``."""
 
     def __init__(self, app, name: str, partitions: int, batches, keys: Callable[[K], Keys],
                  restore: Callable[[K, dict], S], topic: str, partition_of: Callable[[K], int],
-                 raw_values: bool = False) -> None:
+                 held: Callable[[Iterable[str], set[int]], Iterable[K]], raw_values: bool = False) -> None:
         self.table = app.Table(name, partitions=partitions)
         if raw_values:
             raw_changelog(self.table)
@@ -49,6 +57,16 @@ class JournaledStates(Generic[K, S]):
         self._parts = RAW_PARTS if raw_values else JSON_PARTS
         self._loaded: dict[K, tuple[S, Journal]] = {}
         forget_moved(app, topic, self._loaded, partition_of)
+
+        @app.on_rebalance_complete.connect
+        async def restore_held(sender, **kwargs) -> None:
+            partitions = {tp.partition for tp in app.consumer.assignment() if tp.topic == topic}
+            started = time.monotonic()
+            keys = [key for key in held(list(self.table.keys()), partitions) if key not in self._loaded]
+            for key in keys:
+                self.load(key)
+            if keys:
+                log.info("restored %d cores of %s in %.2f s", len(keys), name, time.monotonic() - started)
 
         @app.timer(interval=TABLE_SIZE_INTERVAL_S, name=f"{name}-size")
         async def table_size() -> None:

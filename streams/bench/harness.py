@@ -33,8 +33,8 @@ from streams.topology import Topology, load_topology
 READY_TIMEOUT_S = 90
 STALL_TIMEOUT_S = 180.0
 """A wait for the worker gives up when the worker is behind and has committed nothing more for this long:
-it is stalled, not slow. Faust commits every 2.8 s while it makes progress; one batch of a large run can take
-tens of seconds."""
+it is stalled, not slow. A worker commits every second (``streams.app.COMMIT_INTERVAL_S``) while it makes
+progress; one batch of a large run can take tens of seconds."""
 
 
 @dataclasses.dataclass

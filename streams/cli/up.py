@@ -40,7 +40,8 @@ READY_TIMEOUT_S = 90
 STALE_YARN_STATUS_S = 60.0
 """``koord status``: a YARN bridge status older than this is flagged (the bridge writes it every round)."""
 CONSUMER_SAMPLE_S = 4.0
-"""``koord status``: longer than Faust's commit interval (2.8 s), so a consumer between commits is not stuck."""
+"""``koord status``: longer than a worker's commit interval (``streams.app.COMMIT_INTERVAL_S``) and than
+Faust's default one (2.8 s), so a consumer between commits is not stuck."""
 
 
 @click.command()
