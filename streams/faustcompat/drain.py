@@ -9,7 +9,8 @@ event in the stream's buffer and returns. It was the costliest step of the consu
 
 :func:`install_lean_drain` gives Faust's consumer a ``wait_first`` (the delivery loop is its only caller)
 that first runs the delivery's first step in place: one that finishes there (it never waited) wins alone,
-as it would have in the race, and the other awaitables are closed unstarted. One that waits is resumed
+as it would have in the race, and the other awaitables are closed unstarted; one that fails there raises,
+the others closed too. One that waits is resumed
 from where it stopped inside Faust's own race (:func:`resumed`), so a stuck delivery is still abandoned
 when the flow is suspended. A stopped or crashed consumer races as before. Checked against
 faust-streaming 0.15.3 (``FAUST_VERSION``) and mode-streaming 0.7.1.
@@ -40,15 +41,24 @@ def patch_wait_first(cls: type) -> None:
             try:
                 waiting_on = first.send(None)
             except StopIteration as finished:
-                for other in coros[1:]:
-                    if asyncio.iscoroutine(other):
-                        other.close()
+                _close(coros[1:])
                 return WaitResults([first], [finished.value], False)
+            except BaseException:
+                _close(coros[1:])
+                raise
             coros = (resumed(first, waiting_on), *coros[1:])
         return await original(self, *coros, timeout=timeout)
 
     cls.wait_first = wait_first
     cls._koord_lean_drain = True
+
+
+def _close(awaitables) -> None:
+    """Close the coroutines among ``awaitables``, unstarted: left to the garbage collector, each would warn
+    that it was never awaited, during whatever runs then."""
+    for other in awaitables:
+        if asyncio.iscoroutine(other):
+            other.close()
 
 
 class resumed:
