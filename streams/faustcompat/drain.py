@@ -10,10 +10,10 @@ event in the stream's buffer and returns. It was the costliest step of the consu
 :func:`install_lean_drain` gives Faust's consumer a ``wait_first`` (the delivery loop is its only caller)
 that first runs the delivery's first step in place: one that finishes there (it never waited) wins alone,
 as it would have in the race, and the other awaitables are closed unstarted; one that fails there raises,
-the others closed too. One that waits is resumed
-from where it stopped inside Faust's own race (:func:`resumed`), so a stuck delivery is still abandoned
-when the flow is suspended. A stopped or crashed consumer races as before. Checked against
-faust-streaming 0.15.3 (``FAUST_VERSION``) and mode-streaming 0.7.1.
+the others closed too. One that waits is resumed from where it stopped inside Faust's own race
+(:func:`resumed`), so a stuck delivery is still abandoned when the flow is suspended. A stopped or crashed
+consumer races as before. Checked against faust-streaming 0.15.3 (``FAUST_VERSION``) and mode-streaming
+0.7.1.
 """
 
 from __future__ import annotations
