@@ -62,7 +62,7 @@ class JournaledStates(Generic[K, S]):
         async def restore_held(sender, **kwargs) -> None:
             partitions = {tp.partition for tp in app.consumer.assignment() if tp.topic == topic}
             started = time.monotonic()
-            keys = [key for key in held(list(self.table.keys()), partitions) if key not in self._loaded]
+            keys = [key for key in held(self.table.keys(), partitions) if key not in self._loaded]
             for key in keys:
                 self.load(key)
             if keys:
