@@ -48,9 +48,10 @@ half of it, so Faust's 60 s default would mean 30 s per rebalance."""
 
 COMMIT_INTERVAL_S = 1.0
 """Commit interval under at-least-once (Faust's default is 2.8 s): what a worker that takes over reads again
-after a crash is at most this much of the work, and a restarted worker's first events are committed this
-soon after it has taken them (the restart figure of ``koord bench nodes`` counts to the commit). A commit
-is one OffsetCommit request per interval; under exactly-once it is ``EXACTLY_ONCE_COMMIT_INTERVAL_S``."""
+after a crash is what was processed since the last commit (this long, plus a batch still open then), and a
+restarted worker's first events are committed this soon after it has taken them (the restart figure of
+``koord bench nodes`` counts to the commit). A commit is one OffsetCommit request per interval; under
+exactly-once it is ``EXACTLY_ONCE_COMMIT_INTERVAL_S``."""
 
 
 PRODUCER_BATCH_BYTES = 1 << 20
