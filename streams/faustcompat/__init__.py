@@ -12,6 +12,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
                    from the broker
 ``fetchwait``      the worker consumer's fetch wait paced on Tansu
 ``fetchsession``   the worker consumer fetches in incremental fetch sessions on Kafka
+``fetchgather``    the worker consumer's fetches wait a moment for more records while they flow, on Kafka
 ``assignor``       the worker consumer assigns with Faust's assignor, also without tables
 ``flush``          the flush before a commit waits until the producer buffer is empty
 ``drain``          the delivery loop hands a record over without four tasks per record
@@ -36,6 +37,7 @@ from streams.faustcompat.changelogs import install_skip_undecodable
 from streams.faustcompat.commits import (CommitGate, install_commit_gate, install_commit_on_revocation,
                                          install_committed_offsets)
 from streams.faustcompat.drain import install_lean_drain
+from streams.faustcompat.fetchgather import install_fetch_gathering
 from streams.faustcompat.fetchsession import install_fetch_sessions
 from streams.faustcompat.fetchwait import install_fetch_pacing
 from streams.faustcompat.flush import install_full_flush
@@ -60,6 +62,7 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate], changelog_rea
         install_true_highwaters()
         install_fetch_pacing()
     install_fetch_sessions(not tansu)
+    install_fetch_gathering(not tansu)
     install_own_assignor()
     install_faust_seek_fix()
     install_faust_take_fix()
