@@ -33,6 +33,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from streams.faustcompat.workerconsumer import wrap_worker_consumer
+
 GATHER_ABOVE = 20
 """Fetches with records a second from which the next fetch gathers."""
 GATHER_BYTES = 64 << 10
@@ -96,26 +98,9 @@ def gather_fetches(consumer, clock: Callable[[], float] = time.monotonic):
     return consumer
 
 
-def install_fetch_gathering(enabled: bool) -> None:
+def install_fetch_gathering(enabled: bool, cls: type | None = None) -> None:
     """Gather the fetches of Faust's worker consumers built from now on when ``enabled`` (on Kafka; not on
-    Tansu)."""
-    from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
-
-    gathering_for_worker_consumer(AIOKafkaConsumerThread, enabled)
-
-
-def gathering_for_worker_consumer(cls: type, enabled: bool) -> None:
-    """Wrap ``_create_worker_consumer`` of ``cls`` (Faust's aiokafka consumer-thread interface) so that the
-    consumer it builds gathers its fetches while ``enabled``: wrapped once, the switch follows the last
-    call."""
-    cls._koord_fetch_gathering_enabled = enabled
-    if cls.__dict__.get("_koord_fetch_gathering"):
-        return
-    original = cls._create_worker_consumer
-
-    def _create_worker_consumer(self, transport):
-        consumer = original(self, transport)
-        return gather_fetches(consumer) if cls._koord_fetch_gathering_enabled else consumer
-
-    cls._create_worker_consumer = _create_worker_consumer
-    cls._koord_fetch_gathering = True
+    Tansu); ``cls``: a stand-in for Faust's ``AIOKafkaConsumerThread`` (``workerconsumer.wrap_worker_consumer``)."""
+    if cls is None:
+        from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread as cls
+    wrap_worker_consumer(cls, "fetch_gathering", gather_fetches, enabled)

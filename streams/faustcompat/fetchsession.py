@@ -38,6 +38,8 @@ from collections import defaultdict
 from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.structs import TopicPartition
 
+from streams.faustcompat.workerconsumer import wrap_worker_consumer
+
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
 MAX_EPOCH = 2**31 - 1
@@ -167,26 +169,9 @@ def use_fetch_sessions(consumer):
     return consumer
 
 
-def install_fetch_sessions(enabled: bool) -> None:
+def install_fetch_sessions(enabled: bool, cls: type | None = None) -> None:
     """Fetch in sessions with Faust's worker consumers built from now on when ``enabled`` (on Kafka; not on
-    Tansu)."""
-    from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
-
-    sessions_for_worker_consumer(AIOKafkaConsumerThread, enabled)
-
-
-def sessions_for_worker_consumer(cls: type, enabled: bool) -> None:
-    """Wrap ``_create_worker_consumer`` of ``cls``, a class with Faust's aiokafka consumer-thread interface, so
-    that the consumer it builds fetches in sessions while ``enabled``: wrapped once, the switch follows the
-    last call."""
-    cls._koord_fetch_sessions_enabled = enabled
-    if cls.__dict__.get("_koord_fetch_sessions"):
-        return
-    original = cls._create_worker_consumer
-
-    def _create_worker_consumer(self, transport):
-        consumer = original(self, transport)
-        return use_fetch_sessions(consumer) if cls._koord_fetch_sessions_enabled else consumer
-
-    cls._create_worker_consumer = _create_worker_consumer
-    cls._koord_fetch_sessions = True
+    Tansu); ``cls``: a stand-in for Faust's ``AIOKafkaConsumerThread`` (``workerconsumer.wrap_worker_consumer``)."""
+    if cls is None:
+        from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread as cls
+    wrap_worker_consumer(cls, "fetch_sessions", use_fetch_sessions, enabled)

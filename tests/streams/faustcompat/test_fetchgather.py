@@ -86,7 +86,8 @@ def test_each_broker_gathers_on_its_own_flow():
 
     asyncio.run(fetch())
     assert shaped[-2:] == [(1, GATHER_BYTES, GATHER_WAIT_MS), (2, 1, 1500)]
-    assert shaped[2 * GATHER_ABOVE - 2] == (1, 1, 1500) and shaped[2 * GATHER_ABOVE] == (1, GATHER_BYTES, GATHER_WAIT_MS)
+    assert shaped[2 * GATHER_ABOVE - 2] == (1, 1, 1500)
+    assert shaped[2 * GATHER_ABOVE] == (1, GATHER_BYTES, GATHER_WAIT_MS)
 
 
 def test_the_worker_consumer_gathers_only_while_enabled():
@@ -98,9 +99,9 @@ def test_the_worker_consumer_gathers_only_while_enabled():
         def _create_worker_consumer(self, transport):
             return Consumer()
 
-    fetchgather.gathering_for_worker_consumer(Thread, True)
+    fetchgather.install_fetch_gathering(True, Thread)
     assert Thread()._create_worker_consumer("transport").koord_gathering == {}
-    fetchgather.gathering_for_worker_consumer(Thread, False)
+    fetchgather.install_fetch_gathering(False, Thread)
     assert not hasattr(Thread()._create_worker_consumer("transport"), "koord_gathering")
-    fetchgather.gathering_for_worker_consumer(Thread, True)
+    fetchgather.install_fetch_gathering(True, Thread)
     assert Thread()._create_worker_consumer("transport").koord_gathering == {}

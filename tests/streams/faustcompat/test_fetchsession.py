@@ -121,9 +121,9 @@ def test_the_worker_consumer_fetches_in_sessions_only_while_enabled():
         def _create_worker_consumer(self, transport):
             return Consumer()
 
-    fetchsession.sessions_for_worker_consumer(Thread, True)
+    fetchsession.install_fetch_sessions(True, Thread)
     assert Thread()._create_worker_consumer("transport").koord_fetch_sessions == {}
-    fetchsession.sessions_for_worker_consumer(Thread, False)
+    fetchsession.install_fetch_sessions(False, Thread)
     assert not hasattr(Thread()._create_worker_consumer("transport"), "koord_fetch_sessions")
-    fetchsession.sessions_for_worker_consumer(Thread, True)
+    fetchsession.install_fetch_sessions(True, Thread)
     assert Thread()._create_worker_consumer("transport").koord_fetch_sessions == {}
