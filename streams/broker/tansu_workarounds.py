@@ -67,6 +67,8 @@ from typing import Callable, Hashable, Mapping
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from streams.broker.fetcher import ProcessFetch, wrap_fetch_requests
+
 _FETCH_TIMEOUT_S = 10.0
 
 
@@ -192,18 +194,13 @@ def fetch_starved(assignment, request) -> bool:
 def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING) -> AIOKafkaConsumer:
     """Make ``consumer`` (not yet started) pace its fetch wait with a :class:`FetchPacer`.
 
-    aiokafka builds its Fetcher in ``start()`` and reads ``_fetch_max_wait_ms`` afresh for every
-    FetchRequest; ``_proc_fetch_request`` handles one response, returns whether it added records and
-    leaves the response's high watermarks in the assignment (:func:`fetch_starved`). Both are instance
-    lookups, so wrapping them on the one Fetcher changes nothing else (aiokafka 0.14).
+    aiokafka's Fetcher reads ``_fetch_max_wait_ms`` afresh for every FetchRequest; ``_proc_fetch_request``
+    (``streams.broker.fetcher``) leaves the response's high watermarks in the assignment
+    (:func:`fetch_starved`). Both are instance lookups on the one Fetcher (aiokafka 0.14).
     """
-    start = consumer.start
 
-    async def paced_start() -> None:
-        await start()
-        fetcher = consumer._fetcher
+    def paced(fetcher, process: ProcessFetch) -> ProcessFetch:
         pacer = FetchPacer(pacing)
-        process = fetcher._proc_fetch_request
 
         async def _proc_fetch_request(assignment, node_id, request):
             found = await process(assignment, node_id, request)
@@ -212,10 +209,9 @@ def pace_fetches(consumer: AIOKafkaConsumer, pacing: FetchPacing = FETCH_PACING)
             return found
 
         fetcher._fetch_max_wait_ms = pacer.wait_ms
-        fetcher._proc_fetch_request = _proc_fetch_request
+        return _proc_fetch_request
 
-    consumer.start = paced_start
-    return consumer
+    return wrap_fetch_requests(consumer, paced)
 
 
 async def true_highwaters(consumer: AIOKafkaConsumer,

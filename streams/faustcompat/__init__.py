@@ -13,7 +13,7 @@ package patches Faust or touches a private name of it, so an upgrade is checked 
 ``fetchwait``      the worker consumer's fetch wait paced on Tansu
 ``fetchsession``   the worker consumer fetches in incremental fetch sessions on Kafka
 ``fetchgather``    the worker consumer's fetches wait a moment for more records while they flow, on Kafka
-``workerconsumer`` the switch by which those two change the consumer Faust builds
+``workerconsumer`` the switch by which those three change the consumer Faust builds
 ``assignor``       the worker consumer assigns with Faust's assignor, also without tables
 ``flush``          the flush before a commit waits until the producer buffer is empty
 ``drain``          the delivery loop hands a record over without four tasks per record
@@ -61,7 +61,7 @@ def install(tansu: bool, commit_gate: Callable[[Any], CommitGate], changelog_rea
     fetchcancel.install()
     if tansu:
         install_true_highwaters()
-        install_fetch_pacing()
+    install_fetch_pacing(tansu)
     install_fetch_sessions(not tansu)
     install_fetch_gathering(not tansu)
     install_own_assignor()

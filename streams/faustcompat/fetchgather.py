@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from streams.broker.fetcher import ProcessFetch, wrap_fetch_requests
 from streams.faustcompat.workerconsumer import wrap_worker_consumer
 
 GATHER_ABOVE = 20
@@ -74,15 +75,10 @@ class Gathering:
 def gather_fetches(consumer, clock: Callable[[], float] = time.monotonic):
     """Make ``consumer`` (an aiokafka consumer, not yet started) gather its fetches, one :class:`Gathering`
     per broker (``consumer.koord_gathering``, by node id)."""
-    start = consumer.start
-    consumer.koord_gathering = {}
+    gatherings: dict[int, Gathering] = {}
+    consumer.koord_gathering = gatherings
 
-    async def started():
-        await start()
-        fetcher = consumer._fetcher
-        process = fetcher._proc_fetch_request
-        gatherings: dict[int, Gathering] = consumer.koord_gathering
-
+    def gathered(fetcher, process: ProcessFetch) -> ProcessFetch:
         async def _proc_fetch_request(assignment, node_id, request):
             gathering = gatherings.get(node_id)
             if gathering is None:
@@ -92,10 +88,9 @@ def gather_fetches(consumer, clock: Callable[[], float] = time.monotonic):
             gathering.observe(bool(found))
             return found
 
-        fetcher._proc_fetch_request = _proc_fetch_request
+        return _proc_fetch_request
 
-    consumer.start = started
-    return consumer
+    return wrap_fetch_requests(consumer, gathered)
 
 
 def install_fetch_gathering(enabled: bool, cls: type | None = None) -> None:

@@ -38,6 +38,7 @@ from collections import defaultdict
 from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.structs import TopicPartition
 
+from streams.broker.fetcher import ProcessFetch, wrap_fetch_requests
 from streams.faustcompat.workerconsumer import wrap_worker_consumer
 
 FETCH_SESSION_ID_NOT_FOUND = 70
@@ -140,14 +141,10 @@ class SessionFetchRequest(FetchRequest):
 def use_fetch_sessions(consumer):
     """Make ``consumer`` (an aiokafka consumer, not yet started) fetch in sessions, one per broker
     (``consumer.koord_fetch_sessions``, by node id)."""
-    start = consumer.start
-    consumer.koord_fetch_sessions = {}
+    sessions: dict[int, FetchSession] = {}
+    consumer.koord_fetch_sessions = sessions
 
-    async def started():
-        await start()
-        fetcher = consumer._fetcher
-        process = fetcher._proc_fetch_request
-        sessions: dict[int, FetchSession] = consumer.koord_fetch_sessions
+    def in_sessions(fetcher, process: ProcessFetch) -> ProcessFetch:
         stamped_ms = [0]
 
         async def _proc_fetch_request(assignment, node_id, request):
@@ -163,10 +160,9 @@ def use_fetch_sessions(consumer):
                             state.timestamp = now_ms
             return found
 
-        fetcher._proc_fetch_request = _proc_fetch_request
+        return _proc_fetch_request
 
-    consumer.start = started
-    return consumer
+    return wrap_fetch_requests(consumer, in_sessions)
 
 
 def install_fetch_sessions(enabled: bool, cls: type | None = None) -> None:

@@ -10,23 +10,12 @@ Checked against faust-streaming 0.15.3 (``FAUST_VERSION``).
 from __future__ import annotations
 
 from streams.broker.tansu_workarounds import pace_fetches
+from streams.faustcompat.workerconsumer import wrap_worker_consumer
 
 
-def install_fetch_pacing() -> None:
-    """Pace the fetch wait of Faust's worker consumer (idempotent)."""
-    from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
-
-    if not getattr(AIOKafkaConsumerThread, "_koord_fetch_wait_fix", False):
-        pace_worker_consumer(AIOKafkaConsumerThread)
-
-
-def pace_worker_consumer(cls: type) -> None:
-    """Wrap ``_create_worker_consumer`` of ``cls``, a class with Faust's aiokafka consumer-thread
-    interface, so that the consumer it builds paces its fetches."""
-    original = cls._create_worker_consumer
-
-    def _create_worker_consumer(self, transport):
-        return pace_fetches(original(self, transport))
-
-    cls._create_worker_consumer = _create_worker_consumer
-    cls._koord_fetch_wait_fix = True
+def install_fetch_pacing(enabled: bool, cls: type | None = None) -> None:
+    """Pace the fetch wait of Faust's worker consumers built from now on when ``enabled`` (on Tansu; not on
+    Kafka); ``cls``: a stand-in for Faust's ``AIOKafkaConsumerThread`` (``workerconsumer.wrap_worker_consumer``)."""
+    if cls is None:
+        from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread as cls
+    wrap_worker_consumer(cls, "fetch_pacing", pace_fetches, enabled)

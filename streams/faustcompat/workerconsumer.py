@@ -1,8 +1,8 @@
 """The switch by which a module of this package changes the consumer Faust builds for its worker.
 
 Faust builds the worker's aiokafka consumer in ``AIOKafkaConsumerThread._create_worker_consumer``
-(faust-streaming 0.15.3); ``fetchsession`` and ``fetchgather`` each pass it through a function of theirs,
-on Kafka only, and the tests switch them on and off on a stand-in class.
+(faust-streaming 0.15.3); ``fetchwait`` (on Tansu), ``fetchsession`` and ``fetchgather`` (on Kafka) each
+pass it through a function of theirs, and the tests switch them on and off on a stand-in class.
 """
 
 from __future__ import annotations

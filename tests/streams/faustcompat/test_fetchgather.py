@@ -1,6 +1,6 @@
 """Gathered fetches without a broker: when a broker's fetches gather, what a request asks for then and
-otherwise, and the wrapper on the worker consumer. ``tests/integration/test_fetch_gathering.py`` consumes
-through them on Kafka."""
+otherwise, one Gathering per broker (the switch on the worker consumer: ``test_workerconsumer.py``).
+``tests/integration/test_fetch_gathering.py`` consumes through them on Kafka."""
 
 from __future__ import annotations
 
@@ -89,19 +89,3 @@ def test_each_broker_gathers_on_its_own_flow():
     assert shaped[2 * GATHER_ABOVE - 2] == (1, 1, 1500)
     assert shaped[2 * GATHER_ABOVE] == (1, GATHER_BYTES, GATHER_WAIT_MS)
 
-
-def test_the_worker_consumer_gathers_only_while_enabled():
-    class Consumer:
-        async def start(self):
-            pass
-
-    class Thread:
-        def _create_worker_consumer(self, transport):
-            return Consumer()
-
-    fetchgather.install_fetch_gathering(True, Thread)
-    assert Thread()._create_worker_consumer("transport").koord_gathering == {}
-    fetchgather.install_fetch_gathering(False, Thread)
-    assert not hasattr(Thread()._create_worker_consumer("transport"), "koord_gathering")
-    fetchgather.install_fetch_gathering(True, Thread)
-    assert Thread()._create_worker_consumer("transport").koord_gathering == {}

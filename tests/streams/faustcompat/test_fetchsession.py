@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from aiokafka.protocol.fetch import FetchRequest, FetchRequest_v4, FetchRequest_v11, FetchResponse_v11
 
-from streams.faustcompat import fetchsession
 from streams.faustcompat.fetchsession import (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, MAX_EPOCH,
                                               FetchSession, SessionFetchRequest)
 
@@ -111,19 +110,3 @@ def test_a_fetch_version_without_sessions_is_sent_full_and_sessionless():
     assert struct.topics == TOPICS and not hasattr(struct, "session_id")
     assert (session.id, session.epoch) == (0, 0)
 
-
-def test_the_worker_consumer_fetches_in_sessions_only_while_enabled():
-    class Consumer:
-        async def start(self):
-            pass
-
-    class Thread:
-        def _create_worker_consumer(self, transport):
-            return Consumer()
-
-    fetchsession.install_fetch_sessions(True, Thread)
-    assert Thread()._create_worker_consumer("transport").koord_fetch_sessions == {}
-    fetchsession.install_fetch_sessions(False, Thread)
-    assert not hasattr(Thread()._create_worker_consumer("transport"), "koord_fetch_sessions")
-    fetchsession.install_fetch_sessions(True, Thread)
-    assert Thread()._create_worker_consumer("transport").koord_fetch_sessions == {}
