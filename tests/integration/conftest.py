@@ -9,6 +9,7 @@ does. Tests talk to it through the ``koord`` CLI.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -21,8 +22,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from aiokafka.admin import NewTopic
 
-from streams import supervision
+from streams import kafka, supervision
 from streams.broker import embedded, local
 from streams.topology import Topology, load_topology
 from tests.brokers import require_kafka  # noqa: F401  (re-exported for the Kafka-only tests)
@@ -32,6 +34,23 @@ READY_TIMEOUT_S = 60
 
 def start_broker(kind: str, directory: Path, topology: Topology | None = None, nodes: int = 1) -> local.LocalBroker:
     return local.start(kind, directory, load_topology() if topology is None else topology, nodes)
+
+
+@contextlib.contextmanager
+def broker_with_topics(kind: str, directory: Path, topics: dict[str, int]) -> Iterator[str]:
+    """A broker of ``kind`` (``start_broker``) with ``topics`` (name -> partitions, one replica) created too; its
+    bootstrap servers."""
+    broker = start_broker(kind, directory)
+    try:
+        asyncio.run(_create_topics(broker.bootstrap, topics))
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+async def _create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    async with kafka.admin_client(bootstrap) as admin:
+        await admin.create_topics([NewTopic(name, partitions, 1) for name, partitions in topics.items()])
 
 
 @dataclasses.dataclass

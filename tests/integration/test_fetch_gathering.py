@@ -9,11 +9,10 @@ import asyncio
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.faustcompat.fetchgather import GATHER_BYTES, GATHER_WAIT_MS, Gathering, gather_fetches
 from streams.faustcompat.fetchsession import use_fetch_sessions
-from tests.integration.conftest import start_broker
+from tests.integration.conftest import broker_with_topics
 
 pytestmark = pytest.mark.integration
 
@@ -26,21 +25,8 @@ def bootstrap(tmp_path_factory, broker_kind):
     if broker_kind != "kafka":
         pytest.skip("the worker gathers its fetches on Kafka only: Tansu answers a waiting fetch only when its "
                     "wait is over, so there the wait is paced instead (streams.faustcompat.fetchwait)")
-    broker = start_broker(broker_kind, tmp_path_factory.mktemp("fetch-gathering"), None)
-    try:
-        asyncio.run(_create(broker.bootstrap))
-        yield broker.bootstrap
-    finally:
-        broker.stop()
-
-
-async def _create(bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
-    finally:
-        await admin.close()
+    with broker_with_topics(broker_kind, tmp_path_factory.mktemp("fetch-gathering"), {TOPIC: PARTITIONS}) as bootstrap:
+        yield bootstrap
 
 
 def test_a_gathering_consumer_reads_a_steady_flow_in_gathered_fetches_and_a_lone_record_at_once(bootstrap,

@@ -11,10 +11,9 @@ import random
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streams.faustcompat.fetchsession import FetchSession, use_fetch_sessions
-from tests.integration.conftest import start_broker
+from tests.integration.conftest import broker_with_topics
 
 pytestmark = pytest.mark.integration
 
@@ -24,21 +23,9 @@ PARTITIONS = 8
 
 @pytest.fixture(scope="module")
 def bootstrap(tmp_path_factory, broker_kind):
-    broker = start_broker(broker_kind, tmp_path_factory.mktemp("fetch-sessions"), None)
-    try:
-        asyncio.run(_create(broker.bootstrap))
-        yield broker.bootstrap
-    finally:
-        broker.stop()
-
-
-async def _create(bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, PARTITIONS, 1) for topic in TOPICS])
-    finally:
-        await admin.close()
+    with broker_with_topics(broker_kind, tmp_path_factory.mktemp("fetch-sessions"),
+                            {topic: PARTITIONS for topic in TOPICS}) as bootstrap:
+        yield bootstrap
 
 
 def test_a_consumer_in_fetch_sessions_reads_every_record_once_and_in_order(bootstrap, broker_kind, monkeypatch):
