@@ -17,8 +17,9 @@ A score weight of 0 (or none) is 1, as in kube-scheduler. ``pluginConfig`` gives
 plugin's args (Koordinator's field names), read strictly. The extension points kube-scheduler
 has and the core does not model (queueSort, preScore, bind, postBind) are accepted
 and ignored; so are the top-level fields that are about the process (leaderElection,
-clientConnection, parallelism, percentageOfNodesToScore: every node is always evaluated).
-``podInitialBackoffSeconds`` / ``podMaxBackoffSeconds`` set the queue's backoff.
+clientConnection, parallelism). ``podInitialBackoffSeconds`` / ``podMaxBackoffSeconds`` set the queue's
+backoff; ``percentageOfNodesToScore`` (top level, and per profile where a profile sets it) how many
+feasible nodes a cycle looks for (``cycle.nodes_to_find``), 0 meaning kube-scheduler's adaptive default.
 
 A pod goes to the profile whose ``schedulerName`` it names; a pod naming no profile uses the
 first profile (koordstream is the cluster's only scheduler, so kube-scheduler's "not my pod"
@@ -62,6 +63,8 @@ class ProfileConfig:
     """Score weight per score plugin."""
     args: Mapping[str, object]
     """Args per plugin (every plugin the profile uses)."""
+    percentage_of_nodes_to_score: int = 0
+    """The profile's ``percentageOfNodesToScore``, else the top-level one; 0 = adaptive."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +92,8 @@ _METHODS = {
 }
 
 
-def _profile(scheduler_name: str, custom_plugins: Mapping, plugin_config: Mapping[str, Mapping]) -> ProfileConfig:
+def _profile(scheduler_name: str, custom_plugins: Mapping, plugin_config: Mapping[str, Mapping],
+             percentage: int = 0) -> ProfileConfig:
     where = f'profile "{scheduler_name}"'
     unknown_points = sorted(set(custom_plugins) - set(EXTENSION_POINTS) - set(IGNORED_POINTS) - {"multiPoint"})
     if unknown_points:
@@ -141,7 +145,16 @@ def _profile(scheduler_name: str, custom_plugins: Mapping, plugin_config: Mappin
             args[name] = REGISTRY[name].Args.from_config(plugin_config.get(name))
         except ArgsError as err:
             raise ConfigError(f"{where}: pluginConfig: {err}") from None
-    return ProfileConfig(scheduler_name, points, weights, args)
+    return ProfileConfig(scheduler_name, points, weights, args, percentage)
+
+
+def _percentage(path: str, value) -> int:
+    """kube-scheduler's ``validatePercentageOfNodesToScore``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{path} must be an integer, got {value!r}")
+    if not 0 <= value <= 100:
+        raise ConfigError(f"{path}: Invalid value: {value}: not in valid range [0-100]")
+    return value
 
 
 def _plugin_set(where: str, point: str, raw) -> tuple[list[tuple[str, int]], set[str]]:
@@ -185,6 +198,8 @@ def parse(document: Mapping) -> SchedulerConfig:
     raw_profiles = document.get("profiles") or [{}]
     if not isinstance(raw_profiles, list):
         raise ConfigError("profiles must be a list")
+    top = document.get("percentageOfNodesToScore")
+    percentage = 0 if top is None else _percentage("percentageOfNodesToScore", top)
     profiles = []
     names = set()
     for index, raw in enumerate(raw_profiles):
@@ -210,7 +225,9 @@ def parse(document: Mapping) -> SchedulerConfig:
         plugins = raw.get("plugins") or {}
         if not isinstance(plugins, dict):
             raise ConfigError(f'profile "{name}": plugins must be an object')
-        profiles.append(_profile(name, plugins, plugin_config))
+        own = raw.get("percentageOfNodesToScore")
+        profiles.append(_profile(name, plugins, plugin_config, percentage if own is None else
+                                 _percentage(f"profiles[{index}].percentageOfNodesToScore", own)))
     initial = document.get("podInitialBackoffSeconds", DEFAULT_INITIAL_BACKOFF_S)
     maximum = document.get("podMaxBackoffSeconds", DEFAULT_MAX_BACKOFF_S)
     for field, value in (("podInitialBackoffSeconds", initial), ("podMaxBackoffSeconds", maximum)):

@@ -9,7 +9,9 @@ extension points they serve); ``run_cycle`` runs them for one pod::
                         UnschedulableAndUnresolvable stops
     Filter           -> every node's reasons come from the first filter it fails
     PostFilter       -> when no node is left (ElasticQuota preemption)
-    Score            -> sum of weight * score over the score plugins; the best node wins,
+    sample           -> the first ``nodes_to_find`` feasible nodes from ``Cluster.next_start_row`` on
+                        (kube-scheduler's percentageOfNodesToScore)
+    Score            -> sum of weight * score over the sampled nodes; the best node wins,
                         ties to the node whose name sorts first (kube-scheduler picks one at
                         random; determinism matters more here)
     Reserve, Permit  -> a failure unreserves and fails the cycle; Wait (the shortest timeout of the
@@ -24,9 +26,12 @@ themselves (a PostFilter message is a FitError), which its events print as "..";
 loses its trailing periods and the message ends with exactly one
 ("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.").
 
-kube-scheduler scores only a sample of the feasible nodes in big clusters
-(percentageOfNodesToScore); here every node is filtered and scored, which is what makes
-decisions reproducible and is cheap when vectorized.
+The sample is kube-scheduler's (``findNodesThatPassFilters``): it looks at the nodes in turn from where the
+last cycle stopped, wrapping, until it has found ``nodes_to_find`` feasible ones, and the next cycle starts after
+the last node it looked at, so every node gets its turn. Here the filters run vectorized over every node and the
+sample is then cut from their result, which is the nodes kube-scheduler's search visits when it runs in order;
+the order is the domain's row order (kube-scheduler's interleaves zones), and the start row is domain state,
+so a replay or a restored domain samples the same nodes. Filter counts (``filter_results``) are over every node.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ from streams.objects.podinfo import PodInfo
 from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
-    VOLUME_BINDINGS, Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
+    SCORED_ROWS, VOLUME_BINDINGS, Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
 from streams.scheduler.registry import REGISTRY
 from streams.scheduler.state import Cluster
 
 NO_NODES_MESSAGE = "no nodes available to schedule pods."
 TOP_SCORES = 3
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +125,43 @@ def fit_message(count: int, reasons: dict[str, int], prefilter: str = "", postfi
     return f"0/{count} nodes are available: " + " ".join(f"{part}." for part in parts)
 
 
+def nodes_to_find(percentage: int, count: int) -> int:
+    """kube-scheduler's ``numFeasibleNodesToFind``: how many feasible nodes a cycle over ``count`` nodes looks
+    for, with ``percentage`` its profile's percentageOfNodesToScore::
+
+        count < 100          -> count
+        percentage == 0      -> percentage = max(50 - count // 125, 5)      (adaptive: 10 % of 5,000 nodes)
+        count * percentage // 100, at least 100
+    """
+    if count < MIN_FEASIBLE_NODES_TO_FIND:
+        return count
+    if percentage == 0:
+        percentage = max(50 - count // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(count * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def _sample(cluster: Cluster, state: CycleState, candidates: np.ndarray, wanted: int) -> np.ndarray:
+    """The first ``wanted`` candidates from row ``cluster.next_start_row`` on, wrapping. kube-scheduler's search
+    stops at the next feasible node, and the next cycle starts there; with no more candidates than wanted it
+    looks at every node and the start stays. Sets ``SCORED_ROWS`` when the sample does not wrap."""
+    count = len(candidates)
+    if int(np.count_nonzero(candidates)) <= wanted:
+        return candidates
+    start = cluster.next_start_row % count
+    ahead = np.flatnonzero(candidates[start:])
+    sample = np.zeros(count, dtype=bool)
+    if len(ahead) > wanted:
+        stop = start + int(ahead[wanted])
+        sample[start:stop] = candidates[start:stop]
+        state[SCORED_ROWS] = slice(start, stop)
+    else:
+        stop = int(np.flatnonzero(candidates[:start])[wanted - len(ahead)])
+        sample[start:] = candidates[start:]
+        sample[:stop] = candidates[:stop]
+    cluster.next_start_row = stop
+    return sample
+
+
 def _filters(fw: Framework, state: CycleState, pod: PodInfo, skipped: set[str], count: int,
              counts: dict[tuple[str, str], int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(passing nodes, nodes failed only with Unschedulable)."""
@@ -182,6 +226,8 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
     else:
         candidates, resolvable = _filters(fw, state, pod, skipped, count, counts)
         filter_results = tuple(sorted((p, r, n) for (p, r), n in counts.items()))
+        wanted = nodes_to_find(fw.profile.percentage_of_nodes_to_score, count) if fw.weights else 1
+        candidates = _sample(cluster, state, candidates, wanted)
     rejected = frozenset({failed.plugin} if failed else {p for p, _ in counts})
     if not candidates.any():
         post = PostFilterResult(Status(Code.UNSCHEDULABLE))
@@ -204,30 +250,31 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
         message = fit_message(count, {r: n for (_, r), n in counts.items()},
                               failed.message if failed else "", ", ".join(reasons))
         return CycleResult(None, message, filter_results, rejected_by=rejected)
-    total = np.zeros(count, dtype=np.int64)
+    rows = state.get(SCORED_ROWS) or slice(0, count)
+    total = np.zeros(rows.stop - rows.start, dtype=np.int64)
     parts: list[tuple[str, np.ndarray | int, int]] = []
     for plugin, weight in fw.weights:
         started = time.perf_counter()
         scores = plugin.score(state, pod, candidates)
         if isinstance(scores, np.ndarray):
-            total += scores * weight if weight != 1 else scores
+            total += scores[rows] * weight if weight != 1 else scores[rows]
             parts.append((plugin.name, scores, weight))
         elif scores:
             total += scores * weight
             parts.append((plugin.name, scores, weight))
         stats.record(plugin.name, "score", "Success", started)
     keyed = total * (count + 1)
-    keyed += cluster.columns.name_rank()
-    keyed[~candidates] = -1
+    keyed += cluster.columns.name_rank()[rows]
+    keyed[~candidates[rows]] = -1
     best = []
-    for _ in range(min(TOP_SCORES, count)):
+    for _ in range(min(TOP_SCORES, len(keyed))):
         index = int(np.argmax(keyed))
         if keyed[index] < 0:
             break
         best.append(index)
         keyed[index] = -1
-    scores = tuple((names[i], int(total[i]), _by_plugin(parts, i)) for i in best)
-    node = names[best[0]]
+    scores = tuple((names[rows.start + i], int(total[i]), _by_plugin(parts, rows.start + i)) for i in best)
+    node = names[rows.start + best[0]]
     for index, plugin in enumerate(fw.points["reserve"]):
         started = time.perf_counter()
         status = plugin.reserve(state, pod, node)

@@ -142,6 +142,17 @@ RESTORED = "restored"
 {node row: {resource: amount}}; NodeResourcesFit counts them free (Koordinator's ``RestoreReservation``)."""
 
 
+SCORED_ROWS = "scoredRows"
+"""CycleState key: the run of rows (a slice) that holds every node being scored. A cycle that scores a sample
+(``cycle.nodes_to_find``) takes it from one run of rows, so a score plugin may compute on that view of its
+columns and leave the other entries 0 (``scored_rows``)."""
+
+
+def scored_rows(state: CycleState, candidates: np.ndarray) -> slice:
+    """The rows a score plugin computes on: ``SCORED_ROWS``, or every node's when the cycle did not set it."""
+    return state.get(SCORED_ROWS) or slice(0, len(candidates))
+
+
 VOLUME_BINDINGS = "volumeBindings"
 """CycleState key: the claims a PreBind plugin binds for the pod on its node, as ((claim key, volume name or None
 for a volume to provision), ...) (kube-scheduler's VolumeBinding PreBind, which writes them to the API): they go

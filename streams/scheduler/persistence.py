@@ -1,6 +1,6 @@
 """A scheduling domain's state as flat JSON-able entries (key -> value), as its changelog table keeps it.
 
-Keys: ``meta`` (seq, clock, last status sync), ``config`` (the KubeSchedulerConfiguration record),
+Keys: ``meta`` (seq, clock, last status sync, where the next cycle's node search starts), ``config`` (the KubeSchedulerConfiguration record),
 ``node/<name>`` (record and column row, so a restored domain keeps the row order), ``noderesource/<name>``,
 ``pod/<key>`` (record, ``PodState``, queue entry, Permit wait, bind annotations), ``metric/<node>``,
 ``quota/<name>``, ``profile/<key>``, ``object/<kind>/<name>`` (watched objects), ``source/<topic/partition>``
@@ -51,7 +51,8 @@ class Persistence:
     def _entry(self, key: str) -> dict | None:
         kind, _, name = key.partition("/")
         if kind == "meta":
-            return {"seq": self.seq, "now": self.cluster.now_ms, "status_synced_at": self.status_synced_at}
+            return {"seq": self.seq, "now": self.cluster.now_ms, "status_synced_at": self.status_synced_at,
+                    "next_start_row": self.cluster.next_start_row}
         if kind == "config":
             return {"record": self.config_record} if self.config_record is not None else None
         if kind == "node":
@@ -102,6 +103,7 @@ class Persistence:
         meta = groups.get("meta", {}).get("", {})
         state.seq = meta.get("seq", 0)
         cluster.now_ms = meta.get("now", 0)
+        cluster.next_start_row = meta.get("next_start_row", 0)
         state.status_synced_at = meta.get("status_synced_at")
         state.source_offsets = {k: v["offset"] for k, v in groups.get("source", {}).items()}
         state.statuses = dict(groups.get("status", {}))

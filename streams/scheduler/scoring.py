@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 EXACT_FLOAT_LIMIT = 2**46
+ALL = slice(None)
 
 
 class Capacity:
@@ -27,29 +28,32 @@ class Capacity:
         self.present = capacity > 0
         self._share = np.empty_like(self.as_float)
 
-    def least_requested(self, used: np.ndarray) -> np.ndarray:
-        """(A - used) * 100 // A, 0 when used > A or A == 0 (as float64).
+    def least_requested(self, used: np.ndarray, rows: slice = ALL) -> np.ndarray:
+        """(A - used) * 100 // A, 0 when used > A or A == 0 (as float64), over the nodes of ``rows`` (``used``
+        holds theirs).
 
         The result is a buffer this Capacity reuses: consume it before the next call."""
         if not self.exact:
-            capacity = self.values
-            share = np.where(self.present & (used <= capacity), (capacity - used) * 100 // np.maximum(capacity, 1), 0)
+            capacity = self.values[rows]
+            share = np.where(self.present[rows] & (used <= capacity),
+                             (capacity - used) * 100 // np.maximum(capacity, 1), 0)
             return share.astype(np.float64)
-        share = np.subtract(self.as_float, used, out=self._share)
+        share = np.subtract(self.as_float[rows], used, out=self._share[rows])
         share *= 100.0
-        share /= self.safe
+        share /= self.safe[rows]
         np.maximum(share, 0.0, out=share)
         return np.floor(share, out=share)
 
-    def most_requested(self, used: np.ndarray) -> np.ndarray:
-        """min(used, A) * 100 // A, 0 when A == 0 (as float64); a reused buffer, as least_requested."""
+    def most_requested(self, used: np.ndarray, rows: slice = ALL) -> np.ndarray:
+        """min(used, A) * 100 // A, 0 when A == 0 (as float64), over ``rows``; a reused buffer, as
+        least_requested."""
         if not self.exact:
-            capacity = self.values
-            share = np.where(self.present, np.minimum(used, capacity) * 100 // np.maximum(capacity, 1), 0)
+            capacity = self.values[rows]
+            share = np.where(self.present[rows], np.minimum(used, capacity) * 100 // np.maximum(capacity, 1), 0)
             return share.astype(np.float64)
-        share = np.minimum(used, self.as_float, out=self._share)
+        share = np.minimum(used, self.as_float[rows], out=self._share[rows])
         share *= 100.0
-        share /= self.safe
+        share /= self.safe[rows]
         return np.floor(share, out=share)
 
 

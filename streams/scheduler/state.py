@@ -155,6 +155,8 @@ class Cluster:
         self.volume_bindings: dict[str, tuple[tuple[str, str | None], ...]] = {}
         """The claims PreBind bound for each assigned pod: (claim key, volume or None to provision), on its node."""
         self.now_ms = 0
+        self.next_start_row = 0
+        """Where the next cycle's search for feasible nodes starts (kube-scheduler's ``nextStartNodeIndex``)."""
         self.labels_version = 0
         self.taints_version = 0
         self._row_labels: tuple[int, list[Mapping[str, str]]] | None = None

@@ -23,7 +23,7 @@ import numpy as np
 
 from streams.objects.args import ArgsError, ArgsReader
 from streams.objects.podinfo import PodInfo
-from streams.scheduler.framework import CycleState, register
+from streams.scheduler.framework import CycleState, register, scored_rows
 from streams.scheduler.state import Cluster
 
 NAME = "NodeResourcesBalancedAllocation"
@@ -89,23 +89,28 @@ class BalancedAllocation:
         count = len(candidates)
         if not any(pod.requests.get(resource, 0) for resource, _ in self.args.resources):
             return np.zeros(count, dtype=np.int64)
+        rows = scored_rows(state, candidates)
+        width = rows.stop - rows.start
         requested = self.cluster.columns.requested
         fractions, present = [], []
         for resource, index, allocatable, has in self._allocatable(count):
             request = pod.requests.get(resource, 0)
             if resource not in NATIVE and not request:
                 continue
-            fraction = np.minimum((requested[index, :count] + request) / allocatable, 1.0)
-            fractions.append(fraction if has is None else np.where(has, fraction, 0.0))
-            present.append(has)
+            fraction = np.minimum((requested[index, rows] + request) / allocatable[rows], 1.0)
+            fractions.append(fraction if has is None else np.where(has[rows], fraction, 0.0))
+            present.append(None if has is None else has[rows])
+        out = np.zeros(count, dtype=np.int64)
         if not fractions:
-            return np.full(count, 100, dtype=np.int64)
+            out[rows] = 100
+            return out
         if len(fractions) == 2 and present[0] is None and present[1] is None:
             deviation = np.abs(fractions[0] - fractions[1]) / 2
         else:
-            masks = [np.ones(count, dtype=bool) if has is None else has for has in present]
+            masks = [np.ones(width, dtype=bool) if has is None else has for has in present]
             deviation = _deviation(np.array(fractions), np.array(masks))
-        return (100 * (1 - deviation)).astype(np.int64)
+        out[rows] = 100 * (1 - deviation)
+        return out
 
 
 def _deviation(fractions: np.ndarray, present: np.ndarray) -> np.ndarray:

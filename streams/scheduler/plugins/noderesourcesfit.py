@@ -30,7 +30,8 @@ from streams.objects.args import ArgsError, ArgsReader
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.columns import CPU, MEMORY, PODS
 from streams.scheduler.framework import (
-    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SUCCESS, CycleState, FilterResult, Status, register)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, RESTORED, SUCCESS, CycleState, FilterResult, Status, register,
+    scored_rows)
 from streams.scheduler.scoring import Capacity
 from streams.scheduler.state import Cluster
 
@@ -162,22 +163,25 @@ class NodeResourcesFit:
     def score(self, state: CycleState, pod: PodInfo, candidates: np.ndarray) -> np.ndarray:
         columns = self.cluster.columns
         count = len(candidates)
-        total = np.zeros(count, dtype=np.float64)
+        rows = scored_rows(state, candidates)
+        width = rows.stop - rows.start
+        total = np.zeros(width, dtype=np.float64)
         weights = None
         most = self.args.scoring_type == MOST_ALLOCATED
         for resource, index, capacity, present in self._capacities(count):
             if resource in NONZERO_ROWS:
-                used = columns.nonzero[NONZERO_ROWS[resource], :count] + pod.nonzero_requests().get(resource, 0)
+                used = columns.nonzero[NONZERO_ROWS[resource], rows] + pod.nonzero_requests().get(resource, 0)
             else:
                 request = pod.requests.get(resource, 0)
                 if request == 0:
                     continue
-                used = columns.requested[index, :count] + request
-            share = capacity.most_requested(used) if most else capacity.least_requested(used)
-            share *= present
+                used = columns.requested[index, rows] + request
+            share = capacity.most_requested(used, rows) if most else capacity.least_requested(used, rows)
+            share *= present[rows]
             total += share
-            weights = present if weights is None else weights + present
-        if weights is None:
-            return np.zeros(count, dtype=np.int64)
-        total /= np.maximum(weights, 1.0)
-        return np.floor(total, out=total).astype(np.int64)
+            weights = present[rows] if weights is None else weights + present[rows]
+        out = np.zeros(count, dtype=np.int64)
+        if weights is not None:
+            total /= np.maximum(weights, 1.0)
+            out[rows] = np.floor(total, out=total)
+        return out

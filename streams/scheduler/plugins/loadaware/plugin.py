@@ -57,7 +57,7 @@ from streams.objects.podinfo import PodInfo
 from streams.objects.quantity import QuantityError, resource_list
 from streams.scheduler.framework import (
     ADD, ASSIGNED_POD_DELETE, DELETE, NODE_USAGE, SUCCESS, UPDATE, ClusterEvent, Code, CycleState, FilterResult, Status,
-    register)
+    register, scored_rows)
 from streams.scheduler.plugins.loadaware.args import NAME, LoadAwareSchedulingArgs
 from streams.scheduler.plugins.loadaware.cache import AssignedPod, NodeLoad, json_object
 from streams.scheduler.plugins.loadaware.estimator import estimate, go_round
@@ -420,10 +420,11 @@ class LoadAwareScheduling:
         weight_sum = sum(self.weights) + dominant
         if weight_sum <= 0:
             return np.zeros(count, dtype=np.int64)
-        total = np.zeros(count, dtype=np.float64)
+        rows = scored_rows(state, candidates)
+        total = np.zeros(rows.stop - rows.start, dtype=np.float64)
         least = None
         for i, capacity in enumerate(self._prepared(count)):
-            share = capacity.least_requested(loads[i, :count] + estimated[i])
+            share = capacity.least_requested(loads[i, rows] + estimated[i], rows)
             if dominant:
                 least = share.copy() if least is None else np.minimum(least, share, out=least)
             if self.weights[i]:
@@ -433,7 +434,8 @@ class LoadAwareScheduling:
             least *= float(dominant)
             total += least
         total /= weight_sum
-        score = np.floor(total, out=total).astype(np.int64)
+        score = np.zeros(count, dtype=np.int64)
+        score[rows] = np.floor(total, out=total)
         score[~with_usage | expired] = 0
         return score
 

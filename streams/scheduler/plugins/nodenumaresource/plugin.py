@@ -56,7 +56,8 @@ from streams.koordinator.classes import PRIORITY_PROD, QOS_LSE, QOS_LSR, qos_cla
 from streams.koordinator.labels import LABEL_NODE_CPU_BIND_POLICY, LABEL_NUMA_TOPOLOGY_POLICY, LABEL_POD_QOS
 from streams.objects.podinfo import PodInfo
 from streams.scheduler.framework import (
-    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register)
+    ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, SKIP, SUCCESS, Code, CycleState, FilterResult, Status, register,
+    scored_rows)
 from streams.scheduler.plugins.nodenumaresource.accumulator import FULL_PCPUS, MOST_ALLOCATED, SPREAD_BY_PCPUS
 from streams.scheduler.plugins.nodenumaresource.args import NAME, NodeNUMAResourceArgs
 from streams.scheduler.plugins.nodenumaresource.numa import (
@@ -411,21 +412,22 @@ class NodeNUMAResource(ResourceManager):
         if st is None:
             return scores
         columns = self.cluster.columns
-        total = np.zeros(size, dtype=np.float64)
+        rows = scored_rows(state, candidates)
+        total = np.zeros(rows.stop - rows.start, dtype=np.float64)
         weight_sum = None
         most = self.args.scoring_type == MOST_ALLOCATED
         for resource, index, capacity, weighted in self._node_capacities(size):
             wanted = st.requests.get(resource, 0)
             if wanted == 0 and resource not in NATIVE_SCORED:
                 continue
-            used = columns.requested[index, :size] + wanted
-            share = capacity.most_requested(used) if most else capacity.least_requested(used)
-            share *= weighted
+            used = columns.requested[index, rows] + wanted
+            share = capacity.most_requested(used, rows) if most else capacity.least_requested(used, rows)
+            share *= weighted[rows]
             total += share
-            weight_sum = weighted if weight_sum is None else weight_sum + weighted
+            weight_sum = weighted[rows] if weight_sum is None else weight_sum + weighted[rows]
         if weight_sum is not None:
             total /= np.maximum(weight_sum, 1.0)
-            scores = np.floor(total, out=total).astype(np.int64)
+            scores[rows] = np.floor(total, out=total)
         groups = self._node_groups(size)
         numa_groups = [group for group, (numa_label, _) in enumerate(self._group_keys)
                        if (merge_topology_policy(numa_label, st.numa_policy) or POLICY_NONE) != POLICY_NONE]
