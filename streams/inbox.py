@@ -16,6 +16,7 @@ from typing import Callable
 from streams import kafka, routing, validation
 from streams.deadletter import dead_letter_record
 from streams.events import MAX_AHEAD_MS, Causation, InboxEvent, too_far_ahead
+from streams.handoff import Handoff
 from streams.metrics import FUTURE_TIMES, INBOX_SKIPPED
 from streams.schemas import codec
 from streams.signing import Signer
@@ -54,13 +55,16 @@ class InboxReader:
     """Source topic name -> partition count."""
     incarnation: str = ""
     signer: Signer | None = None
+    handoff: Handoff | None = None
+    """Where the router of this process leaves the records it decoded (``streams.handoff``)."""
 
     @classmethod
-    def of(cls, topology: Topology, inbox_id: str, incarnation: str = "", signer: Signer | None = None) -> "InboxReader":
+    def of(cls, topology: Topology, inbox_id: str, incarnation: str = "", signer: Signer | None = None,
+           handoff: Handoff | None = None) -> "InboxReader":
         return cls(inbox_id, {name: topic_id for topic_id, name in topology.names().items()},
                    {inbox: topology.spec(inbox).partitions for inbox in routing.INBOXES},
                    {topology.name(source): topology.spec(source).partitions for source in routing.KIND_BY_SOURCE},
-                   incarnation, signer)
+                   incarnation, signer, handoff)
 
     def read(self, message, written_ms: int | None = None) -> tuple[str, InboxEvent]:
         """(inbox key, event) of a consumer record of the inbox. ``written_ms``: the record's own Kafka
@@ -92,10 +96,7 @@ class InboxReader:
         if envelope["payload"] is None:
             kind, record = routing.kind_of_deletion(source_id, key), None
         else:
-            try:
-                kind, record = codec.decode(envelope["payload"])
-            except codec.CodecError as error:
-                raise Rejected(f"undecodable forwarded record: {error}") from None
+            kind, record = self._decoded(envelope["payload"])
         found = [] if record is None or self.signer is not None else validation.problems(source_id, key, kind, record)
         found = found or validation.route_problems(self.inbox_id, inbox_key, message.partition, source_id, key, kind,
                                                    record, self.inbox_partitions)
@@ -109,6 +110,16 @@ class InboxReader:
         if future:
             raise Rejected(future)
         return inbox_key, event
+
+    def _decoded(self, payload: bytes) -> tuple[str, dict]:
+        """The forwarded record decoded, or as the router of this process decoded it."""
+        taken = self.handoff.take(payload) if self.handoff is not None else None
+        if taken is not None:
+            return taken
+        try:
+            return codec.decode(payload)
+        except codec.CodecError as error:
+            raise Rejected(f"undecodable forwarded record: {error}") from None
 
     def _writer(self, writer: dict | None) -> str:
         """The ``<inbox id>/<partition>`` an aggregate's copy names as its writer ("" for a router's forward),

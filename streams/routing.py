@@ -26,6 +26,8 @@ DEFAULT_DOMAIN = "default"
 ROUTING_INBOX = "inbox-routing"
 SCHEDULING_INBOX = "inbox-scheduling"
 INBOXES = ("inbox-node", ROUTING_INBOX, SCHEDULING_INBOX)
+ROUTER_INBOXES = ("inbox-node", ROUTING_INBOX)
+"""The inboxes the router writes (the scheduling inbox is the domain router's)."""
 BROADCAST_TO_ROUTING = ("ElasticQuota", "ElasticQuotaProfile")
 """Kinds every domain-router partition reads: the table pods are routed by."""
 ACKED_AS = {ROUTING_INBOX: (ROUTING_INBOX, SCHEDULING_INBOX)}

@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 from typing import AsyncIterator, Callable, Hashable, Iterator
 
+from streams import routing
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import mark_acked
 from streams.events import InboxEvent
+from streams.handoff import HANDOFF
 from streams.inbox import DeliveryOrder, InboxReader, Rejected, inbox_incarnation
 from streams.signing import signer
 from streams.topology import Topology
@@ -54,8 +56,10 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
     ``batches.scope`` (a ``streams.agents.transactions.Batches``). Every other record is dead-lettered:
     read by an :class:`InboxReader` of the inbox's incarnation that verifies the records' signatures (and
     refuses an event timed too far past its record's own timestamp)."""
+    if inbox_id in routing.ROUTER_INBOXES:
+        HANDOFF.open = True
     reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap_of(app), topology.name(inbox_id)),
-                            signer())
+                            signer(), HANDOFF)
     order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
     async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
         async with batches.scope(events):

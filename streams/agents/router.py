@@ -1,6 +1,7 @@
 """Router: forwards source events into the aggregates' inboxes.
 
-Each source record is decoded and checked once here; a good one is wrapped
+Each source record is decoded and checked once here (and what was decoded is handed to this worker's
+inbox reader, ``streams.handoff``, which need not decode it again); a good one is wrapped
 unchanged in an InboxEvent (with its topic, partition, offset and timestamp,
 the latter at most ``streams.events.MAX_AHEAD_MS`` past the router's clock)
 and sent to every inbox that needs it (``streams.routing``); a bad one goes
@@ -41,6 +42,7 @@ from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.events import MAX_AHEAD_MS, bounded_time
+from streams.handoff import HANDOFF
 from streams.metrics import FUTURE_TIMES
 from streams.signing import signer
 from streams.topology import Topology
@@ -52,7 +54,7 @@ log = logging.getLogger(__name__)
 def register(app: faust.App, topology: Topology) -> None:
     ids = {topology.name(source_id): source_id for source_id in routing.ROUTED_SOURCES}
     sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-    inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in ("inbox-node", routing.ROUTING_INBOX)}
+    inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in routing.ROUTER_INBOXES}
     dead_letters = raw_topic(app, topology.name("deadletters"))
     partitions = {inbox: topology.spec(inbox).partitions for inbox in inboxes}
     batches = Batches(app)
@@ -85,6 +87,8 @@ def register(app: faust.App, topology: Topology) -> None:
                 FUTURE_TIMES.labels(STAGE, "clamped").inc()
                 log.warning("%s[%d]@%d is timed %d ms ahead of the router's clock; forwarded at %d ms ahead",
                             message.topic, message.partition, message.offset, timestamp_ms - now_ms, MAX_AHEAD_MS)
+            if record is not None and targets:
+                HANDOFF.put(message.value, kind, record)
             envelope = routing.envelope(message.topic, message.partition, message.offset, forwarded_ms, key,
                                         message.value, _has(message.headers, routing.ACK_HEADER))
             for target in targets:
