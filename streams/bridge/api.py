@@ -24,6 +24,7 @@ import httpx2 as httpx
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 
+from streams.bridge import coalesce
 from streams.bridge.ratelimit import TokenBucket
 from streams.bridge.resources import WATCHED, WatchedResource
 from streams.bridge.statuses import PatchStatus
@@ -66,6 +67,7 @@ class KubeApi:
         self.watch_timeout_s = watch_timeout_s
         self.limit = TokenBucket(qps, burst)
         params = ConnectionParams(timeout=httpx.Timeout(30.0, read=watch_timeout_s + 30.0)).httpx_params(config)
+        coalesce.install()
         self.http = httpx.AsyncClient(**params, limits=KEEP_ALIVE)
 
     async def close(self) -> None:
