@@ -40,13 +40,12 @@ from collections.abc import Mapping
 import logging
 import time
 
-import httpx2 as httpx
 from aiokafka import AIOKafkaConsumer
 from prometheus_client import Counter
 
 from streams import records
 from streams.bridge import claims, statuses, writes
-from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi
+from streams.bridge.api import CONFLICT, NOT_FOUND, TOO_MANY_REQUESTS, ApiError, KubeApi, TransportError
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
 from streams.bridge.convert import STAGE
@@ -146,7 +145,7 @@ class Actuator:
         while True:
             try:
                 return await call(*args)
-            except httpx.TransportError as error:
+            except TransportError as error:
                 attempt += 1
                 log.warning("API server unreachable: %s: %s (retry %d)", type(error).__name__, error, attempt)
             except ApiError as error:
@@ -281,7 +280,7 @@ class Actuator:
                                            SCHEDULER_ERROR, message)
         try:
             await self.api.mark_unschedulable(refusal, self.config.scheduler_name)
-        except (ApiError, httpx.TransportError) as failed:
+        except (ApiError, TransportError) as failed:
             log.error("%s/%s: no FailedScheduling event: %s", write.namespace, write.name, failed)
         raise PreBindRefused(message)
 

@@ -30,13 +30,12 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TypeVar
 
-import httpx2 as httpx
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from prometheus_client import Counter
 
 from streams.bridge import convert
-from streams.bridge.api import GONE, ApiError, KubeApi
+from streams.bridge.api import GONE, ApiError, KubeApi, TransportError
 from streams.bridge.checkpoint import Checkpoint
 from streams.bridge.config import BridgeConfig, backoff_delay
 from streams.bridge.resources import WatchedResource
@@ -82,7 +81,7 @@ class Reflector:
                 attempt += 1
                 log.error("%s (retry %d)", error, attempt)
                 await asyncio.sleep(backoff_delay(attempt, self.config))
-            except (httpx.TransportError, KafkaError, OSError) as error:
+            except (TransportError, KafkaError, OSError) as error:
                 attempt += 1
                 log.warning("%s: %s: %s (retry %d)", self.resource.name, type(error).__name__, error, attempt)
                 await asyncio.sleep(backoff_delay(attempt, self.config))
@@ -155,7 +154,7 @@ class Reflector:
         for obj, reason in refused:
             try:
                 await self.api.refusal_event(self.resource.kind, self.resource.api_version, obj, reason)
-            except (ApiError, httpx.TransportError) as error:
+            except (ApiError, TransportError) as error:
                 log.warning("%s: no refusal event: %s", convert.describe(self.resource, obj), error)
 
 

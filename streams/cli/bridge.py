@@ -41,7 +41,6 @@ def bridge(kubeconfig: Path | None, kube_context: str | None, mode: str, schedul
            kube_api_burst: int) -> None:
     """Connect koordstream to a Kubernetes cluster (long-running; stops on SIGTERM)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
     settings = context.settings()
     config = BridgeConfig(kubeconfig=kubeconfig, context=kube_context, mode=mode, scheduler_name=scheduler_name,
                           state_dir=settings.home / "bridge", kube_api_qps=kube_api_qps,

@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import httpx2 as httpx
-
-from streams.bridge.api import ApiError, KubeApi
+from streams.bridge.api import ApiError, KubeApi, TransportError
 from streams.bridge.resources import WatchedResource
 from streams.colocationprofile.profile import ProfileError, parse_profile
 from streams.koordinator.colocationprofile import API_GROUP, KIND as PROFILE_KIND, PLURAL
@@ -88,7 +86,7 @@ async def read_namespace(api: KubeApi, view: ClusterView, name: str) -> None:
     Koordinator's webhook, a profile's namespaceSelector does not exclude the pod)."""
     try:
         obj = await api.call("get", "namespaces", "GET", f"/api/v1/namespaces/{name}")
-    except (ApiError, httpx.TransportError) as error:
+    except (ApiError, TransportError) as error:
         log.info("namespace %s: %s", name, error)
         return
     apply_event(view, "namespaces", "ADDED", obj)
@@ -106,6 +104,6 @@ async def inform(api: KubeApi, view: ClusterView, resource: str, synced: asyncio
                 async for event_type, obj in api.watch(watched, version):
                     version = (obj.get("metadata") or {}).get("resourceVersion", version)
                     apply_event(view, resource, event_type, obj)
-        except (ApiError, httpx.TransportError, httpx.HTTPStatusError, ValueError) as error:
+        except (ApiError, TransportError, ValueError) as error:
             log.info("%s: %s; listing again in %gs", watched.name, error, RETRY_S)
             await asyncio.sleep(RETRY_S)
