@@ -27,8 +27,8 @@ loses its trailing periods and the message ends with exactly one
 ("... preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.").
 
 The sample is kube-scheduler's (``findNodesThatPassFilters``): it looks at the nodes in turn from where the
-last cycle stopped, wrapping, until it has found ``nodes_to_find`` feasible ones, and the next cycle starts after
-the last node it looked at, so every node gets its turn. Here the filters run vectorized over every node and the
+last cycle stopped, wrapping, until it has found ``nodes_to_find`` feasible ones, and the next cycle starts where
+this one stopped (the next feasible node), so every node gets its turn. Here the filters run vectorized over every node and the
 sample is then cut from their result, which is the nodes kube-scheduler's search visits when it runs in order;
 the order is the domain's row order (kube-scheduler's interleaves zones), and the start row is domain state,
 so a replay or a restored domain samples the same nodes. Filter counts (``filter_results``) are over every node.
