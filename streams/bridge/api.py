@@ -30,8 +30,10 @@ from pathlib import Path
 
 import aiohttp
 import httpx2 as httpx
+from aiohttp.helpers import get_env_proxy_for_url
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import user_auth, verify_cluster
+from yarl import URL
 
 from streams.bridge.ratelimit import TokenBucket
 from streams.bridge.resources import WATCHED, WatchedResource
@@ -82,14 +84,19 @@ class KubeApi:
             if self.server.startswith("https:") else None
         self._auth = user_auth(config.user)
         self._authorization: str | None = None
+        try:
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(URL(self.server))
+        except LookupError:
+            self._proxy = self._proxy_auth = None
         self._http: aiohttp.ClientSession | None = None
 
     def _session(self) -> aiohttp.ClientSession:
         """The client session, made on first use (inside the event loop). Connections are kept for reuse
-        without a bound: the bridge bounds its concurrent writes and watches itself."""
+        without a bound: the bridge bounds its concurrent writes and watches itself. The proxy the environment
+        names for the server (``HTTPS_PROXY``, ``NO_PROXY``) is looked up once above: aiohttp's ``trust_env``
+        would look it up, and read ``~/.netrc``, in a thread for every request."""
         if self._http is None:
-            self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._tls or False, limit=0),
-                                               trust_env=True)
+            self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._tls or False, limit=0))
         return self._http
 
     async def close(self) -> None:
@@ -129,7 +136,8 @@ class KubeApi:
             headers = await self._headers(content_type, rejected)
             try:
                 return await self._session().request(method, self.server + path, params=params, data=data,
-                                                     headers=headers, timeout=timeout)
+                                                     headers=headers, timeout=timeout, proxy=self._proxy,
+                                                     proxy_auth=self._proxy_auth)
             except (aiohttp.ClientError, asyncio.TimeoutError) as error:
                 raise TransportError(f"{method} {path}: {type(error).__name__}: {error}") from error
 

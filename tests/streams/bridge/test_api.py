@@ -1,6 +1,7 @@
 """``streams.bridge.api.KubeApi`` over aiohttp, against a local HTTP server: a watch's events split anywhere
 across chunks (one far past aiohttp's 64 KiB line buffer), credentials asked again after a 401 (a rotated
-token file), API errors named by verb and resource, and a server that is not there as a TransportError."""
+token file), API errors named by verb and resource, a server that is not there as a TransportError, and the
+environment's proxy."""
 
 from __future__ import annotations
 
@@ -106,3 +107,35 @@ def test_a_server_that_is_not_there_is_a_transport_error(tmp_path):
 
     with pytest.raises(TransportError, match="GET /api/v1/nodes: ClientConnectorError"):
         asyncio.run(main())
+
+
+def test_the_proxy_the_environment_names_is_used(tmp_path, monkeypatch):
+    """``HTTP_PROXY`` (looked up once, as aiohttp's ``trust_env`` would per request): the request goes to the
+    proxy, which here answers itself."""
+    port = _free_port()
+    path, _ = _kubeconfig(tmp_path, port)
+    path.write_text(path.read_text().replace(f"http://127.0.0.1:{port}", "http://api.invalid:6443"))
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    seen = []
+
+    async def nodes(request: web.Request) -> web.Response:
+        seen.append(request.host)
+        return web.json_response({"metadata": {"resourceVersion": "5"}, "items": [{"metadata": {"name": "n1"}}]})
+
+    async def main():
+        app = web.Application()
+        app.router.add_get("/api/v1/nodes", nodes)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        api = KubeApi(path, None)
+        try:
+            return await api.list(NODES, 500)
+        finally:
+            await api.close()
+            await runner.cleanup()
+
+    assert asyncio.run(main()) == ([{"metadata": {"name": "n1"}}], "5")
+    assert [host.split(":")[0] for host in seen] == ["api.invalid"]
