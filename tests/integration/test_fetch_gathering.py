@@ -1,6 +1,7 @@
 """A consumer gathering its fetches (``streams.faustcompat.fetchgather``) on top of fetch sessions, as the
 worker's on Kafka: it reads every record of a steady flow once and in order with gathering fetches, and after
-a quiet spell a lone record with a fetch that asks for one byte again. The worker gathers on Kafka only:
+a quiet spell a lone record with a fetch that asks for one byte again (the fetch already in flight when it is
+sent, or one after it: the fetcher prefetches while the test sleeps). The worker gathers on Kafka only:
 Tansu answers a waiting fetch only when its wait is over (``streams.broker.tansu_workarounds``)."""
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def test_a_gathering_consumer_reads_a_steady_flow_in_gathered_fetches_and_a_lone
     monkeypatch.setattr(Gathering, "shape", recorded)
     flow, lone = asyncio.run(_consume(bootstrap, asked))
     assert flow.count((GATHER_BYTES, GATHER_WAIT_MS)) > 10, flow
-    assert flow[0] == (1, 500) and lone == [(1, 500)]
+    assert flow[0] == (1, 500) and lone and set(lone) == {(1, 500)}, lone
 
 
 async def _consume(bootstrap: str, asked: list) -> tuple[list, list]:
@@ -77,11 +78,12 @@ async def _consume(bootstrap: str, asked: list) -> tuple[list, list]:
         flow = list(asked)
         gathering = consumer.koord_gathering
         await asyncio.sleep(2.5)
+        in_flight = asked[-1:]
         del asked[:]
         sending = asyncio.ensure_future(send(1))
         await read_until_all(sending)
         assert read == sent and list(gathering.values())[0].gathering is False
-        return flow, asked[:1]
+        return flow, in_flight + asked
     finally:
         await consumer.stop()
         await producer.stop()
