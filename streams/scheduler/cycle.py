@@ -46,7 +46,8 @@ from streams.objects.podinfo import PodInfo
 from streams.pluginstats import PluginStats
 from streams.scheduler.config import ProfileConfig
 from streams.scheduler.framework import (
-    SCORED_ROWS, VOLUME_BINDINGS, Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause)
+    SCORED_ROWS, VOLUME_BINDINGS, Code, CycleState, Diagnosis, FilterResult, PostFilterResult, Status, Victim, clause,
+    scored_rows)
 from streams.scheduler.registry import REGISTRY
 from streams.scheduler.state import Cluster
 
@@ -250,7 +251,7 @@ def run_cycle(fw: Framework, pod: PodInfo, allow_preemption: bool = True) -> Cyc
         message = fit_message(count, {r: n for (_, r), n in counts.items()},
                               failed.message if failed else "", ", ".join(reasons))
         return CycleResult(None, message, filter_results, rejected_by=rejected)
-    rows = state.get(SCORED_ROWS) or slice(0, count)
+    rows = scored_rows(state, candidates)
     total = np.zeros(rows.stop - rows.start, dtype=np.int64)
     parts: list[tuple[str, np.ndarray | int, int]] = []
     for plugin, weight in fw.weights:

@@ -6,8 +6,10 @@ environment's proxy."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
@@ -35,6 +37,20 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: web.Application, port: int, kubeconfig) -> AsyncIterator[KubeApi]:
+    """``app`` served on ``port``, and a KubeApi of ``kubeconfig``; both closed after."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    api = KubeApi(kubeconfig, None)
+    try:
+        yield api
+    finally:
+        await api.close()
+        await runner.cleanup()
 
 
 async def _watch(request: web.Request) -> web.StreamResponse:
@@ -72,11 +88,7 @@ def test_watch_events_rotated_credentials_and_errors(tmp_path):
         app.router.add_get("/api/v1/nodes", _watch)
         app.router.add_post("/api/v1/namespaces/default/pods/p/binding", _binding(bodies))
         app.router.add_get("/api/v1/namespaces/default/pods/p", _missing)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        api = KubeApi(path, None)
-        try:
+        async with _serving(app, port, path) as api:
             events = [(kind, obj["metadata"].get("name")) async for kind, obj in api.watch(NODES, "1")]
             token.write_text("new\n")
             created = await api.call("create", "pods/binding", "POST", "/api/v1/namespaces/default/pods/p/binding",
@@ -84,9 +96,6 @@ def test_watch_events_rotated_credentials_and_errors(tmp_path):
             with pytest.raises(ApiError) as missing:
                 await api.call("get", "pods", "GET", "/api/v1/namespaces/default/pods/p")
             return events, created, bodies, missing.value
-        finally:
-            await api.close()
-            await runner.cleanup()
 
     events, created, bodies, missing = asyncio.run(main())
     assert events == [("ADDED", "n1"), ("MODIFIED", "n2"), ("BOOKMARK", None)]
@@ -127,15 +136,8 @@ def test_the_proxy_the_environment_names_is_used(tmp_path, monkeypatch):
     async def main():
         app = web.Application()
         app.router.add_get("/api/v1/nodes", nodes)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        api = KubeApi(path, None)
-        try:
+        async with _serving(app, port, path) as api:
             return await api.list(NODES, 500)
-        finally:
-            await api.close()
-            await runner.cleanup()
 
     assert asyncio.run(main()) == ([{"metadata": {"name": "n1"}}], "5")
     assert [host.split(":")[0] for host in seen] == ["api.invalid"]
