@@ -99,10 +99,14 @@ class DomainTable:
         """Kind/key -> every-domain object (partition 0)."""
         self.source_offsets: dict[str, int] = {}
         """Source partition -> the highest offset routed: a re-forwarded event is not routed again."""
+        self.at: dict[str, int] = {}
+        """``inbox`` -> the offset of the last routing-inbox record applied: where a pod read from its source
+        topic was routed (``routed_after``)."""
         self._specs = None
         self._dirty: set[str] = set()
         self._groups: dict[str, dict] = {"profile": self.profiles, "quota": self.quotas, "node": self.nodes,
-                                         "pod": self.pods, "stored": self.stored, "source": self.source_offsets}
+                                         "pod": self.pods, "stored": self.stored, "source": self.source_offsets,
+                                         "at": self.at}
         """Entry group -> its map: an entry's key is ``group/name``."""
 
     # -- persistence ---------------------------------------------------------------
@@ -139,6 +143,12 @@ class DomainTable:
         self._dirty.add(f"{group}/{name}")
 
     # -- the table -----------------------------------------------------------------
+
+    @property
+    def routed_after(self) -> int:
+        """The offset of the last routing-inbox record applied (-1: none): what a forward of a record read from
+        its source topic names (``Causation.routed_after``), so that a replay applies it at the same point."""
+        return self.at.get("inbox", -1)
 
     def domains(self) -> list[str]:
         """Every domain, sorted: ``default`` and each profile's tree."""
@@ -180,6 +190,8 @@ class DomainTable:
         """Apply one event to the table and say where it goes. ``envelope`` (the forwarded InboxEvent without
         its Ack request, ``domainrouter.Envelope.stored``) is kept for every-domain kinds."""
         cause = event.causation
+        if not cause.direct:
+            self._set("at", "inbox", cause.inbox_offset)
         source = cause.seen_key
         if self.source_offsets.get(source, -1) >= cause.source_offset:
             return Routed()

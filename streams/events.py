@@ -27,6 +27,15 @@ class Causation:
     writer: str = ""
     """The aggregate inbox partition that wrote the inbox record (``<inbox id>/<partition>``) when an aggregate
     copied its own output there (``streams.outputs.WRITTEN_TO_INBOXES``); empty for the router's forwards."""
+    routed_after: int | None = None
+    """For the domain router's forward of a source record it read itself (a pod,
+    ``routing.DOMAIN_ROUTER_SOURCES``): the offset of the last routing-inbox record its table had applied
+    before it (-1: none), where ``streams.replay.routes`` applies it again. None for any other record."""
+
+    @property
+    def direct(self) -> bool:
+        """Whether the event was read from its source topic itself, not from an inbox (the domain router's pods)."""
+        return self.inbox_topic == self.source_topic
 
     @property
     def seen_key(self) -> str:

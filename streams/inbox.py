@@ -103,8 +103,13 @@ class InboxReader:
         if found:
             raise Rejected("; ".join(found))
         writer = self._writer(envelope.get("writer"))
+        routed_after = envelope.get("routedAfter")
+        if routed_after is not None and (self.inbox_id != routing.SCHEDULING_INBOX
+                                         or source_id not in routing.DOMAIN_ROUTER_SOURCES):
+            raise Rejected(f"says where the domain router applied it, but the domain router does not read "
+                           f"{source_topic} itself into {self.inbox_id}")
         cause = Causation(message.topic, message.partition, message.offset, source_topic, partition, offset,
-                          self.incarnation, writer)
+                          self.incarnation, writer, routed_after)
         event = InboxEvent(cause, envelope["timestamp"], key, kind, record, envelope["ack"])
         future = from_the_future(self.inbox_id, event, message.timestamp if written_ms is None else written_ms)
         if future:
@@ -187,12 +192,13 @@ class DeliveryOrder:
 
     def __init__(self, stage: str, contiguous: bool = True) -> None:
         self.stage, self.contiguous = stage, contiguous
-        self.last: dict[int, tuple[int | None, int]] = {}
+        self.last: dict[tuple[str, int], tuple[int | None, int]] = {}
 
     def check(self, message) -> int:
         """Record ``message``'s offset; return how many records were passed over before it."""
-        generation, offset = self.last.get(message.partition, (None, -1))
-        self.last[message.partition] = (message.generation_id, message.offset)
+        partition = (message.topic, message.partition)
+        generation, offset = self.last.get(partition, (None, -1))
+        self.last[partition] = (message.generation_id, message.offset)
         if not self.contiguous:
             return 0
         skipped = message.offset - offset - 1 if generation == message.generation_id else 0

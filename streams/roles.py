@@ -61,10 +61,13 @@ def role(name: str) -> Role:
         raise UnknownRole(f"role {name!r} is not declared (have: {', '.join(ROLES)})") from None
 
 
-INBOX_READERS = {"inbox-routing": "domains", "inbox-scheduling": "scheduling", "inbox-node": "node"}
-"""The agent that reads each inbox (topology id); the router reads every source topic."""
+INBOX_READERS = {"inbox-routing": "domains", "inbox-scheduling": "scheduling", "inbox-node": "node",
+                 "pods": "domains"}
+"""The agent that reads each inbox (topology id), and the source topics the domain router reads itself
+(``routing.DOMAIN_ROUTER_SOURCES``); the router reads every other source topic."""
 
 
 def reader(topic_id: str) -> str:
-    """The agent whose consumer group commits ``topic_id`` (an inbox, else a source the router reads)."""
+    """The agent whose consumer group commits ``topic_id`` (an inbox or the pods, else a source the router
+    reads)."""
     return INBOX_READERS.get(topic_id, "router")

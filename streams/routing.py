@@ -80,8 +80,16 @@ does not read them. A record anyone else writes there is read by no aggregate (t
 refuse an unsigned one; on Kafka the ACLs refuse the write). The Evictions on the decisions topic are routed
 nowhere (``NOT_ROUTED``); the pipeline's scheduling domains and node aggregate write them, and the bridge
 (signature checked) carries them out, with no router validation in between."""
-ROUTED_SOURCES = tuple(source for source in KIND_BY_SOURCE if source not in COPIED_BY_AGGREGATES)
-"""The source topics (topology ids) the router reads."""
+DOMAIN_ROUTER_SOURCES = ("pods",)
+"""Source topics the domain router reads itself, partition p beside its inbox's partition p (the worker's
+assignor gives a worker both; ``streams.agents.domains`` refuses a topology where their partition counts
+differ): it checks each record as the router would (``streams.sources``) and sends a pod to its domain in one
+write, where a forward by the router to its inbox made two. ``routes`` still names the routing inbox for them:
+that is where the domain router takes them in, and where records the router forwarded before still are."""
+CHECKED_SOURCES = tuple(source for source in KIND_BY_SOURCE if source not in COPIED_BY_AGGREGATES)
+"""Every source topic (topology id) whose records a router checks: all but the pipeline's own outputs."""
+ROUTED_SOURCES = tuple(source for source in CHECKED_SOURCES if source not in DOMAIN_ROUTER_SOURCES)
+"""The source topics the router reads."""
 
 NOT_ROUTED = ("Eviction",)
 """Kinds sent to no inbox (see KIND_BY_SOURCE)."""
@@ -135,16 +143,19 @@ def routes(source_id: str, key: str, kind: str, record: dict | None, partitions:
 
 
 def envelope(source_topic: str, source_partition: int, source_offset: int, timestamp_ms: int, key: str,
-             payload: bytes | None, ack: bool, writer: tuple[str, int] | None = None) -> bytes:
+             payload: bytes | None, ack: bool, writer: tuple[str, int] | None = None,
+             routed_after: int | None = None) -> bytes:
     """The inbox record of the source record at ``source_topic[source_partition]@source_offset``: its value
     unchanged, its key, its time (as the router bounds it, ``streams.events.bounded_time``), whether it
-    asks for an Ack and, for an aggregate's copy of its own output, its writer (inbox id, partition): the
-    inbox partition whose consumer wrote it (``streams.events.Causation.seen_key``)."""
+    asks for an Ack, for an aggregate's copy of its own output its writer (inbox id, partition): the
+    inbox partition whose consumer wrote it (``streams.events.Causation.seen_key``), and for the domain
+    router's forward of a record it read itself where its table applied it (``Causation.routed_after``)."""
     return codec.encode_own("InboxEvent", {"sourceTopic": source_topic, "sourcePartition": source_partition,
                                            "sourceOffset": source_offset, "timestamp": timestamp_ms, "key": key,
                                            "payload": payload, "ack": ack,
                                            "writer": None if writer is None else {"inbox": writer[0],
-                                                                                  "partition": writer[1]}})
+                                                                                  "partition": writer[1]},
+                                           "routedAfter": routed_after})
 
 
 def _every_partition(inbox: str, key: str, partitions: dict[str, int]) -> list[Route]:

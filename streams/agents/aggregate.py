@@ -4,7 +4,8 @@ key, the outputs delivered, then the state written behind a journal.
 An aggregate (the domain router, the scheduling domains, the node partitions) is declared by an
 :class:`Aggregate` and registered by :func:`register_aggregate`, which owns the loop:
 
-1. a batch of checked inbox events (``streams.agents.inbox.inbox_batches``);
+1. a batch of checked inbox events (``streams.agents.inbox.inbox_batches``), with the records of the source
+   topics it reads itself (``Aggregate.sources``: the domain router's pods);
 2. each event to the core of its key (``core_of``), restored from the aggregate's table on first use
    (``streams.agents.states.JournaledStates``), through ``step``, which guards the core
    (``streams.inbox.handle_guarded``: a failure becomes the event's dead letter);
@@ -81,6 +82,10 @@ class Aggregate(Generic[K, S]):
     """The output schemas it sends."""
     forward_to: str | None = None
     """Topology id of the topic ``Handled.forwards`` go to."""
+    sources: tuple[str, ...] = ()
+    """Topology ids of source topics it reads itself beside its inbox, partition p to the core of inbox partition
+    p, each record checked as the router checks it (``streams.sources``); ``step`` gets the source record's
+    value."""
     raw_values: bool = False
     """Whether the table's values are raw bytes (else JSON)."""
     stats: Callable[[S], Iterable[PluginStats]] = lambda core: ()
@@ -108,11 +113,13 @@ def register_aggregate(app: faust.App, topology: Topology, aggregate: Aggregate)
             for stats in aggregate.stats(core):
                 export_plugin_stats(stats)
 
-    @app.agent(raw_topic(app, inbox.name), name=aggregate.agent)
+    sources = {topology.name(source_id): source_id for source_id in aggregate.sources}
+
+    @app.agent(raw_topic(app, inbox.name, *sources), name=aggregate.agent)
     async def run(stream):
         sign = signer()
         async for batch in inbox_batches(app, topology, aggregate.inbox, stream, outputs["DeadLetter"],
-                                         aggregate.stage, batches):
+                                         aggregate.stage, batches, sources):
             caused, touched = [], {}
             for record_key, event, faust_event in batch:
                 message = faust_event.message

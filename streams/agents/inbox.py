@@ -8,9 +8,10 @@ forgetting the in-memory cores of partitions that moved.
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import AsyncIterator, Callable, Hashable, Iterator
 
-from streams import routing
+from streams import routing, sources
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import mark_acked
 from streams.events import InboxEvent
@@ -50,22 +51,35 @@ def uncommitted_on_failure(events: list) -> Iterator[None]:
 
 
 async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_letters, stage: str,
-                        batches) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
+                        batches, source_ids: dict[str, str] | None = None
+                        ) -> AsyncIterator[list[tuple[str, InboxEvent, object]]]:
     """Yield batches of (record key, event, Faust event) for the good records of ``inbox_id``'s stream;
     a batch is acknowledged once the consumer has processed it, and only then, inside
     ``batches.scope`` (a ``streams.agents.transactions.Batches``). Every other record is dead-lettered:
     read by an :class:`InboxReader` of the inbox's incarnation that verifies the records' signatures (and
-    refuses an event timed too far past its record's own timestamp)."""
+    refuses an event timed too far past its record's own timestamp). A record of a source topic the stream also
+    reads (``source_ids``: topic name -> topology id) is checked as the router checks it (``streams.sources``;
+    a compacted topic's offsets have gaps, so its delivery order is not watched)."""
     if inbox_id in routing.ROUTER_INBOXES:
         HANDOFF.open = True
     reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap_of(app), topology.name(inbox_id)),
                             signer(), HANDOFF)
     order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
+    source_ids = source_ids or {}
     async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
         async with batches.scope(events):
-            batch = []
+            batch, now_ms = [], int(time.time() * 1000)
             for faust_event in events:
                 message = faust_event.message
+                source_id = source_ids.get(message.topic)
+                if source_id is not None:
+                    try:
+                        source = sources.read(source_id, message, now_ms)
+                    except sources.Refused as refused:
+                        await send_dead_letter(batches, dead_letters, sources.STAGE, message, str(refused))
+                        continue
+                    batch.append((source.key, source.event(message), faust_event))
+                    continue
                 order.check(message)
                 try:
                     inbox_key, event = reader.read(message, written_ms=int(message.timestamp * 1000))

@@ -1,7 +1,8 @@
 """Router: forwards source events into the aggregates' inboxes.
 
-Each source record is decoded and checked once here (and what was decoded is handed to this worker's
-inbox reader, ``streams.handoff``, which need not decode it again); a good one is wrapped
+Each source record but the pods (the domain router reads those itself, ``routing.DOMAIN_ROUTER_SOURCES``) is
+decoded and checked once here (``streams.sources``, as the domain router checks a pod), and what was decoded is
+handed to this worker's inbox reader (``streams.handoff``), which need not decode it again; a good one is wrapped
 unchanged in an InboxEvent (with its topic, partition, offset and timestamp,
 the latter at most ``streams.events.MAX_AHEAD_MS`` past the router's clock)
 and sent to every inbox that needs it (``streams.routing``); a bad one goes
@@ -36,30 +37,28 @@ import time
 
 import faust
 
-from streams import routing, validation
+from streams import routing, sources
 from streams.agents.deadletters import send_dead_letter
 from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
-from streams.events import MAX_AHEAD_MS, bounded_time
 from streams.handoff import HANDOFF
-from streams.metrics import FUTURE_TIMES
 from streams.signing import signer
 from streams.topology import Topology
 
-STAGE = "router"
+STAGE = sources.STAGE
 log = logging.getLogger(__name__)
 
 
 def register(app: faust.App, topology: Topology) -> None:
     ids = {topology.name(source_id): source_id for source_id in routing.ROUTED_SOURCES}
-    sources = app.topic(*ids, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    source_topics = raw_topic(app, *ids)
     inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in routing.ROUTER_INBOXES}
     dead_letters = raw_topic(app, topology.name("deadletters"))
     partitions = {inbox: topology.spec(inbox).partitions for inbox in inboxes}
     batches = Batches(app)
 
-    @app.agent(sources, name="koord-router")
+    @app.agent(source_topics, name="koord-router")
     async def route(stream):
         sign = signer()
         async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
@@ -72,32 +71,23 @@ def register(app: faust.App, topology: Topology) -> None:
             message = event.message
             source_id = ids[message.topic]
             try:
-                key, kind, record, reason = validation.check_source(source_id, message, now_ms)
-                targets = [] if reason else routing.routes(source_id, key, kind, record, partitions)
+                source = sources.read(source_id, message, now_ms)
+                targets = routing.routes(source_id, source.key, source.kind, source.record, partitions)
+            except sources.Refused as refused:
+                await send_dead_letter(batches, dead_letters, STAGE, message, str(refused))
+                continue
             except Exception as error:
                 log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,
                               message.offset)
-                reason = f"the router failed on this record: {type(error).__name__}: {error}"
-            if reason is not None:
-                await send_dead_letter(batches, dead_letters, STAGE, message, reason)
+                await send_dead_letter(batches, dead_letters, STAGE, message,
+                                       f"the router failed on this record: {type(error).__name__}: {error}")
                 continue
-            timestamp_ms = int(message.timestamp * 1000)
-            forwarded_ms = bounded_time(timestamp_ms, now_ms)
-            if forwarded_ms < timestamp_ms:
-                FUTURE_TIMES.labels(STAGE, "clamped").inc()
-                log.warning("%s[%d]@%d is timed %d ms ahead of the router's clock; forwarded at %d ms ahead",
-                            message.topic, message.partition, message.offset, timestamp_ms - now_ms, MAX_AHEAD_MS)
-            if record is not None and targets:
-                HANDOFF.put(message.value, kind, record)
-            envelope = routing.envelope(message.topic, message.partition, message.offset, forwarded_ms, key,
-                                        message.value, _has(message.headers, routing.ACK_HEADER))
+            if source.record is not None and targets:
+                HANDOFF.put(message.value, source.kind, source.record)
+            envelope = routing.envelope(message.topic, message.partition, message.offset, source.timestamp_ms,
+                                        source.key, message.value, source.ack)
             for target in targets:
                 forward_key = target.key.encode()
                 batches.add(inboxes[target.inbox], forward_key, envelope, (message.topic, message.partition),
                             partition=target.partition, headers=[sign.header(target.inbox, forward_key, envelope)])
         await batches.deliver()
-
-
-def _has(headers, header: str) -> bool:
-    items = headers.items() if isinstance(headers, dict) else (headers or ())
-    return any(name == header for name, _ in items)

@@ -6,6 +6,6 @@ from __future__ import annotations
 import faust
 
 
-def raw_topic(app: faust.App, name: str) -> faust.TopicT:
-    """``app``'s topic ``name`` with raw bytes keys and values."""
-    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+def raw_topic(app: faust.App, *names: str) -> faust.TopicT:
+    """``app``'s topic ``names`` (one stream of them all) with raw bytes keys and values."""
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")

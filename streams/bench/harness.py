@@ -230,7 +230,7 @@ PRODUCED = ("ticks",)
 
 
 def _path(harness: Harness) -> list[str]:
-    """The topics an input passes on its way into the scheduling domain, in that order: the router's sources,
+    """The topics an input passes on its way into the scheduling domain, in that order: the routers' sources,
     the node inbox, the domain router's inbox (the node aggregate copies its usages and resources there itself)
     and the scheduling inbox. The outputs' topics are not on it (no group commits them): the aggregates copy
     what they write there to the inboxes on it, the scheduling domain its bindings to the node inbox, upstream
@@ -238,7 +238,7 @@ def _path(harness: Harness) -> list[str]:
     (``wait_caught_up`` reads the committed offsets before the high watermarks, and an aggregate commits an
     event after its copies are delivered), so a pre-bound pod's decision is through the node inbox too."""
     name = harness.topology.name
-    sources = [name(topic_id) for topic_id in sorted(routing.ROUTED_SOURCES) if topic_id not in PRODUCED]
+    sources = [name(topic_id) for topic_id in sorted(routing.CHECKED_SOURCES) if topic_id not in PRODUCED]
     return [*sources, name("inbox-node"), name("inbox-routing"), name("inbox-scheduling")]
 
 

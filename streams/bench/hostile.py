@@ -196,16 +196,16 @@ class Generator:
         return f"{prefix}-{self.serial:06d}"
 
     def _source(self) -> str:
-        """Any source topic the router reads. The pipeline's own outputs (``routing.COPIED_BY_AGGREGATES``) are
+        """Any source topic a router reads (``routing.CHECKED_SOURCES``). The pipeline's own outputs (``routing.COPIED_BY_AGGREGATES``) are
         read by no aggregate, so a record written there by anyone else is neither applied nor dead-lettered on
         the topic (on Kafka the ACLs refuse it); the projection and the bridge check their signatures, which the
         decision classes (``forged-decision``, ``decision-for-ghost-node``, ``replayed-decision``) aim at."""
-        return self.rng.choice(list(routing.ROUTED_SOURCES))
+        return self.rng.choice(list(routing.CHECKED_SOURCES))
 
     def _valid_source(self) -> str:
-        """A source topic the router reads that ``valid`` can build a record for: all of them, unless one was
+        """A source topic a router reads that ``valid`` can build a record for: all of them, unless one was
         added since."""
-        return self.rng.choice([s for s in routing.ROUTED_SOURCES if s in _MANIFESTS or s in GENERATED])
+        return self.rng.choice([s for s in routing.CHECKED_SOURCES if s in _MANIFESTS or s in GENERATED])
 
     def valid(self, source_id: str) -> tuple[bytes, bytes]:
         """(key, value) of a valid record of ``source_id``'s first kind, as ``koord apply`` or a worker writes it."""

@@ -13,8 +13,8 @@ What-if (``--config FILE``): the same inbox under another configuration,
 compared with the replay of the unchanged inbox (``streams.replay.whatif``);
 nothing is written to any topic.
 
-Routing: the domain router's inbox through fresh ``DomainTable`` s, its routes compared with the
-scheduling inbox (``streams.replay.routes``).
+Routing: the domain router's inbox, and the pods it read from their source topic as the scheduling inbox holds
+them, through fresh ``DomainTable`` s, its routes compared with the scheduling inbox (``streams.replay.routes``).
 
 The node aggregate is configured from the environment as the worker is
 (``NodeAggregateSettings.from_environment``): replaying signed actuations
@@ -126,12 +126,12 @@ def _replay_routing(domain: str | None, settle: float, show: int, output: str) -
     bootstrap, topology = context.bootstrap(config), context.topology(config)
     inbox, scheduling = topology.name(routing.ROUTING_INBOX), topology.name(routing.SCHEDULING_INBOX)
     events, undecodable = asyncio.run(_read_inbox(bootstrap, topology, routing.ROUTING_INBOX))
-    replayed = routes.replay(events, domain)
     reader = InboxReader.of(topology, routing.SCHEDULING_INBOX, asyncio.run(inbox_incarnation(bootstrap, scheduling)),
                             signer(config, create=False))
     deadline = time.monotonic() + settle
     while True:
         held = run.decode(asyncio.run(read_topic(bootstrap, scheduling)), reader)[0]
+        replayed = routes.replay(events, domain, held)
         reports = routes.compare(replayed, routes.recorded(held, domain))
         ok = all(report.ok for report in reports.values())
         if ok or time.monotonic() >= deadline:

@@ -1,6 +1,11 @@
 """Replaying the domain router: its inbox through a fresh ``DomainTable`` per partition, compared with
 the routes the scheduling inbox holds.
 
+The pods the domain router reads from their source topic (``routing.DOMAIN_ROUTER_SOURCES``) have no
+routing-inbox record: the replay takes them from their forwards in the scheduling inbox, each applied where its
+forward says the table applied it (after the routing-inbox record of ``Causation.routed_after``). So the replay
+checks every pod's domain against the table as it stood then; a pod that reached no domain is not seen.
+
 A *route* is one record the domain router sends to the scheduling inbox: the domain it is keyed by,
 the source record it forwards (topic, partition, offset) and whether it carries no object (a deletion,
 or a node moving out of the domain). The replay applies every routing-inbox event the agent would
@@ -24,12 +29,13 @@ dedupe by source offset applies them.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Iterable
 
 from streams.domainrouter import route_guarded
 from streams.domains import DomainTable
-from streams.events import InboxEvent
+from streams.events import Causation, InboxEvent
 from streams.replay.run import in_inbox_order
 
 ROUTING = "routing"
@@ -74,12 +80,14 @@ class DomainReport:
                 "missingRoutes": [_describe(r) for r in self.missing], "extraRoutes": [_describe(r) for r in self.extra]}
 
 
-def replay(events: Iterable[tuple[str, InboxEvent]], domain: str | None = None) -> Replayed:
-    """Run ``events`` (routing-inbox key, event) through one fresh ``DomainTable`` per partition; ``domain``
-    keeps only the routes to that domain."""
+def replay(events: Iterable[tuple[str, InboxEvent]], domain: str | None = None,
+           held: Iterable[tuple[str, InboxEvent]] = ()) -> Replayed:
+    """Run ``events`` (routing-inbox key, event) through one fresh ``DomainTable`` per partition, with the pods the
+    domain router read from their source topic, which ``held`` (the scheduling inbox, as ``recorded`` takes it)
+    holds; ``domain`` keeps only the routes to that domain."""
     tables: dict[int, DomainTable] = {}
     routes, sources, dead_letters, count = [], set(), 0, 0
-    for _, event in in_inbox_order(events):
+    for event in _as_applied(events, held):
         cause = event.causation
         partition = cause.inbox_partition
         table = tables.setdefault(partition, DomainTable(partition))
@@ -92,6 +100,34 @@ def replay(events: Iterable[tuple[str, InboxEvent]], domain: str | None = None) 
         made += [Route(f.domain, source, f.deleted or event.deleted) for f in routed.forwards]
         routes += [(partition, route) for route in made if domain is None or route.domain == domain]
     return Replayed(tuple(routes), frozenset(sources), dead_letters, count)
+
+
+def _as_applied(events: Iterable[tuple[str, InboxEvent]], held: Iterable[tuple[str, InboxEvent]]) -> list[InboxEvent]:
+    """The routing-inbox events and the pods the domain router read itself, in the order each partition's table
+    applied them: a pod's forward names the last routing-inbox record applied before it
+    (``Causation.routed_after``), and the pods of a partition came in source-offset order. A pod is taken back
+    as the domain router read it: from partition p of its source topic, for the table of partition p."""
+    pending: dict[int, list[tuple[int, int, InboxEvent]]] = {}
+    for _, event in held:
+        cause = event.causation
+        if cause.routed_after is None:
+            continue
+        read = Causation(cause.source_topic, cause.source_partition, cause.source_offset,
+                         cause.source_topic, cause.source_partition, cause.source_offset)
+        pending.setdefault(cause.source_partition, []).append(
+            (cause.routed_after, cause.source_offset, dataclasses.replace(event, causation=read)))
+    queues = {partition: collections.deque(sorted(items, key=lambda item: item[:2]))
+              for partition, items in pending.items()}
+    applied = []
+    for _, event in in_inbox_order(events):
+        cause = event.causation
+        queue = queues.get(cause.inbox_partition, ())
+        while queue and queue[0][0] < cause.inbox_offset:
+            applied.append(queue.popleft()[2])
+        applied.append(event)
+    for partition in sorted(queues):
+        applied += [item[2] for item in queues[partition]]
+    return applied
 
 
 def recorded(events: Iterable[tuple[str, InboxEvent]], domain: str | None = None) -> list[Route]:

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 from streams.domains import DomainTable, Forward
@@ -135,3 +136,19 @@ def test_storage_objects_reach_every_domain_and_a_csinode_its_nodes_domain():
     table.route(profile())
     table.route(node("n1", labels={"pool": "gpu"}))
     assert forwards(table, event("CSINode", "n1", {"metadata": {"name": "n1"}, "drivers": []})) == (Forward("gpu"),)
+
+
+def test_the_table_keeps_the_last_routing_inbox_offset_applied_and_a_pod_read_from_its_topic_leaves_it():
+    from streams.events import Causation
+
+    table = DomainTable(1)
+    assert table.routed_after == -1
+    ev = quota("train", {"cpu": 1}, labels=TREE)
+    table.route(dataclasses.replace(ev, causation=dataclasses.replace(ev.causation, inbox_offset=12)))
+    table.route(dataclasses.replace(ev, causation=dataclasses.replace(ev.causation, inbox_offset=13)))
+    assert table.routed_after == 13, "a copy seen already still moves the point"
+    read = team_pod("a", "train")
+    read = dataclasses.replace(read, causation=Causation("koord.pods", 1, 40, "koord.pods", 1, 40))
+    assert forwards(table, read) == (Forward("gpu"),)
+    assert table.routed_after == 13
+    assert DomainTable.restore(1, table.take_changes()).routed_after == 13

@@ -1,7 +1,8 @@
 import pytest
 
 from streams.outputs import WRITTEN_TO_INBOXES
-from streams.routing import COPIED_BY_AGGREGATES, KIND_BY_SOURCE, NOT_ROUTED, ROUTED_SOURCES, Route, routes
+from streams.routing import (CHECKED_SOURCES, COPIED_BY_AGGREGATES, DOMAIN_ROUTER_SOURCES, KIND_BY_SOURCE, NOT_ROUTED,
+                             ROUTED_SOURCES, Route, routes)
 from streams.signing import PIPELINE_SOURCES
 
 
@@ -78,9 +79,11 @@ def test_a_quota_is_acknowledged_once_per_routing_partition_by_the_router_or_a_d
 
 def test_the_router_reads_no_topic_only_the_pipeline_writes():
     """The scheduling domains' binding decisions and the node aggregate's resources and usages reach their
-    inboxes only as their aggregate's own copies, and Evictions go to no inbox, so the router reads none of the
-    topics only the pipeline writes (signed); every other source is read."""
-    assert set(ROUTED_SOURCES) == set(KIND_BY_SOURCE) - set(COPIED_BY_AGGREGATES)
+    inboxes only as their aggregate's own copies, and Evictions go to no inbox, so no router reads the topics
+    only the pipeline writes (signed); the domain router reads the pods, the router every other source."""
+    assert set(CHECKED_SOURCES) == set(KIND_BY_SOURCE) - set(COPIED_BY_AGGREGATES)
+    assert set(ROUTED_SOURCES) == set(CHECKED_SOURCES) - {"pods"} and DOMAIN_ROUTER_SOURCES == ("pods",)
+    assert [r.inbox for r in routes("pods", "ns/p", "Pod", {}, PARTITIONS)] == [R]
     assert set(COPIED_BY_AGGREGATES) == set(PIPELINE_SOURCES)
     for source in COPIED_BY_AGGREGATES:
         assert set(KIND_BY_SOURCE[source]) <= set(WRITTEN_TO_INBOXES) | set(NOT_ROUTED), source

@@ -31,7 +31,7 @@ def test_every_class_is_drawn_and_every_source_inbox_output_and_actuation_topic_
     assert len(drawn) == 3000
     assert set(collections.Counter(h.kind for h in drawn)) == set(CLASSES)
     assert sum(h.kind in ("oversized", "oversized-valid") for h in drawn) <= 3
-    wanted = {*routing.ROUTED_SOURCES, "inbox-node", "inbox-scheduling", "actuations", "acks", "actuation-acks",
+    wanted = {*routing.CHECKED_SOURCES, "inbox-node", "inbox-scheduling", "actuations", "acks", "actuation-acks",
               "quotastatus", "deadletters", "decisions"}
     topics = {h.topic_id for h in drawn}
     assert wanted <= topics and not topics & {"noderesources", "nodeusages"}
@@ -73,7 +73,7 @@ def test_each_record_is_hostile_the_way_its_class_says():
 
 def test_every_topic_the_router_reads_has_a_valid_record_that_it_would_accept():
     generator = Generator(5, TOPOLOGY, now_ms=1)
-    for source_id in routing.ROUTED_SOURCES:
+    for source_id in routing.CHECKED_SOURCES:
         key, value = generator.valid(source_id)
         kind, record = codec.decode(value)
         assert validation.problems(source_id, key.decode(), kind, record) == [], source_id

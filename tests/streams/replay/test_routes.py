@@ -89,3 +89,28 @@ def test_one_domain_only():
     replayed = routes.replay(routing_events(), domain="gpu")
     assert {r.domain for r in made(replayed)} == {"gpu"}
     assert routes.compare(replayed, routes.recorded(held(made(routes.replay(routing_events()))), "gpu")).keys() == {"gpu"}
+
+
+def _read_pod(source_offset, routed_after, domain, ev, inbox_offset):
+    """The scheduling-inbox record of a pod the domain router read from ``koord.pods`` partition 2 and sent to
+    ``domain`` after the routing-inbox record ``routed_after`` of partition 2."""
+    cause = Causation("koord.inbox.scheduling", 0, inbox_offset, "koord.pods", 2, source_offset,
+                      routed_after=routed_after)
+    return domain, dataclasses.replace(ev, causation=cause)
+
+
+def test_pods_read_from_their_topic_are_replayed_where_their_forwards_say_the_table_applied_them():
+    """Pod a came before the quota of its tree (routing offset 1), pod b after it: a stays in default, b goes to
+    the tree. The replay applies each at its point and reproduces both; a forward that claims another point
+    than the one its domain came from is reported."""
+    broadcast = [on_partition(2, o, e) for o, e in enumerate([profile(), quota("train", {"cpu": 1}, labels=TREE)])]
+    held_pods = [_read_pod(0, 0, "default", team_pod("a", "train"), 0), _read_pod(1, 1, "gpu", team_pod("b", "train"), 1)]
+    replayed = routes.replay(broadcast, held=held_pods)
+    assert [(p, r.domain, r.source) for p, r in replayed.routes if r.source[0] == "koord.pods"] == [
+        (2, "default", ("koord.pods", 2, 0)), (2, "gpu", ("koord.pods", 2, 1))]
+    assert replayed.events == 4
+    reports = routes.compare(replayed, routes.recorded(held_pods))
+    assert {d: (r.reproduced, r.ok) for d, r in reports.items()} == {"default": (1, True), "gpu": (1, True)}
+    claimed_late = [_read_pod(0, 1, "default", team_pod("a", "train"), 0), held_pods[1]]
+    reports = routes.compare(routes.replay(broadcast, held=claimed_late), routes.recorded(claimed_late))
+    assert reports["default"].extra and reports["gpu"].missing
