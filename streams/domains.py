@@ -17,15 +17,19 @@ partition) and keeps, from it alone, the table it routes by:
   letter, the previous route stays). A node whose labels move it leaves its old domain (a deletion)
   and joins the new one with the same event. A profile that arrives after its nodes moves none of
   them: each follows at its next Node event;
-- **pods** come to the partition of their key; a pod stays in the domain it was first routed to until
-  it is deleted (its deletion goes there too), even if its quota later moves to another tree;
+- **pods** are read from their source topic, partition p by the table of partition p
+  (``routing.DOMAIN_ROUTER_SOURCES``; those the router forwarded here before come to the partition of their
+  key); a pod stays in the domain it was first routed to until it is deleted (its deletion goes there too),
+  even if its quota later moves to another tree;
 - **partition 0** holds what every domain needs: KubeSchedulerConfigurations, PodGroups,
   PodDisruptionBudgets, PersistentVolumes, PersistentVolumeClaims, StorageClasses and ticks go to every domain, and a domain that appears (a profile with a new
   tree) first gets the stored ones, in source order. It also sends the profiles and quotas to their
   tree's domain, and Reservations and PodMigrationJobs to ``default``.
 
-The table decides from its inbox only, so a partition's routes replay exactly; the scheduling
-domains deduplicate re-forwarded events by source offset as before, since forwards keep their source.
+The table decides from its inbox and its pods only. A pod's forward names the last routing-inbox record the
+table applied before it (``routed_after``), so a partition's routes replay exactly (``streams.replay.routes``);
+the scheduling domains deduplicate re-forwarded events by source offset as before, since forwards keep their
+source.
 """
 
 from __future__ import annotations

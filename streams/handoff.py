@@ -1,13 +1,14 @@
-"""Source records decoded once per worker: the router hands what it decoded to the inbox reader.
+"""Source records decoded once per worker: a router hands what it decoded to the inbox reader.
 
 The router decodes every source record to check it (``validation.check_source``) and forwards its bytes
-unchanged inside an InboxEvent. When the inbox is read in the same process, the reader would decode the same
+unchanged inside an InboxEvent; so does the domain router with the pods it reads itself, to the scheduling
+inbox. When the inbox is read in the same process, the reader would decode the same
 bytes again (a NodeMetric of 20 pods: about 90 µs). ``Handoff`` keeps the router's decoded record under its
 bytes until one reader takes it. Each decoded record goes to one reader only, so no two events share a dict,
 and the router does not keep it. A record forwarded to a partition another worker reads is never taken, so the
 oldest go first past ``CAPACITY``.
 
-It is open only in a process that reads an inbox the router writes (``streams.agents.inbox``). A replay decodes
+It is open only in a process that reads an inbox a router writes (``streams.agents.inbox``). A replay decodes
 every record itself. The record a reader takes is the one decoding those bytes would give, so replays agree.
 """
 

@@ -1,8 +1,9 @@
 """Which inbox each source event goes to: the router's pure rules.
 
 The node aggregate is keyed by node name. What the scheduler reads goes to the domain router's inbox
-(``inbox-routing``), which sends it on to the scheduling domain it belongs to (``streams.domains``):
-pods and what concerns one node by key; quotas and profiles to every partition (each keeps the table
+(``inbox-routing``), which sends it on to the scheduling domain it belongs to (``streams.domains``); the pods
+the domain router reads from their own topic, beside its inbox (``DOMAIN_ROUTER_SOURCES``). Pods and what
+concerns one node go by key; quotas and profiles to every partition (each keeps the table
 pods are routed by); what every domain needs, Reservations and PodMigrationJobs to partition 0.
 Config changes concern every node, so they go to every node-inbox partition; clock ticks go to every
 node-inbox partition and to the domain router's partition 0, which sends them to every domain. Pods

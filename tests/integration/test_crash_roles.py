@@ -10,12 +10,12 @@ move (a rebalance of its group is its own):
 
 1. once a quarter of the pods are decided, the scheduling domain's worker (the decision-maker) is killed; the
    next half of the pods is streamed and it stays down :data:`DOWN_S` more, then it is restarted;
-2. then the router's worker (the stage every source record passes) is killed, the last quarter streamed while
-   it is down, and it is restarted.
+2. then the domain router's worker (the stage every pod passes: it reads them from their topic and sends each
+   to its domain) is killed, the last quarter streamed while it is down, and it is restarted.
 
 The run checks that every pod is placed in its domain without overbooking a node, that each pod is scheduled by
 one decision, that the read model holds each decision once, that ``koord replay`` reproduces each domain's
-decisions across the kills and that no output is repeated (exactly-once).
+decisions and the domain router's routes across the kills and that no output is repeated (exactly-once).
 """
 
 from __future__ import annotations
@@ -68,10 +68,10 @@ def role_crash(tmp_path_factory):
         stream_pods(cluster.bootstrap, pods[AFTER_KILL:-AFTER_RESTART])
         time.sleep(DOWN_S)
         cluster.start_worker("scheduling", "scheduling")
-        cluster.kill("router")
+        cluster.kill("domains")
         stream_pods(cluster.bootstrap, pods[-AFTER_RESTART:])
         time.sleep(DOWN_S)
-        cluster.start_worker("router", "router")
+        cluster.start_worker("domains", "domains")
         engine = open_database(cluster.env["KOORD_DATABASE_URL"])
 
         def undecided() -> set[str]:
@@ -88,6 +88,7 @@ def role_crash(tmp_path_factory):
                "rows": rows, "pods": queries.get_pods(engine, namespace=NAMESPACE),
                "replay": {domain: cluster.koord("replay", "scheduling", "--domain", domain, "-o", "json")
                           for domain in (DEFAULT_DOMAIN, tree)},
+               "routes": cluster.koord("replay", "routing", "-o", "json"),
                "copies": copies(cluster.bootstrap, "read_committed")}
     finally:
         cluster.stop()
@@ -115,6 +116,15 @@ def test_replay_reproduces_each_domain_across_the_kills(role_crash):
         report = json.loads(result.stdout)
         assert report["outputs"]["SchedulingDecision"]["reproduced"] >= PODS // 2, domain
         assert report["outputs"]["SchedulingDecision"]["diverged"] == 0, domain
+
+
+def test_replay_reproduces_every_route_of_the_domain_router_across_its_kill(role_crash):
+    """Every pod the domain router read from its topic, before and after its kill, is routed again to the domain
+    it went to, at the point of its table its forward names."""
+    result = role_crash["routes"]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    reports = json.loads(result.stdout)["domains"]
+    assert sum(report["reproduced"] for report in reports.values()) >= PODS, reports
 
 
 def test_exactly_once_leaves_no_copies_on_the_output_topics(role_crash):
