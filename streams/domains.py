@@ -7,7 +7,7 @@ the ``default`` domain. The domains share nothing, so Kafka's group protocol can
 partitions over any number of workers.
 
 The domain router reads its own ordered inbox (``inbox-routing``, one :class:`DomainTable` per
-partition) and keeps, from it alone, the table it routes by:
+partition) and the pods, and keeps, from them alone, the table it routes by:
 
 - **profiles and quotas** come to every partition: a pod's domain is the tree of its quota
   (``GetQuotaName``, ``streams.quotas.quota_name``), or of the profile that builds it;

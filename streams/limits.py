@@ -15,9 +15,10 @@ The figures, from the broker inwards:
 - The router forwards a source record inside an InboxEvent, which is bigger than the source record by
   at most: the 10-byte single-object header, the source topic (249 bytes + 2 of length), partition (5),
   offset and timestamp (10 each), the key again (``KEY_MAX_BYTES`` + 2), the payload's union branch and
-  Avro length (1 + 3) and the ack flag (1), i.e. 293 bytes + ``KEY_MAX_BYTES``; plus the forward's
+  Avro length (1 + 3), the ack flag (1), the writer's null branch (1) and, in the domain router's forward
+  of a pod, where its table applied it (1 + 10), i.e. 305 bytes + ``KEY_MAX_BYTES``; plus the forward's
   Kafka key (the source key or a domain name, at most ``KEY_MAX_BYTES``). With ``KEY_MAX_BYTES`` =
-  1,024 that is at most 2,341 bytes, which ``ENVELOPE_RESERVE`` = 4,096 covers.
+  1,024 that is at most 2,353 bytes, which ``ENVELOPE_RESERVE`` = 4,096 covers.
 - ``RECORD_MAX_BYTES`` = 1,048,576 - 4,096 = 1,044,480 bytes (1020 KiB) is therefore the limit of a
   record: ``koord apply`` refuses a bigger object, the router dead-letters a bigger source record, and
   a source record within it still fits the producer once forwarded.
@@ -61,7 +62,7 @@ KEY_MAX_BYTES = 1_024
 """The largest key: object names are at most 317 bytes."""
 
 ENVELOPE_RESERVE = 4_096
-"""Room the router's InboxEvent needs around a source record (at most 2,341 bytes, see above)."""
+"""Room the router's InboxEvent needs around a source record (at most 2,353 bytes, see above)."""
 
 RECORD_MAX_BYTES = PRODUCER_MAX_BYTES - ENVELOPE_RESERVE
 """The limit of a record, key, value and headers as Kafka counts them: 1,044,480 bytes."""
