@@ -103,9 +103,10 @@ class DomainTable:
         """Kind/key -> every-domain object (partition 0)."""
         self.source_offsets: dict[str, int] = {}
         """Source partition -> the highest offset routed: a re-forwarded event is not routed again."""
-        self.at: dict[str, int] = {}
-        """``inbox`` -> the offset of the last routing-inbox record applied: where a pod read from its source
-        topic was routed (``routed_after``)."""
+        self.at: dict[str, int] = {"inbox": -1}
+        """``inbox`` -> the offset of the last routing-inbox record applied (-1: none yet): where a pod read from
+        its source topic was routed (``routed_after``). Unknown in a table restored from entries written before
+        it was kept."""
         self._specs = None
         self._dirty: set[str] = set()
         self._groups: dict[str, dict] = {"profile": self.profiles, "quota": self.quotas, "node": self.nodes,
@@ -118,6 +119,8 @@ class DomainTable:
     @classmethod
     def restore(cls, partition: int, entries: Mapping[str, object]) -> "DomainTable":
         table = cls(partition)
+        if entries:
+            table.at.clear()
         maps = table._groups
         for key, value in entries.items():
             group, _, name = key.partition("/")
@@ -149,10 +152,12 @@ class DomainTable:
     # -- the table -----------------------------------------------------------------
 
     @property
-    def routed_after(self) -> int:
+    def routed_after(self) -> int | None:
         """The offset of the last routing-inbox record applied (-1: none): what a forward of a record read from
-        its source topic names (``Causation.routed_after``), so that a replay applies it at the same point."""
-        return self.at.get("inbox", -1)
+        its source topic names (``Causation.routed_after``), so that a replay applies it at the same point.
+        None while unknown (a table kept before this was, until its next routing-inbox record): such a forward
+        names no point, and the replay leaves it out rather than apply it at a wrong one."""
+        return self.at.get("inbox")
 
     def domains(self) -> list[str]:
         """Every domain, sorted: ``default`` and each profile's tree."""

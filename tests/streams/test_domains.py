@@ -152,3 +152,19 @@ def test_the_table_keeps_the_last_routing_inbox_offset_applied_and_a_pod_read_fr
     assert forwards(table, read) == (Forward("gpu"),)
     assert table.routed_after == 13
     assert DomainTable.restore(1, table.take_changes()).routed_after == 13
+
+
+def test_a_table_kept_before_the_point_was_names_none_until_its_next_routing_inbox_record():
+    older = {key: value for key, value in _table_with_a_quota().take_changes().items() if not key.startswith("at/")}
+    table = DomainTable.restore(1, older)
+    assert table.routed_after is None, "a forward then names no point, and the replay leaves it out"
+    ev = quota("web", {"cpu": 1})
+    table.route(dataclasses.replace(ev, causation=dataclasses.replace(ev.causation, inbox_offset=30)))
+    assert table.routed_after == 30
+    assert DomainTable.restore(1, {}).routed_after == -1, "a new partition has applied nothing"
+
+
+def _table_with_a_quota() -> DomainTable:
+    table = DomainTable(1)
+    table.route(quota("train", {"cpu": 1}, labels=TREE))
+    return table
