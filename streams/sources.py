@@ -50,8 +50,7 @@ def read(source_id: str, message, now_ms: int) -> Source:
     try:
         key, kind, record, reason = validation.check_source(source_id, message, now_ms)
     except Exception as error:
-        log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition, message.offset)
-        raise Refused(f"the router failed on this record: {type(error).__name__}: {error}") from None
+        raise failed(message, error) from None
     if reason is not None:
         raise Refused(reason)
     timestamp_ms = int(message.timestamp * 1000)
@@ -61,6 +60,13 @@ def read(source_id: str, message, now_ms: int) -> Source:
         log.warning("%s[%d]@%d is timed %d ms ahead of the router's clock; forwarded at %d ms ahead",
                     message.topic, message.partition, message.offset, timestamp_ms - now_ms, MAX_AHEAD_MS)
     return Source(key, kind, record, forwarded_ms, _has(message.headers, routing.ACK_HEADER))
+
+
+def failed(message, error: Exception) -> Refused:
+    """The refusal of ``message`` when a router's own code failed on it (logged with its traceback): a bug met by
+    one record dead-letters that record and stops nothing."""
+    log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition, message.offset)
+    return Refused(f"the router failed on this record: {type(error).__name__}: {error}")
 
 
 def _has(headers, header: str) -> bool:

@@ -32,7 +32,6 @@ only what no ``read_committed`` reader saw.
 
 from __future__ import annotations
 
-import logging
 import time
 
 import faust
@@ -47,7 +46,6 @@ from streams.signing import signer
 from streams.topology import Topology
 
 STAGE = sources.STAGE
-log = logging.getLogger(__name__)
 
 
 def register(app: faust.App, topology: Topology) -> None:
@@ -72,15 +70,12 @@ def register(app: faust.App, topology: Topology) -> None:
             source_id = ids[message.topic]
             try:
                 source = sources.read(source_id, message, now_ms)
-                targets = routing.routes(source_id, source.key, source.kind, source.record, partitions)
+                try:
+                    targets = routing.routes(source_id, source.key, source.kind, source.record, partitions)
+                except Exception as error:
+                    raise sources.failed(message, error) from None
             except sources.Refused as refused:
                 await send_dead_letter(batches, dead_letters, STAGE, message, str(refused))
-                continue
-            except Exception as error:
-                log.exception("router failed on %s[%d]@%d; dead-lettered", message.topic, message.partition,
-                              message.offset)
-                await send_dead_letter(batches, dead_letters, STAGE, message,
-                                       f"the router failed on this record: {type(error).__name__}: {error}")
                 continue
             if source.record is not None and targets:
                 HANDOFF.put(message.value, source.kind, source.record)
