@@ -34,6 +34,7 @@ from streams.agents.transactions import EXACTLY_ONCE_COMMIT_INTERVAL_S, batch_ga
 from streams.broker.connection import client_settings
 from streams.broker.security import aiokafka_auth
 from streams.faustcompat.monitor import install_monitor
+from streams.handoff import HANDOFF
 from streams.limits import PRODUCER_MAX_BYTES
 from streams.roles import ALL, ROLES, Role
 from streams.settings import Settings
@@ -109,6 +110,11 @@ def create_app(bootstrap: str, topology: Topology, settings: Settings | None = N
     for agent in role.agents:
         registers[agent](app, topology)
     ticks.register(app, topology)
+
+    @app.on_partitions_assigned.connect
+    async def hand_off_within(sender, assigned, **kwargs):
+        HANDOFF.hold((tp.topic, tp.partition) for tp in assigned)
+
     return app
 
 

@@ -25,6 +25,8 @@ from streams.agents.journal import Prefixed
 from streams.domainrouter import STAGE, Envelope, route_guarded, stored_envelope
 from streams.domains import DomainTable
 from streams.events import InboxEvent
+from streams.handoff import HANDOFF
+from streams.partitioning import partition_for
 from streams.topology import Topology, TopologyError
 
 SEPARATOR = "|"
@@ -32,13 +34,14 @@ SEPARATOR = "|"
 
 def register(app: faust.App, topology: Topology) -> None:
     check_copartitioned(topology)
+    scheduling = topology.name(routing.SCHEDULING_INBOX), topology.spec(routing.SCHEDULING_INBOX).partitions
     register_aggregate(app, topology, Aggregate(
         stage=STAGE, agent="koord-domains", inbox=routing.ROUTING_INBOX, table="routing-state",
         core_of=lambda key, event: event.causation.inbox_partition,
         partition_of=lambda partition: partition,
         keys=lambda partition: Prefixed(f"{partition}{SEPARATOR}"),
-        restore=DomainTable.restore, step=_route, outputs=("DeadLetter", "Ack"),
-        forward_to=routing.SCHEDULING_INBOX, sources=routing.DOMAIN_ROUTER_SOURCES))
+        restore=DomainTable.restore, step=lambda state, event, value: _route(state, event, value, scheduling),
+        outputs=("DeadLetter", "Ack"), forward_to=routing.SCHEDULING_INBOX, sources=routing.DOMAIN_ROUTER_SOURCES))
 
 
 def check_copartitioned(topology: Topology) -> None:
@@ -54,17 +57,25 @@ def check_copartitioned(topology: Topology) -> None:
                                 f"give both the same count")
 
 
-def _route(state: DomainTable, event: InboxEvent, value: bytes) -> Handled:
+def _route(state: DomainTable, event: InboxEvent, value: bytes, scheduling: tuple[str, int] | None = None) -> Handled:
     """The event routed: its refusal's dead letter, the event as acknowledged here, and its forwards (the
     every-domain objects a domain new to the partition catches up on, then the event's own copies). ``value`` is
     the routing-inbox record's, or for a pod read from its source topic the source record's, forwarded in the
-    envelope the router would have made, naming where the table applied it."""
+    envelope the router would have made, naming where the table applied it; such a pod's decoded record is left
+    for the reader of the scheduling inbox (``scheduling``: its topic name and partition count) in this worker,
+    when it reads a partition the pod goes to (``streams.handoff``)."""
+    source_value = value
     if event.causation.direct:
         cause = event.causation
         value = routing.envelope(cause.source_topic, cause.source_partition, cause.source_offset, event.timestamp_ms,
                                  event.key, value, event.ack, routed_after=state.routed_after)
     envelope = Envelope(value, event.ack)
     routed, outputs = route_guarded(state, event, envelope.stored)
+    if event.causation.direct and event.record is not None and scheduling is not None:
+        topic, partitions = scheduling
+        HANDOFF.put(source_value, event.kind, event.record,
+                    ((topic, partition_for(partitions, forward.domain)) for forward in routed.forwards
+                     if not forward.deleted))
     forwards = [(domain.encode(), stored_envelope(stored.envelope)) for domain, stored in routed.catch_up]
     forwards += [(forward.domain.encode(), envelope.forward(ack=forward.ack and event.ack, deleted=forward.deleted))
                  for forward in routed.forwards]

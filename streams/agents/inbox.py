@@ -11,7 +11,7 @@ import contextlib
 import time
 from typing import AsyncIterator, Callable, Hashable, Iterator
 
-from streams import routing, sources
+from streams import sources
 from streams.agents.deadletters import send_dead_letter
 from streams.faustcompat.events import mark_acked
 from streams.events import InboxEvent
@@ -59,10 +59,8 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
     read by an :class:`InboxReader` of the inbox's incarnation that verifies the records' signatures (and
     refuses an event timed too far past its record's own timestamp). A record of a source topic the stream also
     reads (``source_ids``: topic name -> topology id) is checked as the router checks it (``streams.sources``;
-    a compacted topic's offsets have gaps, so its delivery order is not watched), and what was decoded of it left
-    for the reader of the inbox it is forwarded to, as the router does (``streams.handoff``)."""
-    if inbox_id in routing.ROUTER_INBOXES or inbox_id == routing.SCHEDULING_INBOX:
-        HANDOFF.open = True
+    a compacted topic's offsets have gaps, so its delivery order is not watched); the step leaves what was decoded
+    of it for the reader of the inbox it forwards it to, as the router does (``streams.handoff``)."""
     reader = InboxReader.of(topology, inbox_id, await inbox_incarnation(bootstrap_of(app), topology.name(inbox_id)),
                             signer(), HANDOFF)
     order = DeliveryOrder(stage, contiguous=not batches.exactly_once)
@@ -79,8 +77,6 @@ async def inbox_batches(app, topology: Topology, inbox_id: str, stream, dead_let
                     except sources.Refused as refused:
                         await send_dead_letter(batches, dead_letters, sources.STAGE, message, str(refused))
                         continue
-                    if source.record is not None:
-                        HANDOFF.put(message.value, source.kind, source.record)
                     batch.append((source.key, source.event(message), faust_event))
                     continue
                 order.check(message)

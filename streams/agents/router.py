@@ -42,6 +42,7 @@ from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.handoff import HANDOFF
+from streams.partitioning import partition_for
 from streams.signing import signer
 from streams.topology import Topology
 
@@ -54,6 +55,7 @@ def register(app: faust.App, topology: Topology) -> None:
     inboxes = {inbox: raw_topic(app, topology.name(inbox)) for inbox in routing.ROUTER_INBOXES}
     dead_letters = raw_topic(app, topology.name("deadletters"))
     partitions = {inbox: topology.spec(inbox).partitions for inbox in inboxes}
+    inbox_names = {inbox: topology.name(inbox) for inbox in inboxes}
     batches = Batches(app)
 
     @app.agent(source_topics, name="koord-router")
@@ -78,7 +80,9 @@ def register(app: faust.App, topology: Topology) -> None:
                 await send_dead_letter(batches, dead_letters, STAGE, message, str(refused))
                 continue
             if source.record is not None and targets:
-                HANDOFF.put(message.value, source.kind, source.record)
+                HANDOFF.put(message.value, source.kind, source.record,
+                            ((inbox_names[target.inbox], partition_for(partitions[target.inbox], target.key)
+                              if target.partition is None else target.partition) for target in targets))
             envelope = routing.envelope(message.topic, message.partition, message.offset, source.timestamp_ms,
                                         source.key, message.value, source.ack)
             for target in targets:

@@ -31,11 +31,19 @@ def _routed(message, handoff: Handoff) -> tuple[list[tuple[str, types.SimpleName
     key, kind, record, reason = validation.check_source(source_id, message, T0)
     assert reason is None
     targets = routing.routes(source_id, key, kind, record, PARTITIONS)
-    handoff.put(message.value, kind, record)
+    handoff.put(message.value, kind, record, [(TOPOLOGY.name(target.inbox), target.partition or 0)
+                                              for target in targets])
     envelope = routing.envelope(message.topic, 0, message.offset, T0, key, message.value, False)
     return [(target.inbox, types.SimpleNamespace(topic=TOPOLOGY.name(target.inbox), partition=target.partition or 0,
                                                   offset=0, key=target.key.encode(), value=envelope, timestamp=T0))
             for target in targets], record
+
+
+def _holding_all() -> Handoff:
+    """A handoff in a process that reads every inbox partition."""
+    handoff = Handoff()
+    handoff.hold((TOPOLOGY.name(inbox), partition) for inbox, count in PARTITIONS.items() for partition in range(count))
+    return handoff
 
 
 def _reader(inbox: str, handoff: Handoff) -> InboxReader:
@@ -43,8 +51,7 @@ def _reader(inbox: str, handoff: Handoff) -> InboxReader:
 
 
 def test_the_reader_takes_the_routers_record_once_and_it_equals_a_fresh_decode():
-    handoff = Handoff()
-    handoff.open = True
+    handoff = _holding_all()
     message = _source(node_metric("n1", "2", T0))
     [(inbox, forwarded)], record = _routed(message, handoff)
     _, event = _reader(inbox, handoff).read(forwarded)
@@ -56,8 +63,7 @@ def test_the_reader_takes_the_routers_record_once_and_it_equals_a_fresh_decode()
 
 
 def test_a_record_routed_to_two_inboxes_is_handed_to_the_first_reader_only():
-    handoff = Handoff()
-    handoff.open = True
+    handoff = _holding_all()
     message = _source("""apiVersion: v1
 kind: Node
 metadata: {name: n1}
@@ -71,22 +77,27 @@ status:
     assert events[0].record == events[1].record
 
 
-def test_a_closed_handoff_keeps_nothing_and_an_open_one_keeps_its_capacity():
-    closed = Handoff()
-    closed.put(b"x", "Pod", {})
-    assert len(closed) == 0
+def test_a_record_is_kept_only_for_an_inbox_partition_this_process_reads_and_while_there_is_room():
+    nowhere = Handoff()
+    nowhere.put(b"x", "Pod", {}, [("koord.inbox.node", 0)])
+    assert len(nowhere) == 0
     bounded = Handoff(capacity=3)
-    bounded.open = True
+    bounded.hold([("koord.inbox.node", 1)])
+    bounded.put(b"elsewhere", "Pod", {}, [("koord.inbox.node", 0)])
+    assert len(bounded) == 0
     for index in range(5):
-        bounded.put(bytes([index]), "Pod", {"n": index})
+        bounded.put(bytes([index]), "Pod", {"n": index}, [("koord.inbox.node", 0), ("koord.inbox.node", 1)])
     assert len(bounded) == 3
-    assert bounded.take(bytes([1])) is None
-    assert bounded.take(bytes([4])) == ("Pod", {"n": 4})
+    assert bounded.take(bytes([4])) is None, "the reader comes to the first ones first: a full handoff keeps them"
+    assert bounded.take(bytes([0])) == ("Pod", {"n": 0})
+    bounded.put(bytes([5]), "Pod", {"n": 5}, [("koord.inbox.node", 1)])
+    assert bounded.take(bytes([5])) == ("Pod", {"n": 5})
+    bounded.hold([("koord.inbox.node", 0)])
+    assert len(bounded) == 0, "a rebalance drops what was kept"
 
 
 def test_a_pod_record_taken_from_the_handoff_reads_as_a_decoded_one():
-    handoff = Handoff()
-    handoff.open = True
+    handoff = _holding_all()
     message = _source(pod("a"))
     [(inbox, forwarded)], record = _routed(message, handoff)
     _, taken = _reader(inbox, handoff).read(forwarded)

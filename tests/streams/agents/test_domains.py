@@ -9,9 +9,12 @@ import types
 import pytest
 
 from streams import sources
+from streams.agents import domains as domains_agent
 from streams.agents.domains import _route, check_copartitioned
 from streams.domains import DomainTable
+from streams.handoff import Handoff
 from streams.inbox import InboxReader
+from streams.partitioning import partition_for
 from streams.routing import ACK_HEADERS
 from streams.schemas import codec
 from streams.topology import TopologyError, load_topology
@@ -64,6 +67,23 @@ def test_the_routing_inbox_records_applied_before_a_pod_are_named_in_its_forward
     assert (domain, _held(domain, forward)[1].causation.routed_after) == (b"gpu", 5)
     restored = DomainTable.restore(1, table.take_changes())
     assert restored.routed_after == 5, "a restarted table names the same point"
+
+
+def test_a_pods_decoded_record_is_left_for_the_scheduling_reader_of_its_domains_partition_only(monkeypatch):
+    handoff = Handoff()
+    monkeypatch.setattr(domains_agent, "HANDOFF", handoff)
+    partitions = load_topology().spec("inbox-scheduling").partitions
+    event, value = _pod_read(7)
+    domain_partition = partition_for(partitions, "default")
+    handoff.hold([("koord.inbox.scheduling", p) for p in range(partitions) if p != domain_partition])
+    _route(DomainTable(1), event, value, ("koord.inbox.scheduling", partitions))
+    assert len(handoff) == 0, "another worker reads the domain's partition"
+    handoff.hold([("koord.inbox.scheduling", domain_partition)])
+    [(domain, forward)] = _route(DomainTable(1), event, value, ("koord.inbox.scheduling", partitions)).forwards
+    reader = InboxReader.of(load_topology(), "inbox-scheduling", handoff=handoff)
+    _, held = reader.read(types.SimpleNamespace(topic="koord.inbox.scheduling", partition=domain_partition, offset=0,
+                                                key=domain, value=forward, headers=[], timestamp=NOW))
+    assert held.record is event.record and len(handoff) == 0
 
 
 def test_a_routed_after_on_any_other_record_is_refused():
