@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from streams.partitioning import partition_for
 from streams.schemas import codec
 
 ACK_HEADER = "koord-ack"
@@ -104,6 +105,11 @@ class Route:
     inbox: str
     key: str
     partition: int | None = None
+    """None: the partition the producer's partitioner gives ``key`` (``partition_in``)."""
+
+    def partition_in(self, partitions: int) -> int:
+        """The partition of the inbox (of ``partitions``) the route's record lands in."""
+        return partition_for(partitions, self.key) if self.partition is None else self.partition
 
 
 def kind_of_deletion(source_id: str, key: str) -> str:

@@ -64,16 +64,15 @@ def _route(state: DomainTable, event: InboxEvent, value: bytes, scheduling: tupl
     envelope the router would have made, naming where the table applied it; such a pod's decoded record is left
     for the reader of the scheduling inbox (``scheduling``: its topic name and partition count) in this worker,
     when it reads a partition the pod goes to (``streams.handoff``)."""
-    source_value = value
-    if event.causation.direct:
-        cause = event.causation
-        value = routing.envelope(cause.source_topic, cause.source_partition, cause.source_offset, event.timestamp_ms,
-                                 event.key, value, event.ack, routed_after=state.routed_after)
-    envelope = Envelope(value, event.ack)
+    cause = event.causation
+    forwarded = value if not cause.direct else routing.envelope(
+        cause.source_topic, cause.source_partition, cause.source_offset, event.timestamp_ms, event.key, value,
+        event.ack, routed_after=state.routed_after)
+    envelope = Envelope(forwarded, event.ack)
     routed, outputs = route_guarded(state, event, envelope.stored)
-    if event.causation.direct and event.record is not None and scheduling is not None:
+    if cause.direct and event.record is not None and scheduling is not None:
         topic, partitions = scheduling
-        HANDOFF.put(source_value, event.kind, event.record,
+        HANDOFF.put(value, event.kind, event.record,
                     ((topic, partition_for(partitions, forward.domain)) for forward in routed.forwards
                      if not forward.deleted))
     forwards = [(domain.encode(), stored_envelope(stored.envelope)) for domain, stored in routed.catch_up]

@@ -42,7 +42,6 @@ from streams.agents.inbox import BATCH_MAX, BATCH_WITHIN_S
 from streams.agents.topics import raw_topic
 from streams.agents.transactions import Batches
 from streams.handoff import HANDOFF
-from streams.partitioning import partition_for
 from streams.signing import signer
 from streams.topology import Topology
 
@@ -81,8 +80,8 @@ def register(app: faust.App, topology: Topology) -> None:
                 continue
             if source.record is not None and targets:
                 HANDOFF.put(message.value, source.kind, source.record,
-                            ((inbox_names[target.inbox], partition_for(partitions[target.inbox], target.key)
-                              if target.partition is None else target.partition) for target in targets))
+                            ((inbox_names[target.inbox], target.partition_in(partitions[target.inbox]))
+                             for target in targets))
             envelope = routing.envelope(message.topic, message.partition, message.offset, source.timestamp_ms,
                                         source.key, message.value, source.ack)
             for target in targets:

@@ -1,6 +1,7 @@
 import pytest
 
 from streams.outputs import WRITTEN_TO_INBOXES
+from streams.partitioning import partition_for
 from streams.routing import (CHECKED_SOURCES, COPIED_BY_AGGREGATES, DOMAIN_ROUTER_SOURCES, KIND_BY_SOURCE, NOT_ROUTED,
                              ROUTED_SOURCES, Route, routes)
 from streams.signing import PIPELINE_SOURCES
@@ -88,3 +89,8 @@ def test_the_router_reads_no_topic_only_the_pipeline_writes():
     for source in COPIED_BY_AGGREGATES:
         assert set(KIND_BY_SOURCE[source]) <= set(WRITTEN_TO_INBOXES) | set(NOT_ROUTED), source
     assert routes("decisions", "ns/p", "Eviction", {"nodeName": "n1"}, PARTITIONS) == []
+
+
+def test_a_route_lands_in_its_own_partition_or_where_the_partitioner_puts_its_key():
+    assert Route("inbox-node", "n1", 3).partition_in(8) == 3
+    assert Route("inbox-node", "n1").partition_in(8) == partition_for(8, "n1")
